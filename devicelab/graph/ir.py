@@ -1,0 +1,238 @@
+"""The graph IR: tensors, operators and the graph that joins them.
+
+A ``Graph`` holds activation tensors (name, shape, dtype) and operators that read and write
+them by name; weights live inside operators as attributes (``out_channels``, ``kernel``, ...)
+so the IR stays small and a NAS tool can describe a network without shipping weights. Edges are
+the tensors: an edge runs from the operator that writes a tensor to every operator that reads
+it. ``Graph.check()`` re-derives every shape from the graph inputs, so a graph that passed it is
+consistent; the readers (ONNX, TFLite, JSON) and the builder all end with it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from devicelab.graph import ops
+from devicelab.graph.errors import GraphError
+from devicelab.graph.ops import Shape
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """An activation tensor: a name, an NCHW shape with the batch dimension, and a dtype."""
+
+    name: str
+    shape: Shape
+    dtype: str = "float32"
+
+
+@dataclass
+class Operator:
+    """One operator: its type from ``ops.OPS``, the tensors it reads and writes, its attrs."""
+
+    name: str
+    type: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def category(self) -> str:
+        """The operator's Table-3 category (conv, dwconv, fc, pool, elementwise, ...)."""
+        return ops.spec(self.type, self.name).category
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """Multiply-adds, FLOPs and parameters of one operator."""
+
+    macs: int
+    flops: int
+    params: int
+
+
+@dataclass
+class Graph:
+    """A network: named input tensors, operators in topological order, named outputs."""
+
+    name: str
+    tensors: dict[str, Tensor]
+    inputs: list[str]
+    outputs: list[str]
+    operators: list[Operator]
+
+    # -- structure ---------------------------------------------------------------------------
+
+    def op(self, name: str) -> Operator:
+        """The operator with this name."""
+        for o in self.operators:
+            if o.name == name:
+                return o
+        raise KeyError(name)
+
+    def producers(self) -> dict[str, Operator]:
+        """Map from tensor name to the operator that writes it."""
+        return {t: o for o in self.operators for t in o.outputs}
+
+    def consumers(self) -> dict[str, list[Operator]]:
+        """Map from tensor name to the operators that read it, in graph order."""
+        out: dict[str, list[Operator]] = defaultdict(list)
+        for o in self.operators:
+            for t in o.inputs:
+                out[t].append(o)
+        return dict(out)
+
+    def edges(self) -> list[tuple[str, str, str]]:
+        """Every (producer operator, consumer operator, tensor) triple."""
+        prod = self.producers()
+        return [(prod[t].name, o.name, t) for o in self.operators for t in o.inputs if t in prod]
+
+    def input_shapes(self, op: Operator) -> list[Shape]:
+        """Shapes of the tensors an operator reads."""
+        return [self.tensors[t].shape for t in op.inputs]
+
+    def output_shapes(self, op: Operator) -> list[Shape]:
+        """Shapes of the tensors an operator writes."""
+        return [self.tensors[t].shape for t in op.outputs]
+
+    def topological_order(self) -> list[Operator]:
+        """Operators ordered so each comes after the producers of its inputs (stable, Kahn)."""
+        prod = self.producers()
+        indegree = {o.name: len({prod[t].name for t in o.inputs if t in prod}) for o in self.operators}
+        cons = self.consumers()
+        ready = [o for o in self.operators if indegree[o.name] == 0]
+        order: list[Operator] = []
+        position = {o.name: i for i, o in enumerate(self.operators)}
+        while ready:
+            ready.sort(key=lambda o: position[o.name])
+            current = ready.pop(0)
+            order.append(current)
+            seen: set[str] = set()
+            for t in current.outputs:
+                for nxt in cons.get(t, []):
+                    if nxt.name in seen:
+                        continue
+                    seen.add(nxt.name)
+                    indegree[nxt.name] -= 1
+                    if indegree[nxt.name] == 0:
+                        ready.append(nxt)
+        if len(order) != len(self.operators):
+            stuck = sorted(set(o.name for o in self.operators) - {o.name for o in order})
+            raise GraphError(f"the graph has a cycle through {stuck[:5]}", node=stuck[0])
+        return order
+
+    def sorted(self) -> Graph:
+        """A copy whose operator list is in topological order."""
+        return Graph(self.name, dict(self.tensors), list(self.inputs), list(self.outputs),
+                     self.topological_order())
+
+    # -- checking ----------------------------------------------------------------------------
+
+    def check(self) -> Graph:
+        """Validate names, edges, order and every shape; return self, or raise ``GraphError``."""
+        if not self.operators:
+            raise GraphError("the graph has no operators")
+        names = Counter(o.name for o in self.operators)
+        dup = [n for n, c in names.items() if c > 1]
+        if dup:
+            raise GraphError("operator name is used more than once", node=dup[0])
+        for t in self.inputs:
+            if t not in self.tensors:
+                raise GraphError(f"graph input {t!r} has no tensor entry", node=t)
+        written: set[str] = set(self.inputs)
+        for o in self.operators:
+            for t in o.inputs:
+                if t not in self.tensors:
+                    raise GraphError(f"reads tensor {t!r}, which the graph does not define", node=o.name, op=o.type)
+                if t not in written:
+                    raise GraphError(
+                        f"reads tensor {t!r} before any operator writes it (not in topological order, "
+                        "or a missing producer)", node=o.name, op=o.type)
+            for t in o.outputs:
+                if t in written:
+                    raise GraphError(f"writes tensor {t!r}, which is already written", node=o.name, op=o.type)
+                written.add(t)
+            attrs, shapes = ops.normalize_and_infer(o.type, o.attrs, self.input_shapes(o), o.name)
+            if len(shapes) != len(o.outputs):
+                raise GraphError(f"has {len(o.outputs)} outputs, expected {len(shapes)}", node=o.name, op=o.type)
+            for t, shape in zip(o.outputs, shapes):
+                if t not in self.tensors:
+                    raise GraphError(f"writes tensor {t!r}, which the graph does not define", node=o.name, op=o.type)
+                if tuple(self.tensors[t].shape) != tuple(shape):
+                    raise GraphError(
+                        f"output {t!r} is declared {list(self.tensors[t].shape)} but the inputs give "
+                        f"{list(shape)}", node=o.name, op=o.type)
+            o.attrs = attrs
+        for t in self.outputs:
+            if t not in written:
+                raise GraphError(f"graph output {t!r} is never written", node=t)
+        return self
+
+    # -- cost --------------------------------------------------------------------------------
+
+    def op_cost(self, op: Operator) -> OpCost:
+        """MACs, FLOPs and parameters of one operator (see ``docs/graph-format.md``)."""
+        s = ops.spec(op.type, op.name)
+        i, o = self.input_shapes(op), self.output_shapes(op)
+        return OpCost(s.macs(i, o, op.attrs), s.flops(i, o, op.attrs), s.params(i, o, op.attrs))
+
+    def costs(self) -> Iterator[tuple[Operator, OpCost]]:
+        """Every operator with its cost, in graph order."""
+        for o in self.operators:
+            yield o, self.op_cost(o)
+
+    @property
+    def macs(self) -> int:
+        """Total multiply-adds of the model."""
+        return sum(c.macs for _, c in self.costs())
+
+    @property
+    def flops(self) -> int:
+        """Total FLOPs of the model (2 x MACs plus the light operators' work)."""
+        return sum(c.flops for _, c in self.costs())
+
+    @property
+    def params(self) -> int:
+        """Total trainable parameters of the model."""
+        return sum(c.params for _, c in self.costs())
+
+    def input_shape(self) -> Shape:
+        """Shape of the first graph input."""
+        return self.tensors[self.inputs[0]].shape
+
+    def op_table(self) -> list[dict[str, Any]]:
+        """One plain row per operator: index, name, type, shapes, attrs, MACs, FLOPs, params."""
+        rows = []
+        for index, (o, c) in enumerate(self.costs()):
+            rows.append({
+                "index": index,
+                "name": o.name,
+                "type": o.type,
+                "category": o.category,
+                "inputs": list(o.inputs),
+                "outputs": list(o.outputs),
+                "input_shapes": [list(s) for s in self.input_shapes(o)],
+                "output_shapes": [list(s) for s in self.output_shapes(o)],
+                "attrs": dict(o.attrs),
+                "macs": c.macs,
+                "flops": c.flops,
+                "params": c.params,
+            })
+        return rows
+
+    def summary(self) -> dict[str, Any]:
+        """Totals and counts for storing beside a model: ops, MACs, FLOPs, params, op-type counts."""
+        counts = Counter(o.type for o in self.operators)
+        return {
+            "name": self.name,
+            "num_operators": len(self.operators),
+            "macs": self.macs,
+            "flops": self.flops,
+            "params": self.params,
+            "inputs": {t: list(self.tensors[t].shape) for t in self.inputs},
+            "outputs": {t: list(self.tensors[t].shape) for t in self.outputs},
+            "op_types": dict(sorted(counts.items())),
+        }
