@@ -76,16 +76,23 @@ class ProfileSettings:
 
 @dataclass(frozen=True)
 class OpTiming:
-    """Timing of one graph operator (or a runtime kernel that covers several operators)."""
+    """Timing of one graph operator, as the runtime really ran it.
 
-    index: int  # position of the operator in the graph's operator list
+    An operator the runtime fused into another's kernel (a ReLU folded into its Conv) has
+    ``stats=None`` and ``fused_into`` naming the kernel node that covers it, so predictors can
+    learn the runtime's fusion rules. A kernel the runtime inserted on its own (a layout reorder,
+    a copy) has ``index=None`` and type ``runtime``: its time is real and is kept, but no graph
+    operator owns it.
+    """
+
+    index: int | None  # position of the operator in the graph's operator list
     name: str
     type: str
-    kernel: str  # what the runtime really ran, e.g. "Conv" fused with "Relu" -> "FusedConv"
+    kernel: str  # what the runtime really ran, e.g. ONNX Runtime's "FusedConv" for Conv + Relu
     input_shapes: list[list[int]]
     output_shapes: list[list[int]]
     attrs: dict[str, Any]
-    stats: SampleStats
+    stats: SampleStats | None
     fused_into: str | None = None  # name of the kernel node that also covers this operator
 
 
