@@ -1,0 +1,1 @@
+"""LatencyLab's command line and (later) its Python client for NAS tools."""

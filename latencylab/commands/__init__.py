@@ -1,0 +1,1 @@
+"""Sub-commands of the ``latencylab`` CLI, one module per group."""
