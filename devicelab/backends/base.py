@@ -20,6 +20,10 @@ ProgressFn = Callable[[float, str], None]
 """Called with a fraction in [0, 1] and a short message as a run advances."""
 
 
+class BackendError(RuntimeError):
+    """A device runtime could not load or run a graph; the message names the backend and the reason."""
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """A device a worker found: a stable identity plus its hardware description."""

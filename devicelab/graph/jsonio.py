@@ -45,7 +45,7 @@ def graph_to_json(graph: Graph, indent: int | None = None) -> str:
     return json.dumps(graph_to_dict(graph), indent=indent)
 
 
-def _expect(cond: bool, reason: str, node: str | None = None, op: str | None = None) -> None:
+def _expect(cond: object, reason: str, node: str | None = None, op: str | None = None) -> None:
     if not cond:
         raise GraphError(reason, node=node, op=op)
 

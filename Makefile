@@ -1,0 +1,46 @@
+# The few verbs people need. `make demo` and `make test` work on a fresh clone.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv demo up worker test test-fast bench lint format system-deps clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)  ## create .venv and install the project with its dev tools
+
+demo: $(STAMP)  ## bring the service up on embedded defaults, profile zoo models, serve the API
+	$(BIN)/latencylab demo
+
+up: $(STAMP)  ## web server + one worker in the foreground (embedded defaults unless configured)
+	$(BIN)/latencylab up
+
+worker: $(STAMP)  ## a worker with its device agent for this machine's devices
+	$(BIN)/latencylab worker
+
+test: $(STAMP)  ## the whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)  ## every benchmark; numbers go to var/benchmarks/
+	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+system-deps:  ## Debian packages the project needs (run as root)
+	apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+		python3-venv ca-certificates
+
+clean:
+	rm -rf $(VENV) var/test_* .pytest_cache

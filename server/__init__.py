@@ -1,0 +1,1 @@
+"""The LatencyLab Django project: settings, URLs and one app per domain."""

@@ -1,0 +1,1 @@
+"""The REST API: serializers, views, routes and the OpenAPI schema."""

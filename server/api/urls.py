@@ -1,0 +1,25 @@
+"""Routes of the REST API, its schema and its docs page."""
+
+from __future__ import annotations
+
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.permissions import AllowAny
+from rest_framework.routers import DefaultRouter
+
+from server.api.views import DeviceViewSet, JobViewSet, NetworkModelViewSet
+
+router = DefaultRouter()
+router.register("models", NetworkModelViewSet, basename="model")
+router.register("jobs", JobViewSet, basename="job")
+router.register("devices", DeviceViewSet, basename="device")
+
+urlpatterns = [
+    path("schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny], authentication_classes=[]),
+         name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny],
+                                                 authentication_classes=[]), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="schema", permission_classes=[AllowAny],
+                                                authentication_classes=[]), name="redoc"),
+    path("", include(router.urls)),
+]

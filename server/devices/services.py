@@ -1,0 +1,58 @@
+"""Device actions that workers call: registering what they found, and heart-beating."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from devicelab.backends.base import DeviceInfo
+from server.devices.models import Device, DeviceKind, DeviceStatus
+
+
+@transaction.atomic
+def register_devices(worker_name: str, infos: Iterable[DeviceInfo]) -> list[Device]:
+    """Create or update the rows of the devices a worker found; they come online, held by it.
+
+    A device keeps its row (matched by ``identity``) across restarts and across workers, so a
+    phone moved to another machine keeps its id and history.
+    """
+    now = timezone.now()
+    devices = []
+    for info in infos:
+        if info.kind not in DeviceKind.values:
+            raise ValueError(f"device {info.identity!r} has unknown kind {info.kind!r}; "
+                             f"expected one of {DeviceKind.values}")
+        device, _ = Device.objects.select_for_update().update_or_create(
+            identity=info.identity,
+            defaults={
+                "kind": info.kind,
+                "name": info.name,
+                "hardware": dict(info.hardware),
+                "worker": worker_name,
+                "status": DeviceStatus.ONLINE,
+                "last_heartbeat": now,
+                "offline_since": None,
+            },
+        )
+        devices.append(device)
+    return devices
+
+
+def heartbeat(worker_name: str, device_identities: Iterable[str], now: datetime | None = None) -> int:
+    """Record that a worker still holds these devices; returns how many rows it refreshed.
+
+    Offline devices that heart-beat again come back online. Each heartbeat also sweeps the lab
+    for devices whose worker stopped heart-beating, so no separate scheduler is needed for it.
+    """
+    from server.profiling.services import mark_stale_devices_offline
+
+    now = now or timezone.now()
+    identities = list(device_identities)
+    mine = Device.objects.of_worker(worker_name).filter(identity__in=identities)
+    refreshed = mine.update(last_heartbeat=now)
+    mine.filter(status=DeviceStatus.OFFLINE).update(status=DeviceStatus.ONLINE, offline_since=None)
+    mark_stale_devices_offline(now=now)
+    return refreshed

@@ -1,0 +1,1 @@
+"""Uploaded networks: the file, its parsed graph, and its costs."""

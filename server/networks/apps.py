@@ -1,0 +1,13 @@
+"""App config for networks."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class NetworksConfig(AppConfig):
+    """Networks that teams upload."""
+
+    name = "server.networks"
+    label = "networks"
+    verbose_name = "Networks"

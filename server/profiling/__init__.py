@@ -1,0 +1,1 @@
+"""Profiling jobs, their lifecycle, and the timings they produce."""

@@ -1,0 +1,265 @@
+"""Profiling jobs and what they measured.
+
+The job row is the truth about a job (state, progress, attempts, failure reason), not the
+broker: a Celery message only says "look at job N". Every state change is a conditional UPDATE
+(``WHERE state IN (...)``, and for a worker's own changes ``AND claimed_by = <its token>``), so
+of two processes racing for one job exactly one wins and the loser learns it from the row count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from server.accounts.models import Team
+from server.devices.models import Device
+from server.networks.models import NetworkModel
+
+
+class JobState(models.TextChoices):
+    """Where a job is in its life."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
+FINISHED_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+# Every allowed move. RUNNING -> QUEUED is the way back for a job whose worker died;
+# QUEUED -> FAILED is for a job whose device went away with no equivalent to move to.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    JobState.QUEUED: frozenset({JobState.RUNNING, JobState.CANCELLED, JobState.FAILED}),
+    JobState.RUNNING: frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED, JobState.QUEUED}),
+    JobState.SUCCEEDED: frozenset(),
+    JobState.FAILED: frozenset(),
+    JobState.CANCELLED: frozenset(),
+}
+
+# A job whose worker was lost this many times fails instead of going back to the queue: it is
+# more likely to be what kills the worker than a victim of bad luck.
+MAX_ATTEMPTS = 3
+
+
+class ProfilingJobQuerySet(models.QuerySet["ProfilingJob"]):
+    """Named queries on profiling jobs."""
+
+    def for_team(self, team: Team) -> ProfilingJobQuerySet:
+        """The jobs a team submitted."""
+        return self.filter(team=team)
+
+    def active(self) -> ProfilingJobQuerySet:
+        """Queued or running jobs."""
+        return self.filter(state__in=ACTIVE_STATES)
+
+    def queued(self) -> ProfilingJobQuerySet:
+        """Jobs waiting for their device's worker."""
+        return self.filter(state=JobState.QUEUED)
+
+    def running(self) -> ProfilingJobQuerySet:
+        """Jobs a worker has claimed and is measuring."""
+        return self.filter(state=JobState.RUNNING)
+
+    def on_device(self, device: Device | int) -> ProfilingJobQuerySet:
+        """Jobs routed to one device."""
+        return self.filter(device=device)
+
+    def stuck(self, since: datetime) -> ProfilingJobQuerySet:
+        """Running jobs that have reported no progress since ``since``."""
+        return self.running().annotate(last_sign=Coalesce("progress_at", "started_at")).filter(last_sign__lt=since)
+
+    def transition(self, pk: int, to: str, *, from_states: Iterable[str], token: str | None = None,
+                   where: Q | None = None, **changes: Any) -> bool:
+        """Move job ``pk`` to state ``to`` if it is in one of ``from_states`` (and claimed by
+        ``token``, and matches ``where``, when given); True when this call made the move."""
+        from_states = tuple(from_states)
+        for state in from_states:
+            if to not in TRANSITIONS[state]:
+                raise ValueError(f"a job cannot go from {state} to {to}")
+        rows = self.filter(pk=pk, state__in=from_states)
+        if token is not None:
+            rows = rows.filter(claimed_by=token)
+        if where is not None:
+            rows = rows.filter(where)
+        return rows.update(state=to, **changes) == 1
+
+
+class ProfilingJob(models.Model):
+    """One request to profile a network on a device with given settings.
+
+    The lifecycle methods below are the only writers of ``state``; each returns whether it
+    made the move, and refreshes the instance when it did.
+    """
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="profiling_jobs")
+    model = models.ForeignKey(NetworkModel, on_delete=models.CASCADE, related_name="profiling_jobs")
+    device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="profiling_jobs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    settings = models.JSONField(default=dict, help_text="ProfileSettings.as_dict(), validated at submission.")
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
+    progress = models.FloatField(default=0.0)
+    progress_message = models.CharField(max_length=200, blank=True)
+    progress_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    claimed_by = models.CharField(max_length=100, blank=True, help_text="Run token of the worker that claimed it.")
+    failure_reason = models.TextField(blank=True)
+    moved_from = models.TextField(blank=True, help_text="Why and from where the job was re-routed, if it was.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProfilingJobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(condition=Q(state__in=JobState.values), name="profilingjob_state_valid"),
+            models.CheckConstraint(condition=Q(progress__gte=0.0, progress__lte=1.0), name="profilingjob_progress_range",
+                                   violation_error_message="progress must be between 0 and 1."),
+            # A running job always knows which worker run holds it: that is what the worker's
+            # later writes are checked against.
+            models.CheckConstraint(condition=~Q(state=JobState.RUNNING) | (~Q(claimed_by="") & Q(started_at__isnull=False)),
+                                   name="profilingjob_running_is_claimed",
+                                   violation_error_message="a running job needs claimed_by and started_at."),
+            models.CheckConstraint(condition=~Q(state__in=FINISHED_STATES) | Q(finished_at__isnull=False),
+                                   name="profilingjob_finished_has_time",
+                                   violation_error_message="a finished job needs finished_at."),
+        ]
+        indexes = [
+            # mark_stale_devices_offline / requeue_orphaned_jobs: a device's queued or running jobs.
+            models.Index(fields=["device", "state"], name="profilingjob_device_state_idx"),
+            # GET /api/jobs/: a team's jobs, newest first.
+            models.Index(fields=["team", "-created_at"], name="profilingjob_team_created_idx"),
+            # stuck(since=...): running jobs by start time.
+            models.Index(fields=["state", "started_at"], name="profilingjob_state_started_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"job #{self.pk} ({self.state})"
+
+    @property
+    def is_finished(self) -> bool:
+        """Whether the job reached a final state."""
+        return self.state in FINISHED_STATES
+
+    def _moved(self, made: bool) -> bool:
+        if made:
+            self.refresh_from_db()
+        return made
+
+    def start(self, token: str, device_id: int | None = None) -> bool:
+        """QUEUED -> RUNNING for the worker run ``token`` (only while routed to ``device_id``, when
+        given), counting an attempt."""
+        now = timezone.now()
+        return self._moved(ProfilingJob.objects.transition(
+            self.pk, JobState.RUNNING, from_states=[JobState.QUEUED],
+            where=Q(device_id=device_id) if device_id is not None else None,
+            attempts=F("attempts") + 1, claimed_by=token, started_at=now, progress=0.0, progress_message="",
+            progress_at=now, finished_at=None))
+
+    def succeed(self, token: str) -> bool:
+        """RUNNING -> SUCCEEDED, only for the worker run that claimed it."""
+        return self._moved(ProfilingJob.objects.transition(
+            self.pk, JobState.SUCCEEDED, from_states=[JobState.RUNNING], token=token,
+            progress=1.0, progress_message="done", finished_at=timezone.now()))
+
+    def fail(self, reason: str, token: str | None = None) -> bool:
+        """RUNNING (claimed by ``token``) -> FAILED, or with no token QUEUED/RUNNING -> FAILED."""
+        from_states = [JobState.RUNNING] if token is not None else [JobState.QUEUED, JobState.RUNNING]
+        return self._moved(ProfilingJob.objects.transition(
+            self.pk, JobState.FAILED, from_states=from_states, token=token,
+            failure_reason=reason[:10_000], finished_at=timezone.now()))
+
+    def cancel(self) -> bool:
+        """QUEUED or RUNNING -> CANCELLED; a running job's worker learns it at its next progress report."""
+        return self._moved(ProfilingJob.objects.transition(
+            self.pk, JobState.CANCELLED, from_states=ACTIVE_STATES, finished_at=timezone.now()))
+
+    def requeue(self, token: str | None = None) -> bool:
+        """RUNNING -> QUEUED (its worker was lost), releasing the claim so the old run's writes miss."""
+        return self._moved(ProfilingJob.objects.transition(
+            self.pk, JobState.QUEUED, from_states=[JobState.RUNNING], token=token,
+            claimed_by="", started_at=None, progress=0.0, progress_message="", progress_at=None))
+
+
+class JobResult(models.Model):
+    """What one successful attempt of a job measured: end-to-end statistics and cold start.
+
+    One per job, written exactly once (by ``ingest_result``, with the attempt that produced it).
+    Times are in milliseconds.
+    """
+
+    job = models.OneToOneField(ProfilingJob, on_delete=models.CASCADE, related_name="result")
+    attempt = models.PositiveIntegerField()
+    e2e_mean = models.FloatField()
+    e2e_median = models.FloatField()
+    e2e_p90 = models.FloatField()
+    e2e_std = models.FloatField()
+    e2e_min = models.FloatField()
+    e2e_max = models.FloatField()
+    e2e_cv = models.FloatField()
+    e2e_n = models.PositiveIntegerField()
+    noisy = models.BooleanField(help_text="The coefficient of variation was above devicelab's HIGH_CV.")
+    samples_ms = models.JSONField(default=list)
+    load_ms = models.FloatField()
+    first_run_ms = models.FloatField()
+    environment = models.JSONField(default=dict, blank=True)
+    settings = models.JSONField(default=dict, help_text="The settings the worker really used.")
+    device_info = models.JSONField(default=dict, blank=True, help_text="DeviceInfo as the worker reported it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"result of job #{self.job_id}: {self.e2e_mean:.3f} ms"
+
+
+class OperatorTiming(models.Model):
+    """The time of one operator (or one runtime-inserted kernel) in a result.
+
+    ``index`` is the operator's position in the graph, or null for a kernel the runtime
+    inserted on its own. A fused operator has null statistics and ``fused_into`` naming the
+    kernel that covers it.
+    """
+
+    # No index of its own: optiming_result_index_idx starts with result and serves its lookups,
+    # and one index fewer makes the bulk insert of a result's rows cheaper.
+    result = models.ForeignKey(JobResult, on_delete=models.CASCADE, related_name="operators", db_index=False)
+    index = models.IntegerField(null=True, blank=True)
+    name = models.CharField(max_length=300)
+    op_type = models.CharField(max_length=64)
+    kernel = models.CharField(max_length=300, blank=True)
+    input_shapes = models.JSONField(default=list)
+    output_shapes = models.JSONField(default=list)
+    attrs = models.JSONField(default=dict)
+    mean = models.FloatField(null=True, blank=True)
+    median = models.FloatField(null=True, blank=True)
+    std = models.FloatField(null=True, blank=True)
+    n = models.PositiveIntegerField(null=True, blank=True)
+    fused_into = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        indexes = [
+            # Job detail: a result's operators in graph order.
+            models.Index(fields=["result", "index"], name="optiming_result_index_idx"),
+        ]
+        constraints = [
+            # Statistics are present together or absent together (absent only when fused).
+            models.CheckConstraint(
+                condition=(Q(mean__isnull=True, median__isnull=True, std__isnull=True, n__isnull=True)
+                           | Q(mean__isnull=False, median__isnull=False, std__isnull=False, n__isnull=False)),
+                name="optiming_stats_all_or_none",
+                violation_error_message="mean, median, std and n are all set or all null."),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.op_type})"

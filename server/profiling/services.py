@@ -1,0 +1,337 @@
+"""Profiling actions: submit, claim, report, ingest, fail, cancel, and re-route on device loss.
+
+The API views, the CLI and the worker tasks all call these; none of them writes a job's state
+by itself. Worker-side calls carry the worker's run token, and each of their writes only lands
+while the job is still claimed by that token, so a worker that was presumed dead and comes back
+cannot overwrite what its successor did.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.db.models import Count, Exists, OuterRef, Q
+from django.utils import timezone
+
+from devicelab.backends.base import OpTiming, ProfileResult, ProfileSettings
+from server.accounts.models import Team
+from server.devices.models import Device, DeviceStatus
+from server.networks.models import NetworkModel
+from server.profiling.models import (
+    MAX_ATTEMPTS,
+    JobResult,
+    JobState,
+    OperatorTiming,
+    ProfilingJob,
+)
+
+log = logging.getLogger(__name__)
+
+# -- submission --------------------------------------------------------------------------------
+
+
+def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
+    """Check job settings against ``ProfileSettings``; return them complete, or raise a
+    ``ValidationError`` on ``settings`` that names the bad key and value."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ValidationError({"settings": f"settings must be a JSON object, got {type(raw).__name__}"})
+    raw = dict(raw)
+    defaults = ProfileSettings()
+    known = sorted(ProfileSettings.__dataclass_fields__)
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise ValidationError({"settings": f"unknown settings key(s) {unknown}; known keys: {known}"})
+    raw.setdefault("backend", device.kind)
+    for key, value in raw.items():
+        default = getattr(defaults, key)
+        if isinstance(default, str):
+            ok = isinstance(value, str)
+            kind = "a string"
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            kind = "an integer"
+        else:  # cores: a list of core ids
+            ok = isinstance(value, list | tuple) and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
+                                                         for c in value)
+            kind = "a list of non-negative integers"
+        if not ok:
+            raise ValidationError({"settings": f"settings.{key} must be {kind}, got {value!r}"})
+    try:
+        parsed = ProfileSettings.from_dict(raw)
+    except (ValueError, TypeError) as exc:
+        raise ValidationError({"settings": f"bad settings: {exc}"}) from None
+    if parsed.backend != device.kind:
+        raise ValidationError({"settings": f"settings.backend {parsed.backend!r} does not match device "
+                                           f"{device.name!r} (#{device.pk}), which is a {device.kind} device"})
+    return parsed.as_dict()
+
+
+def _enqueue_on_commit(job_id: int) -> None:
+    """Hand the job to the broker once the transaction that made it queued has committed."""
+
+    def send() -> None:
+        from workers.dispatch import enqueue_job
+
+        job = ProfilingJob.objects.select_related("device").filter(pk=job_id, state=JobState.QUEUED).first()
+        if job is not None:  # cancelled or failed before the commit: nothing to run
+            enqueue_job(job)
+
+    # robust: a broker outage must not turn a committed submission into an error; the job stays
+    # queued in the database, which is the truth, and the failure is logged.
+    transaction.on_commit(send, robust=True)
+
+
+def submit_profiling_job(team: Team, model: NetworkModel, device: Device, settings: Any,
+                         user: Any = None) -> ProfilingJob:
+    """Queue a job that profiles ``model`` on ``device``; it is enqueued when the transaction commits."""
+    if model.team_id != team.pk:
+        raise ValidationError({"model": f"there is no model #{model.pk} in team {team.name!r}"})
+    # A device whose worker stopped heart-beating may not be marked offline yet.
+    mark_stale_devices_offline()
+    device.refresh_from_db()
+    if device.status == DeviceStatus.OFFLINE:
+        since = f" since {device.offline_since.isoformat(timespec='seconds')}" if device.offline_since else ""
+        raise ValidationError({"device": f"device {device.name!r} (#{device.pk}) is offline{since}; "
+                                         "choose an online device (GET /api/devices/)"})
+    clean = validate_settings(device, settings)
+    with transaction.atomic():
+        job = ProfilingJob.objects.create(
+            team=team, model=model, device=device, settings=clean,
+            created_by=user if getattr(user, "is_authenticated", False) else None)
+        _enqueue_on_commit(job.pk)
+    return job
+
+
+def cancel_job(job: ProfilingJob) -> bool:
+    """Cancel a queued or running job; False when it had already finished."""
+    if not job.cancel():
+        job.refresh_from_db()
+        return False
+    _release_device(job.device_id)
+    return True
+
+
+# -- the worker's side -------------------------------------------------------------------------
+
+
+def claim_job(job_id: int, worker_token: str, device_id: int | None = None) -> ProfilingJob | None:
+    """Take a queued job for the worker run ``worker_token``; None when another run took it
+    first or it is no longer queued. With ``device_id``, only while the job is still routed to
+    that device: a message left in an offline device's queue must not run a job moved elsewhere."""
+    job = ProfilingJob.objects.filter(pk=job_id).first()
+    if job is None or not job.start(worker_token, device_id=device_id):
+        return None
+    Device.objects.filter(pk=job.device_id, status=DeviceStatus.ONLINE).update(status=DeviceStatus.BUSY)
+    return job
+
+
+def report_progress(job_id: int, worker_token: str, fraction: float, message: str = "") -> bool:
+    """Record progress; False means the job was cancelled or is no longer this run's: stop."""
+    fraction = min(max(float(fraction), 0.0), 1.0)
+    return ProfilingJob.objects.filter(pk=job_id, state=JobState.RUNNING, claimed_by=worker_token).update(
+        progress=fraction, progress_message=message[:200], progress_at=timezone.now()) == 1
+
+
+def fail_job(job_id: int, worker_token: str, reason: str) -> bool:
+    """Mark this run's job failed with a reason a person can act on; False if it was not this run's."""
+    job = ProfilingJob.objects.filter(pk=job_id).first()
+    if job is None or not job.fail(reason, token=worker_token):
+        return False
+    _release_device(job.device_id)
+    return True
+
+
+def _copy_text(value: Any) -> str:
+    """A value in PostgreSQL's COPY text format."""
+    if value is None:
+        return r"\N"
+    if isinstance(value, dict | list):
+        value = json.dumps(value, separators=(",", ":"))
+    elif isinstance(value, float):
+        value = repr(value)
+    else:
+        value = str(value)
+    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+
+
+TIMING_COLUMNS = ("result_id", "index", "name", "op_type", "kernel", "input_shapes", "output_shapes", "attrs",
+                  "mean", "median", "std", "n", "fused_into")
+
+
+def timing_rows(result_id: int, ops: Iterable[OpTiming]) -> Iterator[tuple[Any, ...]]:
+    """One tuple per operator timing, in ``TIMING_COLUMNS`` order."""
+    for op in ops:
+        s = op.stats
+        yield (result_id, op.index, op.name, op.type, op.kernel or "", [list(x) for x in op.input_shapes],
+               [list(x) for x in op.output_shapes], dict(op.attrs),
+               None if s is None else s.mean, None if s is None else s.median, None if s is None else s.std,
+               None if s is None else s.n, op.fused_into or "")
+
+
+def copy_timing_rows(rows: Iterable[tuple[Any, ...]]) -> int:
+    """Insert timing rows with PostgreSQL COPY (inside the current transaction); returns the count."""
+    buf = io.StringIO()
+    count = 0
+    for row in rows:
+        buf.write("\t".join(_copy_text(v) for v in row))
+        buf.write("\n")
+        count += 1
+    if count == 0:
+        return 0
+    buf.seek(0)
+    quote = connection.ops.quote_name
+    sql = (f"COPY {quote(OperatorTiming._meta.db_table)} ({', '.join(quote(c) for c in TIMING_COLUMNS)}) "
+           "FROM STDIN")
+    with connection.cursor() as cursor:
+        raw = cursor.cursor
+        if hasattr(raw, "copy_expert"):  # psycopg2
+            raw.copy_expert(sql, buf)
+        else:  # psycopg 3
+            with raw.copy(sql) as copy:
+                copy.write(buf.getvalue())
+    return count
+
+
+def bulk_create_timing_rows(rows: Iterable[tuple[Any, ...]], batch_size: int = 5000) -> int:
+    """Insert timing rows with the ORM's multi-row INSERT; returns the count."""
+    objs = [OperatorTiming(**dict(zip(TIMING_COLUMNS, row))) for row in rows]
+    OperatorTiming.objects.bulk_create(objs, batch_size=batch_size)
+    return len(objs)
+
+
+def _insert_timings(result_id: int, ops: Iterable[OpTiming]) -> int:
+    # COPY is the faster path on PostgreSQL (benchmarks/ingest_timings.py measures both);
+    # other databases take the ORM's bulk INSERT.
+    if connection.vendor == "postgresql":
+        return copy_timing_rows(timing_rows(result_id, ops))
+    return bulk_create_timing_rows(timing_rows(result_id, ops))
+
+
+def ingest_result(job_id: int, worker_token: str, result: ProfileResult) -> JobResult | None:
+    """Store a run's result and all its operator timings in one transaction; the job succeeds.
+
+    Idempotent: a job has at most one result, and only the run that holds the claim writes it.
+    A second call for the same job returns the stored result and writes nothing; a call from a
+    run that no longer holds the job (cancelled, or re-queued after its worker was presumed
+    dead) returns None.
+    """
+    with transaction.atomic():
+        # The row lock makes two concurrent ingests of one job take turns (SQLite: the
+        # IMMEDIATE transaction does the same for the whole database).
+        job = ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
+        if job is None:
+            return None
+        existing = JobResult.objects.filter(job_id=job_id).first()
+        if existing is not None:
+            return existing
+        if job.state != JobState.RUNNING or job.claimed_by != worker_token:
+            return None
+        e2e = result.e2e
+        stored = JobResult.objects.create(
+            job=job, attempt=job.attempts,
+            e2e_mean=e2e.mean, e2e_median=e2e.median, e2e_p90=e2e.p90, e2e_std=e2e.std, e2e_min=e2e.min,
+            e2e_max=e2e.max, e2e_cv=e2e.cv, e2e_n=e2e.n, noisy=e2e.noisy,
+            samples_ms=[float(x) for x in result.samples_ms],
+            load_ms=result.cold.load_ms, first_run_ms=result.cold.first_run_ms,
+            environment=dict(result.environment), settings=result.settings.as_dict(),
+            device_info=result.device.as_dict())
+        _insert_timings(stored.pk, result.ops)
+        if not job.succeed(worker_token):  # cannot happen under the row lock; keep the invariant loud
+            raise RuntimeError(f"job {job_id} changed state while its result was being stored")
+        _release_device(job.device_id)
+    return stored
+
+
+def _release_device(device_id: int) -> None:
+    """A busy device with no running job left is idle again."""
+    running = ProfilingJob.objects.filter(device=OuterRef("pk"), state=JobState.RUNNING)
+    Device.objects.filter(pk=device_id, status=DeviceStatus.BUSY).filter(~Exists(running)).update(
+        status=DeviceStatus.ONLINE)
+
+
+# -- lost workers and devices ------------------------------------------------------------------
+
+
+def _requeue_or_fail(job: ProfilingJob, why: str) -> bool:
+    """Put a running job whose worker was lost back in the queue, or fail it after MAX_ATTEMPTS.
+
+    True when the job is queued again.
+    """
+    if job.attempts >= MAX_ATTEMPTS:
+        job.fail(f"{why}; the job was attempted {job.attempts} times (limit {MAX_ATTEMPTS}), so it is not retried")
+        return False
+    return job.requeue(job.claimed_by or None)
+
+
+def requeue_orphaned_jobs(worker_name: str, current_token: str) -> list[ProfilingJob]:
+    """For a worker that (re)started: its devices' jobs still RUNNING under an older run token
+    go back to the queue and are enqueued again. Returns the re-queued jobs."""
+    orphans = ProfilingJob.objects.running().filter(device__worker=worker_name).exclude(claimed_by=current_token)
+    requeued = []
+    for job in orphans.select_related("device"):
+        with transaction.atomic():
+            if _requeue_or_fail(job, f"worker {worker_name!r} restarted while running the job"):
+                _enqueue_on_commit(job.pk)
+                requeued.append(job)
+        _release_device(job.device_id)
+    return requeued
+
+
+def _least_loaded_equivalent(device: Device) -> Device | None:
+    """The online device equivalent to ``device`` with the fewest active jobs (idle ones first)."""
+    return (Device.objects.equivalent_to(device).online()
+            .annotate(load=Count("profiling_jobs", filter=Q(profiling_jobs__state__in=[JobState.QUEUED,
+                                                                                         JobState.RUNNING])))
+            .order_by("load", "status", "pk").first())
+
+
+def _reroute_jobs(device: Device, at: datetime) -> None:
+    """Running jobs of an offline device go back to the queue; then every queued job moves to an
+    equivalent online device, or fails saying why none could take it."""
+    when = at.isoformat(timespec="seconds")
+    for job in ProfilingJob.objects.running().on_device(device):
+        _requeue_or_fail(job, f"device {device.name!r} (#{device.pk}) went offline at {when} during the job")
+    for job in ProfilingJob.objects.queued().on_device(device):
+        target = _least_loaded_equivalent(device)
+        if target is None:
+            job.fail(f"device {device.name!r} (#{device.pk}) went offline at {when} and no equivalent online "
+                     f"device exists")
+            continue
+        note = f"moved from device {device.name!r} (#{device.pk}), which went offline at {when}"
+        if job.moved_from:
+            note = f"{job.moved_from}; {note}"
+        with transaction.atomic():
+            moved = ProfilingJob.objects.filter(pk=job.pk, state=JobState.QUEUED, device=device).update(
+                device=target, moved_from=note) == 1
+            if moved:
+                _enqueue_on_commit(job.pk)
+                log.info("job %s moved from device %s to %s", job.pk, device.pk, target.pk)
+
+
+def mark_stale_devices_offline(now: datetime | None = None) -> list[Device]:
+    """Devices that stopped heart-beating go offline, and their jobs are re-queued, moved to an
+    equivalent online device, or failed with the reason. Returns the devices marked offline."""
+    now = now or timezone.now()
+    after = django_settings.LATENCYLAB_OFFLINE_AFTER_SECONDS
+    gone = []
+    for device in Device.objects.stale(now, after):
+        # Conditional, so that of two processes sweeping at once only one handles a device.
+        if not Device.objects.stale(now, after).filter(pk=device.pk).update(
+                status=DeviceStatus.OFFLINE, offline_since=now):
+            continue
+        device.refresh_from_db()
+        log.warning("device %s (#%s) of worker %r went offline: last heartbeat %s", device.name, device.pk,
+                    device.worker, device.last_heartbeat)
+        _reroute_jobs(device, now)
+        gone.append(device)
+    return gone

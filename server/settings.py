@@ -1,0 +1,262 @@
+"""Django settings for LatencyLab, read from the environment (see ``server/env.py``).
+
+With nothing set, the server runs on embedded defaults: SQLite under ``var/`` and a kombu
+filesystem broker, so a first run needs no database or broker server. Each embedded default
+used is logged once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from server.env import env_bool, env_int, env_list, env_str, is_set, note_embedded_default
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# -- core ------------------------------------------------------------------------------------
+
+DEBUG = env_bool("DEBUG", False)
+
+_DEV_SECRET_KEY = "latencylab-dev-only-secret-key-do-not-use-in-production"
+SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET_KEY)
+if not is_set("SECRET_KEY"):
+    # An unset key still lets a first run start, but the log says so.
+    note_embedded_default("SECRET_KEY", "a development key (set SECRET_KEY before exposing the server)")
+
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+VAR_DIR = Path(env_str("LATENCYLAB_VAR_DIR", str(BASE_DIR / "var"))).resolve()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "server.accounts",
+    "server.devices",
+    "server.networks",
+    "server.profiling",
+    "server.api",
+]
+
+# One folder for every app's migrations, so the schema history reads in one place.
+MIGRATION_MODULES = {
+    "accounts": "migrations.accounts",
+    "devices": "migrations.devices",
+    "networks": "migrations.networks",
+    "profiling": "migrations.profiling",
+}
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "server.urls"
+WSGI_APPLICATION = "server.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# -- database --------------------------------------------------------------------------------
+
+_SUPPORTED_ENGINES = ("django.db.backends.postgresql", "django.db.backends.sqlite3")
+
+
+def _database_from_url(url: str) -> dict[str, Any]:
+    """Parse DATABASE_URL, naming the variable (password hidden) when it is not usable."""
+    try:
+        config: dict[str, Any] = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+    except ValueError as exc:
+        shown = url.split("@")[-1] if "@" in url else url
+        raise ImproperlyConfigured(f"DATABASE_URL={shown!r} is not a usable database URL: {exc}") from None
+    if config.get("ENGINE") not in _SUPPORTED_ENGINES:
+        raise ImproperlyConfigured(
+            f"DATABASE_URL uses engine {config.get('ENGINE')!r}; LatencyLab supports postgres:// and sqlite://")
+    if not config.get("NAME"):
+        raise ImproperlyConfigured("DATABASE_URL names no database (expected e.g. postgres://user@host:5432/latencylab)")
+    return config
+
+
+def _sqlite(path: Path, test_path: Path) -> dict[str, Any]:
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(path),
+        # A worker process writes beside the web process: WAL lets readers go on during a write,
+        # IMMEDIATE takes the write lock at BEGIN so two writers queue instead of deadlocking
+        # on a lock upgrade, and the timeout is how long one waits for the other.
+        "OPTIONS": {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+        # A file, not :memory:, so a separate worker process can open the test database too.
+        "TEST": {"NAME": str(test_path)},
+    }
+
+
+if is_set("DATABASE_URL"):
+    _db = _database_from_url(env_str("DATABASE_URL", ""))
+    if _db["ENGINE"] == "django.db.backends.sqlite3":
+        _db = {**_sqlite(Path(_db["NAME"]), Path(_db["NAME"]).with_name("test_" + Path(_db["NAME"]).name)),
+               "CONN_MAX_AGE": 0}
+else:
+    note_embedded_default("DATABASE_URL", f"SQLite at {VAR_DIR / 'latencylab.sqlite3'}")
+    _db = _sqlite(VAR_DIR / "latencylab.sqlite3", VAR_DIR / "test_latencylab.sqlite3")
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# -- files -----------------------------------------------------------------------------------
+
+MEDIA_ROOT = VAR_DIR / "media"
+MEDIA_URL = "/media/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_URL = "/static/"
+# Without a separate web server in front, Django serves the static files itself (the API docs
+# page needs them); turn this off when a proxy serves STATIC_ROOT.
+LATENCYLAB_SERVE_STATIC = env_bool("LATENCYLAB_SERVE_STATIC", True)
+
+LATENCYLAB_MAX_UPLOAD_BYTES = env_int("LATENCYLAB_MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1)
+# A graph JSON body is the model itself, so the non-file body limit follows the model limit,
+# with room for multipart framing and the other form fields.
+DATA_UPLOAD_MAX_MEMORY_SIZE = LATENCYLAB_MAX_UPLOAD_BYTES + 1024 * 1024
+# Larger uploaded files stream to FILE_UPLOAD_TEMP_DIR instead of memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = min(LATENCYLAB_MAX_UPLOAD_BYTES, 10 * 1024 * 1024)
+FILE_UPLOAD_TEMP_DIR = str(VAR_DIR / "tmp")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(exist_ok=True)
+
+# -- devices and jobs ------------------------------------------------------------------------
+
+LATENCYLAB_HEARTBEAT_SECONDS = env_int("LATENCYLAB_HEARTBEAT_SECONDS", 10, minimum=1)
+LATENCYLAB_OFFLINE_AFTER_SECONDS = env_int("LATENCYLAB_OFFLINE_AFTER_SECONDS", 30, minimum=1)
+if LATENCYLAB_OFFLINE_AFTER_SECONDS <= LATENCYLAB_HEARTBEAT_SECONDS:
+    # Otherwise a healthy device is declared offline between two of its own heartbeats.
+    raise ImproperlyConfigured(
+        f"LATENCYLAB_OFFLINE_AFTER_SECONDS={LATENCYLAB_OFFLINE_AFTER_SECONDS} must be greater than "
+        f"LATENCYLAB_HEARTBEAT_SECONDS={LATENCYLAB_HEARTBEAT_SECONDS}")
+LATENCYLAB_TASK_TIME_LIMIT = env_int("LATENCYLAB_TASK_TIME_LIMIT", 3600, minimum=60)
+# Prepended to every device queue name (workers.dispatch.device_queue), so that installations or
+# test sessions sharing one broker never consume each other's messages.
+LATENCYLAB_QUEUE_PREFIX = env_str("LATENCYLAB_QUEUE_PREFIX", "")
+
+# -- Celery (read by workers/ with namespace "CELERY") ----------------------------------------
+
+if is_set("CELERY_BROKER_URL"):
+    CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
+    if "://" not in CELERY_BROKER_URL:
+        raise ImproperlyConfigured(f"CELERY_BROKER_URL={CELERY_BROKER_URL!r} is not a URL (e.g. redis://host:6379/0)")
+    # With acks_late, Redis hands an unacknowledged message to another worker after the
+    # visibility timeout: it must outlast the longest task, or a slow job runs twice.
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {"visibility_timeout": LATENCYLAB_TASK_TIME_LIMIT + 600}
+else:
+    BROKER_DIR = VAR_DIR / "broker"
+    note_embedded_default("CELERY_BROKER_URL", f"kombu filesystem transport under {BROKER_DIR}")
+    for _sub in ("queue", "processed", "control"):
+        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://"
+    # One settings module serves producer and consumer alike, so the folder messages are
+    # written to must be the folder they are read from.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
+        "store_processed": False,
+    }
+
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_TIMEZONE = "UTC"
+# The job row is the truth (state, progress, result), not Celery's result backend.
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+# A task is acknowledged after it ran, one message at a time per worker process, and given
+# back to the queue if its worker dies; the job's conditional claim makes a redelivery safe.
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_TASK_TIME_LIMIT = LATENCYLAB_TASK_TIME_LIMIT
+CELERY_TASK_SOFT_TIME_LIMIT = LATENCYLAB_TASK_TIME_LIMIT - 30
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# -- auth, API -------------------------------------------------------------------------------
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "server.accounts.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["server.api.permissions.IsTeamMember"],
+    "DEFAULT_PAGINATION_CLASS": "server.api.pagination.Pagination",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "server.api.exceptions.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "TEST_REQUEST_DEFAULT_FORMAT": "json",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "LatencyLab API",
+    "DESCRIPTION": "Upload networks, profile them on the lab's devices, read per-operator timings.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    # The docs page loads its JavaScript from our own static files, so it works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# -- i18n, logging ---------------------------------------------------------------------------
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {
+        "latencylab": {"handlers": ["console"], "level": env_str("LATENCYLAB_LOG_LEVEL", "INFO"), "propagate": False},
+        "server": {"handlers": ["console"], "level": env_str("LATENCYLAB_LOG_LEVEL", "INFO"), "propagate": False},
+    },
+}

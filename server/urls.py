@@ -1,0 +1,18 @@
+"""Top-level routes: the admin and the REST API (and static files when no proxy serves them)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.staticfiles.views import serve as serve_static
+from django.urls import include, path, re_path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include("server.api.urls")),
+]
+
+if settings.LATENCYLAB_SERVE_STATIC:
+    # Served from the apps' static folders (no collectstatic needed); a proxy in front of a
+    # busy server should serve STATIC_ROOT instead and set LATENCYLAB_SERVE_STATIC=false.
+    urlpatterns.append(re_path(r"^static/(?P<path>.*)$", serve_static, {"insecure": True}))

@@ -1,0 +1,62 @@
+"""Shared fixtures: teams, members with API tokens, and an API client that sends the token.
+
+Django imports stay inside the fixtures, so the devicelab tests run without Django set up.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+_serial = itertools.count(1)
+
+
+@dataclass
+class Member:
+    """A user in a team, with a plain API key."""
+
+    user: Any
+    team: Any
+    key: str
+
+
+@pytest.fixture
+def make_member(db: None) -> Callable[..., Member]:
+    """Factory: ``make_member(team_name=None, username=None)`` -> a new user in a (new) team, with a key."""
+    from server.accounts.services import create_user_with_token
+
+    def make(team_name: str | None = None, username: str | None = None) -> Member:
+        n = next(_serial)
+        user, key = create_user_with_token(username or f"user{n}", team_name or f"team{n}")
+        return Member(user=user, team=user.memberships.get(team__name=team_name or f"team{n}").team, key=key)
+
+    return make
+
+
+@pytest.fixture
+def member(make_member: Callable[..., Member]) -> Member:
+    """A user in their own team."""
+    return make_member()
+
+
+@pytest.fixture
+def client_for() -> Callable[[Member], Any]:
+    """Factory: an API client that authenticates as ``member`` with ``Authorization: Token <key>``."""
+    from rest_framework.test import APIClient
+
+    def make(m: Member) -> Any:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {m.key}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def api(member: Member, client_for: Callable[[Member], Any]) -> Any:
+    """An API client for ``member``."""
+    return client_for(member)

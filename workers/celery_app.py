@@ -1,0 +1,29 @@
+"""The Celery app, configured from Django settings (``CELERY_*``).
+
+The broker comes from ``CELERY_BROKER_URL``: Redis in production, or the embedded kombu
+filesystem transport under ``var/broker`` when it is unset (see ``server/settings.py``). There is
+no result backend and no eager mode: the job row is the truth, and a real worker process runs
+every task.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
+
+app = Celery("latencylab")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+# Listed, not autodiscovered: the worker room has one task module and the web process must
+# register it too, so that enqueue_job sends a task the worker knows by the same name.
+app.conf.imports = ("workers.tasks",)
+
+
+def uses_filesystem_broker() -> bool:
+    """Whether the embedded filesystem transport carries the messages (no broker server)."""
+    return str(app.conf.broker_url or "").startswith("filesystem:")
+
+
+__all__ = ["app", "uses_filesystem_broker"]
