@@ -20,7 +20,7 @@ from server.profiling.services import (
     requeue_orphaned_jobs,
     timing_rows,
 )
-from tests.server.conftest import profile_result
+from tests.server.factories import profile_result
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,254 @@
+"""The service commands: ``user add``, ``worker``, ``up``, ``demo`` and ``manage``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from latencylab.commands.output import fail, print_table
+
+DEMO_MODELS = ("mobilenet_v2", "squeezenet_1_1", "resnet18", "mobilenet_v3_small")
+DEMO_SETTINGS = {"threads": 1, "warmup_runs": 3, "runs": 20}
+
+
+def add_parsers(sub: Any) -> None:
+    """Register the service commands."""
+    user = sub.add_parser("user", help="API users and tokens")
+    usub = user.add_subparsers(dest="user_command", required=True, metavar="SUBCOMMAND")
+    add = usub.add_parser("add", help="create a user in a team and print an API token")
+    add.add_argument("name")
+    add.add_argument("--team", required=True)
+    add.set_defaults(func=add_user)
+
+    worker = sub.add_parser("worker", help="run a Celery worker and the device agent for this machine")
+    worker.add_argument("--name", default=None, help="worker name (default: the host name)")
+    worker.set_defaults(func=run_worker)
+
+    for name, helptext in (("up", "web server and one worker in the foreground"),
+                           ("demo", "like up, plus a demo user and real profiles of zoo models")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--host", default=os.environ.get("LATENCYLAB_HOST", "127.0.0.1"))
+        p.add_argument("--port", type=int, default=int(os.environ.get("LATENCYLAB_PORT", "8000")))
+        p.set_defaults(func=up if name == "up" else demo)
+    demo_parser = sub.choices["demo"]
+    demo_parser.add_argument("--models", default=",".join(DEMO_MODELS), help="comma-separated zoo models")
+    demo_parser.add_argument("--runs", type=int, default=DEMO_SETTINGS["runs"], help="measured runs per model")
+    demo_parser.add_argument("--exit", action="store_true", help="stop once the demo results are in")
+
+    manage = sub.add_parser("manage", help="a Django management command (migrate, createsuperuser, ...)")
+    manage.add_argument("args", nargs=argparse.REMAINDER)
+    manage.set_defaults(func=run_manage)
+
+
+def setup_django() -> None:
+    """Configure Django from the environment (embedded defaults when unset)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
+    import django
+
+    django.setup()
+
+
+def migrate() -> None:
+    """Bring the database schema up to date."""
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)
+
+
+def add_user(args: argparse.Namespace) -> int:
+    """``latencylab user add NAME --team TEAM``."""
+    setup_django()
+    from django.core.exceptions import ValidationError
+
+    from server.accounts.services import create_user_with_token
+
+    migrate()
+    try:
+        user, token = create_user_with_token(args.name, args.team)
+    except ValidationError as exc:
+        return fail("; ".join(exc.messages))
+    print(f"user {user.username} in team {args.team}")
+    print(f"token: {token}")
+    return 0
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``latencylab worker``: the device agent and a Celery worker for this machine's devices."""
+    setup_django()
+    from workers.run import run_worker as run
+
+    migrate()
+    return int(run(name=args.name) or 0)
+
+
+def run_manage(args: argparse.Namespace) -> int:
+    """``latencylab manage ...``: Django's manage.py."""
+    setup_django()
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(["latencylab manage", *args.args])
+    return 0
+
+
+class Service:
+    """The web server and one worker as child processes, stopped together."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        """Start gunicorn and a worker; both inherit this process's environment."""
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="server.settings")
+        web = [sys.executable, "-m", "gunicorn", "server.wsgi:application", "--bind", f"{self.host}:{self.port}",
+               "--workers", "2", "--access-logfile", "-", "--log-level", "warning"]
+        worker = [sys.executable, "-m", "latencylab.cli", "worker"]
+        self.procs = [subprocess.Popen(web, env=env), subprocess.Popen(worker, env=env)]
+
+    def alive(self) -> bool:
+        """Whether both children still run."""
+        return all(p.poll() is None for p in self.procs)
+
+    def stop(self) -> None:
+        """SIGTERM both children, then SIGKILL whatever has not stopped after 20 s."""
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        for p in self.procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def wait(self) -> int:
+        """Block until Ctrl-C or a child exits; then stop the other."""
+        try:
+            while self.alive():
+                time.sleep(0.5)
+            return 1
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            self.stop()
+
+
+def _wait_for_http(host: str, port: int, timeout: float = 60) -> None:
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(f"http://{host}:{port}/api/schema/", timeout=5).read()  # noqa: S310
+            return
+        except urllib.error.HTTPError:
+            return  # the server answers (e.g. 401): it is up
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the web server did not answer on {host}:{port} within {timeout:.0f} s") from None
+            time.sleep(0.5)
+
+
+def up(args: argparse.Namespace) -> int:
+    """``latencylab up``: migrate, then serve the web app and run one worker in the foreground."""
+    setup_django()
+    migrate()
+    service = Service(args.host, args.port)
+    service.start()
+    _wait_for_http(args.host, args.port)
+    print(f"LatencyLab is up at http://{args.host}:{args.port}/ (API docs: /api/docs/). Ctrl-C stops it.")
+    return service.wait()
+
+
+def _wait_for_cpu_device(timeout: float = 120) -> Any:
+    from server.devices.models import Device
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        device = Device.objects.online().filter(kind="cpu").order_by("pk").first()
+        if device is not None:
+            return device
+        time.sleep(0.5)
+    raise RuntimeError("no host CPU device registered within the time limit; see the worker's log above")
+
+
+def _run_demo_jobs(args: argparse.Namespace, token_user: Any, team: Any, device: Any) -> list[Any]:
+    from devicelab.graph import graph_to_json, zoo
+    from server.networks.services import upload_model
+    from server.profiling.services import submit_profiling_job
+
+    settings = dict(DEMO_SETTINGS, runs=args.runs)
+    jobs = []
+    for name in [m.strip() for m in args.models.split(",") if m.strip()]:
+        graph = zoo.build(name)
+        model, _ = upload_model(team, token_user, graph_to_json(graph).encode(), f"{name}.json", name=name)
+        jobs.append(submit_profiling_job(team, model, device, settings, user=token_user))
+    return jobs
+
+
+def _wait_for_jobs(jobs: list[Any], service: Service, timeout: float = 1800) -> list[Any]:
+    from server.profiling.models import ProfilingJob
+
+    deadline = time.monotonic() + timeout
+    ids = [j.pk for j in jobs]
+    last = ""
+    while True:
+        rows = list(ProfilingJob.objects.filter(pk__in=ids).select_related("model").order_by("pk"))
+        line = "  ".join(f"{j.model.name}: {j.state} {int(j.progress * 100)}%" for j in rows)
+        if line != last:
+            print(line, flush=True)
+            last = line
+        if all(j.state in ("succeeded", "failed", "cancelled") for j in rows):
+            return rows
+        if not service.alive():
+            raise RuntimeError("a service process stopped while the demo jobs ran; see its log above")
+        if time.monotonic() > deadline:
+            raise RuntimeError("the demo jobs did not finish in time")
+        time.sleep(1)
+
+
+def demo(args: argparse.Namespace) -> int:
+    """``latencylab demo``: ``up`` plus a demo user, and real profiles of a few zoo models on this CPU."""
+    setup_django()
+    from server.accounts.models import Team
+    from server.accounts.services import create_user_with_token
+
+    migrate()
+    user, token = create_user_with_token("demo", "demo")
+    team = Team.objects.get(name="demo")
+    service = Service(args.host, args.port)
+    service.start()
+    try:
+        _wait_for_http(args.host, args.port)
+        device = _wait_for_cpu_device()
+        print(f"profiling {args.models} on {device.name} ...", flush=True)
+        jobs = _wait_for_jobs(_run_demo_jobs(args, user, team, device), service)
+    except (RuntimeError, KeyboardInterrupt) as exc:
+        service.stop()
+        return fail(str(exc) or "interrupted", 1)
+    rows = []
+    for job in jobs:
+        result = getattr(job, "result", None)
+        if job.state == "succeeded" and result is not None:
+            rows.append((job.pk, job.model.name, f"{result.e2e_mean:.2f}", f"{result.e2e_p90:.2f}",
+                         f"{result.e2e_cv * 100:.1f}%", f"{result.load_ms:.0f}", job.state))
+        else:
+            rows.append((job.pk, job.model.name, "-", "-", "-", "-", f"{job.state}: {job.failure_reason}"))
+    print()
+    print_table(["job", "model", "mean ms", "p90 ms", "CV", "load ms", "state"], rows)
+    base = f"http://{args.host}:{args.port}"
+    print(f"\nLatencyLab is up at {base}/  (API docs: {base}/api/docs/)")
+    print(f"API token for user 'demo' (team 'demo'): {token}")
+    print(f"  curl -H 'Authorization: Token {token}' {base}/api/jobs/{jobs[0].pk}/")
+    if args.exit:
+        service.stop()
+        return 0 if all(j.state == "succeeded" for j in jobs) else 1
+    print("Ctrl-C stops it.", flush=True)
+    return service.wait()

@@ -1,0 +1,176 @@
+"""The profiling task: claim the job, measure the graph on the device, store the result.
+
+Thin on purpose: the job row is the truth and the server's services change it. The task only
+decides which service to call. It is idempotent: it runs a job only after claiming it with a
+conditional update, so a duplicate message (a redelivery after a lost worker, a re-enqueue of a
+re-queued job) finds the job taken and does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
+
+from devicelab.backends.base import BackendError, DeviceInfo, ProfileSettings
+from devicelab.graph import GraphError, graph_from_dict
+from workers.celery_app import app
+from workers.context import WorkerContext
+from workers.device_lock import DeviceBusy, device_lock
+
+log = logging.getLogger("latencylab.workers")
+
+# A progress report is one UPDATE; this bounds their rate, and so how late a cancel is seen.
+PROGRESS_INTERVAL_SECONDS = 0.5
+# Transient errors are retried with exponential backoff (2, 4, 8 ... capped, with jitter) this
+# many times; after that the job fails saying why.
+MAX_TRANSIENT_RETRIES = 8
+RETRY_BACKOFF_MAX_SECONDS = 60
+
+
+class DeviceOffline(RuntimeError):
+    """The job's device is marked offline although this worker holds it (transient: its next
+    heartbeat brings it back)."""
+
+
+class JobStopped(Exception):
+    """The job was cancelled, or another run took it over: stop measuring."""
+
+
+TRANSIENT_ERRORS = (DeviceBusy, DeviceOffline)
+
+
+class _ProgressReporter:
+    """The backend's progress callback: reports to the job row and stops the run when told."""
+
+    def __init__(self, job_id: int, token: str) -> None:
+        self.job_id = job_id
+        self.token = token
+        self.last = 0.0
+        self.stopped = False
+
+    def __call__(self, fraction: float, message: str) -> None:
+        from server.profiling.services import report_progress
+
+        now = time.monotonic()
+        if fraction < 1.0 and now - self.last < PROGRESS_INTERVAL_SECONDS:
+            return
+        self.last = now
+        if not report_progress(self.job_id, self.token, fraction, message):
+            self.stopped = True
+            raise JobStopped(f"job {self.job_id} was cancelled or is no longer this run's")
+
+
+def _readable(exc: BaseException) -> str:
+    """An exception as one line a person can act on."""
+    text = str(exc).strip() or type(exc).__name__
+    return text if isinstance(exc, GraphError | BackendError) else f"{type(exc).__name__}: {text}"
+
+
+class ProfilingTask(Task):  # type: ignore[misc]
+    """Fails the job with a reason when the task itself cannot: a hard time limit (handled by
+    the worker's main process after it killed the pool process) or exhausted retries."""
+
+    def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
+        """Turn a task-level failure into a failed job."""
+        from server.profiling.services import claim_job, fail_job
+
+        job_id = int(args[0]) if args else int(kwargs["job_id"])
+        ctx = WorkerContext.from_env()
+        if isinstance(exc, TimeLimitExceeded):
+            limit = self.time_limit or app.conf.task_time_limit
+            fail_job(job_id, ctx.token, f"the job ran past the hard time limit of {limit} s and was killed")
+        elif isinstance(exc, TRANSIENT_ERRORS):
+            # Never claimed: claim it to record why it could not run (and count the attempt).
+            job = claim_job(job_id, ctx.token)
+            if job is not None:
+                fail_job(job_id, ctx.token, f"gave up after {self.request.retries} retries: {exc}")
+
+
+@app.task(
+    bind=True,
+    base=ProfilingTask,
+    name="workers.tasks.run_profiling_job",
+    # Acknowledged only after it ran, and given back if the worker dies: the claim makes the
+    # second delivery harmless, and a lost message is never the reason a job stays queued.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    autoretry_for=TRANSIENT_ERRORS,
+    max_retries=MAX_TRANSIENT_RETRIES,
+    retry_backoff=2,
+    retry_backoff_max=RETRY_BACKOFF_MAX_SECONDS,
+    retry_jitter=True,
+)
+def run_profiling_job(self: Task, job_id: int) -> str:
+    """Run profiling job ``job_id`` on this worker's device; returns what happened, in a word."""
+    from server.devices.models import DeviceStatus
+    from server.profiling.models import JobState, ProfilingJob
+    from server.profiling.services import claim_job, fail_job
+
+    ctx = WorkerContext.from_env()
+    job = ProfilingJob.objects.select_related("device").filter(pk=job_id).first()
+    if job is None:
+        log.info("job %s no longer exists", job_id)
+        return "missing"
+    info = ctx.devices.get(job.device_id)
+    if info is None:
+        # The job moved to another device after this message was sent (its device went offline).
+        log.info("job %s is now routed to device %s, which this worker does not hold", job_id, job.device_id)
+        return "elsewhere"
+    if job.state == JobState.RUNNING and job.claimed_by == ctx.token:
+        # Only this process consumes the device's queue, one job at a time, so a job running
+        # under this run's token that arrives again is an attempt whose pool process died
+        # (the message came back through reject_on_worker_lost).
+        fail_job(job_id, ctx.token, f"the worker process measuring the job died during attempt {job.attempts}; "
+                                    "the device runtime may have crashed on this model")
+        return "lost"
+    if job.state != JobState.QUEUED:
+        return "not-queued"
+    if job.device.status == DeviceStatus.OFFLINE:
+        raise DeviceOffline(f"device {job.device.name!r} (#{job.device_id}) is marked offline; "
+                            f"waiting for worker {ctx.name!r} to heart-beat it back")
+    with device_lock(info.identity):
+        claimed = claim_job(job_id, ctx.token, device_id=job.device_id)
+        if claimed is None:
+            return "taken"
+        return _measure(claimed, info, ctx.token, self.soft_time_limit or app.conf.task_soft_time_limit)
+
+
+def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> str:
+    """Profile a claimed job and store the outcome through the services."""
+    from devicelab.backends.registry import backend_for
+    from server.profiling.services import fail_job, ingest_result
+
+    progress = _ProgressReporter(job.pk, token)
+    try:
+        graph = graph_from_dict(job.model.graph)
+        settings = ProfileSettings.from_dict(job.settings)
+        backend = backend_for(info.kind)
+        result = backend.profile(info, graph, settings, progress)
+    except SoftTimeLimitExceeded:
+        fail_job(job.pk, token, f"the job ran past the time limit of {soft_limit} s")
+        return "timeout"
+    except Exception as exc:
+        if progress.stopped or isinstance(exc, JobStopped):
+            log.info("job %s stopped: cancelled or taken over", job.pk)
+            return "stopped"
+        if isinstance(exc, GraphError):
+            reason = f"the model cannot be profiled: {exc}"
+        elif isinstance(exc, BackendError):
+            reason = str(exc)
+        elif isinstance(exc, ValueError | LookupError):
+            # The backend's own checks: settings it cannot honour, a device it no longer sees.
+            reason = f"device {info.name!r} ({info.identity}) cannot run this job: {_readable(exc)}"
+        else:
+            log.exception("job %s failed with an unexpected error", job.pk)
+            reason = f"internal error while profiling: {_readable(exc)}"
+        fail_job(job.pk, token, reason)
+        return "failed"
+    if ingest_result(job.pk, token, result) is None:
+        log.info("job %s finished but is no longer this run's (cancelled?): result dropped", job.pk)
+        return "stopped"
+    return "succeeded"
