@@ -180,12 +180,15 @@ def _emit_fc(ex: _Exporter, op: Operator) -> None:
 
 def _emit_pool(ex: _Exporter, op: Operator) -> None:
     a = op.attrs
-    attrs: dict[str, Any] = {"kernel_shape": a["kernel"], "strides": a["stride"], "pads": a["pads"],
-                             "ceil_mode": int(a["ceil_mode"])}
+    attrs: dict[str, Any] = {
+        "kernel_shape": a["kernel"],
+        "strides": a["stride"],
+        "pads": a["pads"],
+        "ceil_mode": int(a["ceil_mode"]),
+    }
     if op.type == "avg_pool2d":
         attrs["count_include_pad"] = int(a["count_include_pad"])
-    ex.node("MaxPool" if op.type == "max_pool2d" else "AveragePool", [op.inputs[0]], list(op.outputs), op.name,
-            **attrs)
+    ex.node("MaxPool" if op.type == "max_pool2d" else "AveragePool", [op.inputs[0]], list(op.outputs), op.name, **attrs)
 
 
 _BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"}
@@ -208,8 +211,12 @@ def _emit_binary(ex: _Exporter, op: Operator) -> None:
 
 
 _SIMPLE = {
-    "matmul": "MatMul", "global_avg_pool": "GlobalAveragePool", "global_max_pool": "GlobalMaxPool",
-    "relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh",
+    "matmul": "MatMul",
+    "global_avg_pool": "GlobalAveragePool",
+    "global_max_pool": "GlobalMaxPool",
+    "relu": "Relu",
+    "sigmoid": "Sigmoid",
+    "tanh": "Tanh",
 }
 
 
@@ -223,7 +230,11 @@ def _scalar(ex: _Exporter, op: Operator, suffix: str, value: float) -> str:
 
 def _emit_clip(ex: _Exporter, op: Operator) -> None:
     lo, hi = (0.0, 6.0) if op.type == "relu6" else (op.attrs["min"], op.attrs["max"])
-    inputs = [op.inputs[0], "" if lo is None else _scalar(ex, op, "min", lo), "" if hi is None else _scalar(ex, op, "max", hi)]
+    inputs = [
+        op.inputs[0],
+        "" if lo is None else _scalar(ex, op, "min", lo),
+        "" if hi is None else _scalar(ex, op, "max", hi),
+    ]
     while inputs[-1] == "":
         inputs.pop()
     ex.node("Clip", inputs, list(op.outputs), op.name)

@@ -8,7 +8,9 @@ What the reader does, in order:
 2. Fix the graph inputs' shapes: a symbolic batch dimension (axis 0, e.g. ``N`` or ``batch``) is
    resolved to 1; any other symbolic dimension is an error naming the input.
 3. Run ``onnx.shape_inference`` (with data propagation) for the shapes of values whose size is
-   computed at run time (a Reshape target or Resize size the folding below cannot compute).
+   computed at run time (a Reshape target or Resize size the folding below cannot compute). It
+   runs on a working copy whose large initializers keep their dims but not their data, which
+   keeps a 100 MB model's import well under a second.
 4. Walk the nodes in topological order. Nodes whose inputs are all constants, including
    ``Shape`` of an activation (whose shape is static by now), are evaluated with numpy and never
    become IR operators: this folds the Shape->Gather->Unsqueeze->Concat subgraphs PyTorch emits
@@ -55,9 +57,20 @@ _DTYPES = {
 _FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE, onnx.TensorProto.BFLOAT16}
 
 # ModelProto's field numbers, to name the field whose length is wrong.
-_MODEL_FIELDS = {1: "ir_version", 2: "producer_name", 3: "producer_version", 4: "domain", 5: "model_version",
-                 6: "doc_string", 7: "graph", 8: "opset_import", 14: "metadata_props", 20: "training_info",
-                 25: "functions", 26: "configuration"}
+_MODEL_FIELDS = {
+    1: "ir_version",
+    2: "producer_name",
+    3: "producer_version",
+    4: "domain",
+    5: "model_version",
+    6: "doc_string",
+    7: "graph",
+    8: "opset_import",
+    14: "metadata_props",
+    20: "training_info",
+    25: "functions",
+    26: "configuration",
+}
 
 # Internal operator types that exist only between the node walk and the fusion passes.
 _PSEUDO = {"erf": "Erf"}
@@ -93,9 +106,32 @@ def import_onnx_model(model: onnx.ModelProto, name: str | None = None) -> OnnxIm
         raise GraphError("the ONNX model has no graph (an empty or non-ONNX file)")
     if len(model.graph.node) == 0:
         raise GraphError("the ONNX graph has no nodes")
-    work = onnx.ModelProto()
-    work.CopyFrom(model)  # the input dims are rewritten below; the caller's model stays as it was
-    return _Importer(work, name).run()
+    return _Importer(_working_copy(model), model.graph.initializer, name).run()
+
+
+# Initializers with more elements than this lose their data in the working copy: the IR needs
+# only their shapes, and shape inference then does not serialize megabytes of weights.
+_KEEP_DATA_ELEMENTS = 4096
+
+
+def _working_copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy to rewrite input dims on and run shape inference over, without the big weights."""
+    work = onnx.ModelProto(ir_version=model.ir_version)
+    work.opset_import.extend(model.opset_import)
+    work.functions.extend(model.functions)
+    src, g = model.graph, work.graph
+    g.name, g.doc_string = src.name, src.doc_string
+    g.node.extend(src.node)
+    g.input.extend(src.input)
+    g.output.extend(src.output)
+    g.value_info.extend(src.value_info)
+    g.sparse_initializer.extend(src.sparse_initializer)
+    for t in src.initializer:
+        if int(np.prod(t.dims)) <= _KEEP_DATA_ELEMENTS:
+            g.initializer.append(t)
+        else:
+            g.initializer.add(name=t.name, dims=t.dims, data_type=t.data_type)
+    return work
 
 
 def parse_onnx_bytes(data: bytes) -> onnx.ModelProto:
@@ -154,11 +190,14 @@ def _scan_top_level(data: bytes) -> None:
                 what = _MODEL_FIELDS.get(field, f"field {field}")
                 raise GraphError(
                     f"not a valid ONNX model: truncated or corrupt; the {what} field at byte {start} claims "
-                    f"{length} bytes but only {size - pos} follow")
+                    f"{length} bytes but only {size - pos} follow"
+                )
             pos += length
         else:
-            raise GraphError(f"not a valid ONNX model: byte {start} holds protobuf wire type {wire}, "
-                             "which ONNX never uses (wrong file type?)")
+            raise GraphError(
+                f"not a valid ONNX model: byte {start} holds protobuf wire type {wire}, "
+                "which ONNX never uses (wrong file type?)"
+            )
         if pos > size:
             raise GraphError("not a valid ONNX model: the file ends inside a field (truncated)")
 
@@ -191,10 +230,11 @@ def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
     return out
 
 
-def _same_pads(size: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
-               upper: bool) -> list[int]:
+def _same_pads(
+    size: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int], upper: bool
+) -> list[int]:
     begins, ends = [], []
-    for n, k, s, d in zip(size, kernel, stride, dilation):
+    for n, k, s, d in zip(size, kernel, stride, dilation, strict=False):
         eff = d * (k - 1) + 1
         total = max((-(-n // s) - 1) * s + eff - n, 0)
         small, big = total // 2, total - total // 2
@@ -257,7 +297,7 @@ def _fold_slice(v: list[Any], a: dict[str, Any]) -> np.ndarray:
         starts, ends = a["starts"], a["ends"]
         axes, steps = a.get("axes", list(range(len(starts)))), [1] * len(starts)
     index = [slice(None)] * x.ndim
-    for s, e, ax, st in zip(starts, ends, axes, steps):
+    for s, e, ax, st in zip(starts, ends, axes, steps, strict=False):
         index[int(ax) % x.ndim] = slice(int(s), int(e), int(st))
     return x[tuple(index)]
 
@@ -333,12 +373,13 @@ _DROPPED = frozenset({"Identity", "Dropout", "Cast", "Constant", "Shape", "Size"
 class _Importer:
     """One conversion: holds the constants, tensors and operators found so far."""
 
-    def __init__(self, model: onnx.ModelProto, name: str | None) -> None:
+    def __init__(self, model: onnx.ModelProto, initializers: Sequence[onnx.TensorProto], name: str | None) -> None:
         self.model = model
         self.g = model.graph
         self.name = name or self.g.name or "graph"
         self.opset = self._default_opset()
-        self.inits: dict[str, onnx.TensorProto] = {t.name: t for t in self.g.initializer}
+        # The caller's initializers, with their data (the working copy dropped the big ones').
+        self.inits: dict[str, onnx.TensorProto] = {t.name: t for t in initializers}
         self.consts: dict[str, np.ndarray] = {}
         self.alias: dict[str, str] = {}
         self.tensors: dict[str, Tensor] = {}
@@ -376,15 +417,20 @@ class _Importer:
 
     def _check_vocabulary(self, nodes: Sequence[onnx.NodeProto], names: list[str]) -> None:
         known = _onnx_known_ops()
-        for n, node_name in zip(nodes, names):
+        for n, node_name in zip(nodes, names, strict=False):
             if n.domain not in ("", "ai.onnx"):
                 raise GraphError(
                     f"operator '{n.domain}.{n.op_type}' from the custom domain {n.domain!r} is not in the "
-                    "LatencyLab operator vocabulary (docs/graph-format.md)", node=node_name, op=n.op_type)
+                    "LatencyLab operator vocabulary (docs/graph-format.md)",
+                    node=node_name,
+                    op=n.op_type,
+                )
             if n.op_type not in known:
                 raise GraphError(
                     f"operator {n.op_type!r} is not in the LatencyLab operator vocabulary (docs/graph-format.md)",
-                    node=node_name, op=n.op_type)
+                    node=node_name,
+                    op=n.op_type,
+                )
 
     def _read_inputs(self) -> None:
         """Declare the graph inputs, resolving a symbolic batch dimension to 1."""
@@ -397,8 +443,10 @@ class _Importer:
             dtype = _DTYPES.get(tt.elem_type)
             if dtype is None:
                 type_name = onnx.TensorProto.DataType.Name(tt.elem_type) if tt.elem_type else "undefined"
-                raise GraphError(f"graph input has element type {type_name}; supported: {sorted(set(_DTYPES.values()))}",
-                                 node=vi.name)
+                raise GraphError(
+                    f"graph input has element type {type_name}; supported: {sorted(set(_DTYPES.values()))}",
+                    node=vi.name,
+                )
             if not tt.HasField("shape"):
                 raise GraphError("graph input has no shape (rank unknown)", node=vi.name)
             shape = []
@@ -414,7 +462,9 @@ class _Importer:
                     raise GraphError(
                         f"graph input has a dynamic dimension {label!r} at axis {axis} (shape "
                         f"{[d.dim_param or d.dim_value for d in tt.shape.dim]}); only the batch dimension "
-                        "(axis 0) may be dynamic: export the model with a fixed input size", node=vi.name)
+                        "(axis 0) may be dynamic: export the model with a fixed input size",
+                        node=vi.name,
+                    )
             self.tensors[vi.name] = Tensor(vi.name, tuple(shape), dtype)
             self.inputs.append(vi.name)
         if not self.inputs:
@@ -428,8 +478,9 @@ class _Importer:
         # at run time.
         del self.g.value_info[:]
         try:
-            inferred = onnx.shape_inference.infer_shapes(self.model, check_type=False, strict_mode=False,
-                                                         data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(
+                self.model, check_type=False, strict_mode=False, data_prop=True
+            )
         except Exception as exc:  # onnx raises InferenceError, ValidationError, RuntimeError...
             raise _inference_error(exc) from None
         for vi in [*inferred.graph.value_info, *inferred.graph.output]:
@@ -452,8 +503,12 @@ class _Importer:
             if len(rest) == len(pending):
                 i = rest[0]
                 missing = [t for t in nodes[i].input if t not in available]
-                raise GraphError(f"reads {missing[0]!r}, which is not a graph input, an initializer or the output "
-                                 "of any node (or the graph has a cycle)", node=names[i], op=nodes[i].op_type)
+                raise GraphError(
+                    f"reads {missing[0]!r}, which is not a graph input, an initializer or the output "
+                    "of any node (or the graph has a cycle)",
+                    node=names[i],
+                    op=nodes[i].op_type,
+                )
             pending = rest
         return order
 
@@ -476,19 +531,30 @@ class _Importer:
         order = self._sorted_nodes(nodes, names)
         self._infer_shapes()
         for i in order:
-            self._node(nodes[i], names[i])
+            try:
+                self._node(nodes[i], names[i])
+            except GraphError:
+                raise
+            except Exception as exc:  # a malformed node must not surface as a traceback from numpy or onnx
+                raise GraphError(
+                    f"malformed node: {type(exc).__name__}: {exc}", node=names[i], op=nodes[i].op_type
+                ) from None
         self._fuse()
         for o in self.ops:
             if o.type in _PSEUDO:
                 raise GraphError(
                     f"{_PSEUDO[o.type]} is not in the vocabulary; it is only read as part of the GELU pattern "
-                    "x * 0.5 * (1 + erf(x / sqrt(2)))", node=o.name, op=_PSEUDO[o.type])
+                    "x * 0.5 * (1 + erf(x / sqrt(2)))",
+                    node=o.name,
+                    op=_PSEUDO[o.type],
+                )
         outputs = []
         for vi in self.g.output:
             t = self._resolve(vi.name)
             if t not in self.tensors:
-                raise GraphError("graph output is computed from constants and shapes only, not from the inputs",
-                                 node=vi.name)
+                raise GraphError(
+                    "graph output is computed from constants and shapes only, not from the inputs", node=vi.name
+                )
             outputs.append(t)
         used = set(self.inputs) | set(outputs) | {t for o in self.ops for t in (*o.inputs, *o.outputs)}
         tensors = {k: v for k, v in self.tensors.items() if k in used}
@@ -511,11 +577,16 @@ class _Importer:
             return self.consts[t]
         proto = self.inits.get(t)
         if proto is None:
-            raise GraphError(f"input {t!r} must be a constant (an initializer or computed from shapes), "
-                             "but it is computed at run time", node=node, op=op)
+            raise GraphError(
+                f"input {t!r} must be a constant (an initializer or computed from shapes), "
+                "but it is computed at run time",
+                node=node,
+                op=op,
+            )
         if proto.data_location == onnx.TensorProto.EXTERNAL:
-            raise GraphError(f"initializer {t!r} keeps its data in an external file; its values are needed",
-                             node=node, op=op)
+            raise GraphError(
+                f"initializer {t!r} keeps its data in an external file; its values are needed", node=node, op=op
+            )
         try:
             value = numpy_helper.to_array(proto)
         except Exception as exc:
@@ -533,6 +604,14 @@ class _Importer:
         ins = [self._resolve(t) if t else "" for t in node.input]
         attrs = _attrs(node)
         self.node_map[name] = None
+        for t in ins:
+            if t and t not in self.tensors and not self._is_const(t):
+                raise GraphError(
+                    f"reads {t!r}, which no earlier node writes (or an output LatencyLab does not "
+                    "model, such as MaxPool indices)",
+                    node=name,
+                    op=op,
+                )
         if op == "Constant":
             self.consts[node.output[0]] = self._constant_node_value(node, attrs, name)
             return
@@ -542,7 +621,7 @@ class _Importer:
             if op == "Size":
                 self.consts[node.output[0]] = np.array(int(np.prod(shape)), dtype=np.int64)
             else:
-                self.consts[node.output[0]] = np.array(shape, dtype=np.int64)[attrs.get("start", 0):attrs.get("end")]
+                self.consts[node.output[0]] = np.array(shape, dtype=np.int64)[attrs.get("start", 0) : attrs.get("end")]
             return
         if op in _FOLDERS and all(t == "" or self._is_const(t) for t in ins):
             values = [None if t == "" else self._const(t, name, op) for t in ins]
@@ -560,15 +639,17 @@ class _Importer:
                 # A float-to-float cast only changes precision: the IR has no cast operator.
                 self.alias[node.output[0]] = ins[0]
                 return
-            raise GraphError("a Cast of an activation tensor to a non-float type is not in the vocabulary",
-                             node=name, op=op)
+            raise GraphError(
+                "a Cast of an activation tensor to a non-float type is not in the vocabulary", node=name, op=op
+            )
         mapper = _MAPPERS.get(op)
         if mapper is None:
-            raise GraphError(f"{op} on activation tensors is not in the vocabulary (it is only folded when it "
-                             "computes shapes or constants)", node=name, op=op)
-        for t in ins:
-            if t and t not in self.tensors and not self._is_const(t):
-                raise GraphError(f"reads {t!r}, which no earlier node writes", node=name, op=op)
+            raise GraphError(
+                f"{op} on activation tensors is not in the vocabulary (it is only folded when it "
+                "computes shapes or constants)",
+                node=name,
+                op=op,
+            )
         mapper(self, node, name, ins, attrs)
 
     def _elem_type(self, t: str) -> int:
@@ -581,8 +662,12 @@ class _Importer:
     def _constant_node_value(self, node: onnx.NodeProto, attrs: dict[str, Any], name: str) -> np.ndarray:
         if "value" in attrs:
             return numpy_helper.to_array(attrs["value"])
-        for key, dtype in (("value_float", np.float32), ("value_floats", np.float32),
-                           ("value_int", np.int64), ("value_ints", np.int64)):
+        for key, dtype in (
+            ("value_float", np.float32),
+            ("value_floats", np.float32),
+            ("value_int", np.int64),
+            ("value_ints", np.int64),
+        ):
             if key in attrs:
                 return np.array(attrs[key], dtype=dtype)
         raise GraphError(f"Constant with attributes {sorted(attrs)} is not supported", node=name, op="Constant")
@@ -593,11 +678,19 @@ class _Importer:
         """The activation tensor ``t``, or an error saying that a constant is not supported there."""
         if t in self.tensors:
             return self.tensors[t]
-        raise GraphError(f"the {what} {t!r} is a constant; LatencyLab reads it only as an activation here",
-                         node=node, op=op)
+        raise GraphError(
+            f"the {what} {t!r} is a constant; LatencyLab reads it only as an activation here", node=node, op=op
+        )
 
-    def emit(self, node: onnx.NodeProto, name: str, ir_type: str, inputs: list[str], attrs: dict[str, Any],
-             outputs: list[str] | None = None) -> None:
+    def emit(
+        self,
+        node: onnx.NodeProto,
+        name: str,
+        ir_type: str,
+        inputs: list[str],
+        attrs: dict[str, Any],
+        outputs: list[str] | None = None,
+    ) -> None:
         """Append one IR operator for an ONNX node, inferring its output shapes by the IR's rules."""
         outputs = list(node.output) if outputs is None else outputs
         shapes = [self.act(t, name, node.op_type).shape for t in inputs]
@@ -609,10 +702,11 @@ class _Importer:
             except GraphError as exc:
                 raise GraphError(f"{exc.reason} (read as IR {ir_type})", node=name, op=node.op_type) from None
         if len(out_shapes) != len(outputs):
-            raise GraphError(f"has {len(outputs)} outputs, but the IR {ir_type} gives {len(out_shapes)}",
-                             node=name, op=node.op_type)
+            raise GraphError(
+                f"has {len(outputs)} outputs, but the IR {ir_type} gives {len(out_shapes)}", node=name, op=node.op_type
+            )
         dtype = self.tensors[inputs[0]].dtype
-        for t, s in zip(outputs, out_shapes):
+        for t, s in zip(outputs, out_shapes, strict=False):
             self.tensors[t] = Tensor(t, tuple(int(d) for d in s), dtype)
         self.ops.append(Operator(name, ir_type, list(inputs), list(outputs), canonical))
         self.sources[name] = [name]
@@ -627,8 +721,7 @@ class _Importer:
         """The output shape from ONNX shape inference, or an error saying it cannot be resolved."""
         shape = self.onnx_shapes.get(t)
         if shape is None:
-            raise GraphError(f"{why}, and ONNX shape inference could not resolve the shape of {t!r}",
-                             node=name, op=op)
+            raise GraphError(f"{why}, and ONNX shape inference could not resolve the shape of {t!r}", node=name, op=op)
         return shape
 
     # -- fusion passes -----------------------------------------------------------------------
@@ -713,8 +806,7 @@ def _fuse_fc_bias(p: _Patterns, o: Operator) -> tuple[list[Operator], Operator] 
     cs = add.attrs["const_shape"]
     if not cs or cs[-1] != n or ops.numel(cs) != n or p.shape(add.outputs[0]) != p.shape(o.outputs[0]):
         return None
-    return [o, add], Operator(add.name, "fully_connected", list(o.inputs), list(add.outputs),
-                              {**o.attrs, "bias": True})
+    return [o, add], Operator(add.name, "fully_connected", list(o.inputs), list(add.outputs), {**o.attrs, "bias": True})
 
 
 def _fuse_gated(p: _Patterns, o: Operator) -> tuple[list[Operator], Operator] | None:
@@ -792,11 +884,13 @@ def _fuse_channel_shuffle(p: _Patterns, o: Operator) -> tuple[list[Operator], Op
 Mapper = Callable[[_Importer, onnx.NodeProto, str, list[str], dict[str, Any]], None]
 
 
-def _window(imp: _Importer, x: Tensor, a: dict[str, Any], kernel: list[int], name: str, op: str,
-            dilation_ok: bool = True) -> dict[str, Any]:
+def _window(
+    imp: _Importer, x: Tensor, a: dict[str, Any], kernel: list[int], name: str, op: str, dilation_ok: bool = True
+) -> dict[str, Any]:
     if len(x.shape) != 4 or len(kernel) != 2:
-        raise GraphError(f"only 2-D windows over a 4-D NCHW input are supported, got input shape {list(x.shape)}",
-                         node=name, op=op)
+        raise GraphError(
+            f"only 2-D windows over a 4-D NCHW input are supported, got input shape {list(x.shape)}", node=name, op=op
+        )
     stride = a.get("strides", [1, 1])
     dilation = a.get("dilations", [1, 1])
     if not dilation_ok and dilation != [1, 1]:
@@ -820,18 +914,26 @@ def _map_conv(imp: _Importer, node: onnx.NodeProto, name: str, ins: list[str], a
     op = node.op_type
     x = imp.act(ins[0], name, op)
     if len(ins) < 2 or not imp._is_const(ins[1]):
-        raise GraphError("the weight must be an initializer or constant; weights computed at run time are not "
-                         "supported", node=name, op=op)
+        raise GraphError(
+            "the weight must be an initializer or constant; weights computed at run time are not supported",
+            node=name,
+            op=op,
+        )
     w = imp._const_shape(ins[1])
     if len(x.shape) != 4 or len(w) != 4:
-        raise GraphError(f"only 2-D convolution is supported (4-D NCHW input and weight), got input "
-                         f"{list(x.shape)} and weight {list(w)}", node=name, op=op)
+        raise GraphError(
+            f"only 2-D convolution is supported (4-D NCHW input and weight), got input "
+            f"{list(x.shape)} and weight {list(w)}",
+            node=name,
+            op=op,
+        )
     group = int(a.get("group", 1))
     cout, cin_per_group, kh, kw = w
     cin = x.shape[1]
     if cin_per_group * group != cin:
-        raise GraphError(f"weight shape {list(w)} with group {group} does not fit {cin} input channels",
-                         node=name, op=op)
+        raise GraphError(
+            f"weight shape {list(w)} with group {group} does not fit {cin} input channels", node=name, op=op
+        )
     kernel = a.get("kernel_shape", [kh, kw])
     if list(kernel) != [kh, kw]:
         raise GraphError(f"kernel_shape {kernel} differs from the weight's {[kh, kw]}", node=name, op=op)
@@ -923,8 +1025,11 @@ def _map_clip(imp: _Importer, node: onnx.NodeProto, name: str, ins: list[str], a
 def _map_bn(imp: _Importer, node: onnx.NodeProto, name: str, ins: list[str], a: dict[str, Any]) -> None:
     for t in ins[1:5]:
         if not imp._is_const(t):
-            raise GraphError(f"scale, bias, mean and variance must be constants; {t!r} is computed at run time",
-                             node=name, op=node.op_type)
+            raise GraphError(
+                f"scale, bias, mean and variance must be constants; {t!r} is computed at run time",
+                node=name,
+                op=node.op_type,
+            )
     imp.emit(node, name, "batch_norm", [ins[0]], {"epsilon": a.get("epsilon", 1e-5)}, [node.output[0]])
 
 
@@ -1074,9 +1179,11 @@ def _map_resize(imp: _Importer, node: onnx.NodeProto, name: str, ins: list[str],
         sizes_c = imp.optional_const(ins, 3, name, op) if len(ins) > 3 and imp._is_const(ins[3]) else None
         scales = list(scales_c.reshape(-1)) if scales_c is not None and scales_c.size else None
         sizes = [int(v) for v in sizes_c.reshape(-1)] if sizes_c is not None and sizes_c.size else None
-    attrs: dict[str, Any] = {"mode": mode,
-                             "align_corners": a.get("coordinate_transformation_mode") == "align_corners"}
-    if sizes is not None:
+    attrs: dict[str, Any] = {"mode": mode, "align_corners": a.get("coordinate_transformation_mode") == "align_corners"}
+    if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        out = imp.inferred(node.output[0], name, op, "the output size depends on keep_aspect_ratio_policy")
+        attrs["size"] = list(out[2:4])
+    elif sizes is not None:
         attrs["size"] = sizes[-2:]
     elif scales is not None:
         if len(scales) == 4 and (scales[0] != 1 or scales[1] != 1):

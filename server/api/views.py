@@ -47,6 +47,8 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
 
     def get_queryset(self) -> QuerySet[NetworkModel]:
         """Only the caller's team's models: another team's ids answer 404."""
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no team
+            return NetworkModel.objects.none()
         return NetworkModel.objects.for_team(self.request.team).select_related("created_by")  # type: ignore[attr-defined]
 
     def get_serializer_class(self) -> type[BaseSerializer]:  # type: ignore[type-arg]
@@ -123,6 +125,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     def get_queryset(self) -> QuerySet[ProfilingJob]:
         """Only the caller's team's jobs: another team's ids answer 404."""
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no team
+            return ProfilingJob.objects.none()
         jobs = ProfilingJob.objects.for_team(self.request.team).select_related("model", "device")  # type: ignore[attr-defined]
         if self.action == "retrieve":
             ordered = Prefetch("result__operators", queryset=OperatorTiming.objects.order_by("pk"))

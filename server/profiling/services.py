@@ -151,17 +151,23 @@ def fail_job(job_id: int, worker_token: str, reason: str) -> bool:
     return True
 
 
-def _copy_text(value: Any) -> str:
-    """A value in PostgreSQL's COPY text format."""
-    if value is None:
-        return r"\N"
-    if isinstance(value, dict | list):
-        value = json.dumps(value, separators=(",", ":"))
-    elif isinstance(value, float):
-        value = repr(value)
-    else:
-        value = str(value)
-    return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+# COPY's text format: backslash, tab, newline and carriage return are escaped; NULL is \N.
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_COPY_NULL = "\\N"
+# One encoder for every row: json.dumps with options builds a new encoder on each call.
+_to_json = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _copy_line(row: tuple[Any, ...]) -> str:
+    """One timing row (``TIMING_COLUMNS`` order) as a line of COPY text."""
+    rid, index, name, op_type, kernel, ins, outs, attrs, mean, median, std, n, fused = row
+    e = _COPY_ESCAPES
+    return "\t".join((
+        str(rid), _COPY_NULL if index is None else str(index), name.translate(e), op_type.translate(e),
+        kernel.translate(e), _to_json(ins).translate(e), _to_json(outs).translate(e), _to_json(attrs).translate(e),
+        _COPY_NULL if mean is None else repr(float(mean)), _COPY_NULL if median is None else repr(float(median)),
+        _COPY_NULL if std is None else repr(float(std)), _COPY_NULL if n is None else str(n), fused.translate(e),
+    )) + "\n"
 
 
 TIMING_COLUMNS = ("result_id", "index", "name", "op_type", "kernel", "input_shapes", "output_shapes", "attrs",
@@ -178,27 +184,31 @@ def timing_rows(result_id: int, ops: Iterable[OpTiming]) -> Iterator[tuple[Any, 
                None if s is None else s.n, op.fused_into or "")
 
 
+def timing_copy_sql() -> str:
+    """The COPY statement that reads timing rows in text format from STDIN."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(c) for c in TIMING_COLUMNS)
+    return f"COPY {quote(OperatorTiming._meta.db_table)} ({columns}) FROM STDIN"
+
+
+def timing_copy_text(rows: Iterable[tuple[Any, ...]]) -> tuple[str, int]:
+    """Timing rows as COPY text, with their count."""
+    lines = [_copy_line(row) for row in rows]
+    return "".join(lines), len(lines)
+
+
 def copy_timing_rows(rows: Iterable[tuple[Any, ...]]) -> int:
     """Insert timing rows with PostgreSQL COPY (inside the current transaction); returns the count."""
-    buf = io.StringIO()
-    count = 0
-    for row in rows:
-        buf.write("\t".join(_copy_text(v) for v in row))
-        buf.write("\n")
-        count += 1
+    text, count = timing_copy_text(rows)
     if count == 0:
         return 0
-    buf.seek(0)
-    quote = connection.ops.quote_name
-    sql = (f"COPY {quote(OperatorTiming._meta.db_table)} ({', '.join(quote(c) for c in TIMING_COLUMNS)}) "
-           "FROM STDIN")
     with connection.cursor() as cursor:
         raw = cursor.cursor
         if hasattr(raw, "copy_expert"):  # psycopg2
-            raw.copy_expert(sql, buf)
+            raw.copy_expert(timing_copy_sql(), io.StringIO(text))
         else:  # psycopg 3
-            with raw.copy(sql) as copy:
-                copy.write(buf.getvalue())
+            with raw.copy(timing_copy_sql()) as copy:
+                copy.write(text)
     return count
 
 
@@ -209,10 +219,13 @@ def bulk_create_timing_rows(rows: Iterable[tuple[Any, ...]], batch_size: int = 5
     return len(objs)
 
 
+# How ingest_result inserts timings on PostgreSQL: "copy" or "bulk_create". COPY is the faster
+# (benchmarks/ingest_timings.py measures both); other databases always take the ORM's bulk INSERT.
+POSTGRES_INSERT_METHOD = "copy"
+
+
 def _insert_timings(result_id: int, ops: Iterable[OpTiming]) -> int:
-    # COPY is the faster path on PostgreSQL (benchmarks/ingest_timings.py measures both);
-    # other databases take the ORM's bulk INSERT.
-    if connection.vendor == "postgresql":
+    if connection.vendor == "postgresql" and POSTGRES_INSERT_METHOD == "copy":
         return copy_timing_rows(timing_rows(result_id, ops))
     return bulk_create_timing_rows(timing_rows(result_id, ops))
 

@@ -35,8 +35,13 @@ def vi(name: str, shape: Sequence[int | str] | None, elem: int = FLOAT) -> onnx.
     return helper.make_tensor_value_info(name, elem, shape)
 
 
-def onnx_bytes(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto],
-               inits: Sequence[onnx.TensorProto] = (), opset: int = 17) -> bytes:
+def onnx_bytes(
+    nodes: list[onnx.NodeProto],
+    inputs: list[onnx.ValueInfoProto],
+    outputs: list[onnx.ValueInfoProto],
+    inits: Sequence[onnx.TensorProto] = (),
+    opset: int = 17,
+) -> bytes:
     """A serialized model."""
     graph = helper.make_graph(nodes, "bad", inputs, outputs, initializer=list(inits))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -110,8 +115,7 @@ def test_a_graph_without_nodes() -> None:
 
 
 def test_an_opset_that_is_too_old() -> None:
-    data = onnx_bytes([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [1, 3])], [vi("y", None)],
-                      opset=5)
+    data = onnx_bytes([helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [1, 3])], [vi("y", None)], opset=5)
     assert "opset 5" in load_error(data).reason
 
 
@@ -120,10 +124,13 @@ def test_an_opset_that_is_too_old() -> None:
 
 
 def test_unknown_operator_names_the_node() -> None:
-    nodes = [helper.make_node("Relu", ["boxes"], ["b"], name="relu"),
-             helper.make_node("NonMaxSuppression", ["b", "scores"], ["selected"], name="/postprocess/nms")]
-    data = onnx_bytes(nodes, [vi("boxes", [1, 10, 4]), vi("scores", [1, 1, 10])],
-                      [vi("selected", None, TensorProto.INT64)])
+    nodes = [
+        helper.make_node("Relu", ["boxes"], ["b"], name="relu"),
+        helper.make_node("NonMaxSuppression", ["b", "scores"], ["selected"], name="/postprocess/nms"),
+    ]
+    data = onnx_bytes(
+        nodes, [vi("boxes", [1, 10, 4]), vi("scores", [1, 1, 10])], [vi("selected", None, TensorProto.INT64)]
+    )
     err = load_error(data)
     assert (err.node, err.op) == ("/postprocess/nms", "NonMaxSuppression")
     assert "not in the LatencyLab operator vocabulary" in err.reason
@@ -140,8 +147,9 @@ def test_custom_domain_operator_names_the_node() -> None:
 
 
 def test_unresolvable_dynamic_shape_names_the_input() -> None:
-    data = onnx_bytes([helper.make_node("Relu", ["input"], ["y"], name="r")], [vi("input", [1, 3, "H", "W"])],
-                      [vi("y", None)])
+    data = onnx_bytes(
+        [helper.make_node("Relu", ["input"], ["y"], name="r")], [vi("input", [1, 3, "H", "W"])], [vi("y", None)]
+    )
     err = load_error(data)
     assert err.node == "input"
     assert "dynamic dimension 'H' at axis 2" in err.reason
@@ -164,27 +172,35 @@ def test_gather_on_activations_names_the_node() -> None:
 
 def test_conv1d_is_refused_with_the_reason() -> None:
     w = numpy_helper.from_array(np.zeros((4, 3, 3), np.float32), "w")
-    err = load_error(onnx_bytes([helper.make_node("Conv", ["x", "w"], ["y"], name="c1")], [vi("x", [1, 3, 16])],
-                                [vi("y", None)], [w]))
+    err = load_error(
+        onnx_bytes(
+            [helper.make_node("Conv", ["x", "w"], ["y"], name="c1")], [vi("x", [1, 3, 16])], [vi("y", None)], [w]
+        )
+    )
     assert (err.node, err.op) == ("c1", "Conv") and "only 2-D convolution" in err.reason
 
 
 def test_a_node_reading_a_missing_tensor() -> None:
-    err = load_error(onnx_bytes([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")], [vi("x", [1, 3])],
-                                [vi("y", None)]))
+    err = load_error(
+        onnx_bytes([helper.make_node("Add", ["x", "ghost"], ["y"], name="add")], [vi("x", [1, 3])], [vi("y", None)])
+    )
     assert err.node == "add" and "'ghost'" in err.reason
 
 
 def test_an_output_that_does_not_depend_on_the_input() -> None:
-    nodes = [helper.make_node("Relu", ["x"], ["y"], name="r"),
-             helper.make_node("Shape", ["x"], ["s"], name="shape")]
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="r"), helper.make_node("Shape", ["x"], ["s"], name="shape")]
     err = load_error(onnx_bytes(nodes, [vi("x", [1, 3])], [vi("y", None), vi("s", None, TensorProto.INT64)]))
     assert err.node == "s" and "constants and shapes only" in err.reason
 
 
 def test_a_string_input_is_refused() -> None:
-    err = load_error(onnx_bytes([helper.make_node("Identity", ["x"], ["y"], name="i")],
-                                [vi("x", [1], TensorProto.STRING)], [vi("y", None, TensorProto.STRING)]))
+    err = load_error(
+        onnx_bytes(
+            [helper.make_node("Identity", ["x"], ["y"], name="i")],
+            [vi("x", [1], TensorProto.STRING)],
+            [vi("y", None, TensorProto.STRING)],
+        )
+    )
     assert err.node == "x" and "STRING" in err.reason
 
 
@@ -193,15 +209,46 @@ def test_a_string_input_is_refused() -> None:
 
 
 def test_json_with_an_unknown_operator_type() -> None:
-    doc = {"schema_version": 1, "inputs": [{"name": "x", "shape": [1, 3, 8, 8]}],
-           "operators": [{"name": "weird", "type": "fancy_conv", "inputs": ["x"], "outputs": ["y"]}]}
+    doc = {
+        "schema_version": 1,
+        "inputs": [{"name": "x", "shape": [1, 3, 8, 8]}],
+        "operators": [{"name": "weird", "type": "fancy_conv", "inputs": ["x"], "outputs": ["y"]}],
+    }
     err = load_error(json.dumps(doc).encode(), "graph.json")
     assert (err.node, err.op) == ("weird", "fancy_conv") and "unknown operator type" in err.reason
 
 
 def test_json_with_an_inconsistent_declared_shape() -> None:
-    doc = {"schema_version": 1, "inputs": [{"name": "x", "shape": [1, 3, 8, 8]}],
-           "operators": [{"name": "pool", "type": "max_pool2d", "inputs": ["x"], "outputs": ["y"],
-                          "attrs": {"kernel": [2, 2], "stride": [2, 2]}, "output_shapes": [[1, 3, 8, 8]]}]}
+    doc = {
+        "schema_version": 1,
+        "inputs": [{"name": "x", "shape": [1, 3, 8, 8]}],
+        "operators": [
+            {
+                "name": "pool",
+                "type": "max_pool2d",
+                "inputs": ["x"],
+                "outputs": ["y"],
+                "attrs": {"kernel": [2, 2], "stride": [2, 2]},
+                "output_shapes": [[1, 3, 8, 8]],
+            }
+        ],
+    }
     err = load_error(json.dumps(doc).encode(), "graph.json")
     assert err.node == "pool" and "declared [1, 3, 8, 8]" in err.reason and "[1, 3, 4, 4]" in err.reason
+
+
+def test_a_node_missing_a_required_input() -> None:
+    w = numpy_helper.from_array(np.zeros((4, 3), np.float32), "w")
+    err = load_error(
+        onnx_bytes([helper.make_node("Gemm", ["x"], ["y"], name="fc")], [vi("x", [1, 3])], [vi("y", None)], [w])
+    )
+    assert (err.node, err.op) == ("fc", "Gemm") and "malformed node" in err.reason
+
+
+def test_reading_an_output_that_is_not_modelled() -> None:
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["y", "idx"], name="pool", kernel_shape=[2, 2]),
+        helper.make_node("Cast", ["idx"], ["z"], name="cast", to=FLOAT),
+    ]
+    err = load_error(onnx_bytes(nodes, [vi("x", [1, 1, 4, 4])], [vi("y", None), vi("z", None)]))
+    assert err.node == "cast" and "'idx'" in err.reason

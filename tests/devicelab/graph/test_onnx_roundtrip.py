@@ -99,8 +99,19 @@ def concat_case(axis: int) -> Build:
 CASES: dict[str, list[tuple[str, Build]]] = {
     "conv2d": [
         ("plain", single("conv2d", out_channels=16, kernel=[3, 3], pads=[1, 1, 1, 1], bias=False)),
-        ("grouped", single("conv2d", out_channels=12, kernel=[3, 1], stride=[2, 1], pads=[2, 0, 1, 0],
-                           dilation=[2, 1], groups=2, bias=True)),
+        (
+            "grouped",
+            single(
+                "conv2d",
+                out_channels=12,
+                kernel=[3, 1],
+                stride=[2, 1],
+                pads=[2, 0, 1, 0],
+                dilation=[2, 1],
+                groups=2,
+                bias=True,
+            ),
+        ),
         ("1x1", single("conv2d", out_channels=4, kernel=1, groups=4, bias=False)),
     ],
     "depthwise_conv2d": [
@@ -116,8 +127,10 @@ CASES: dict[str, list[tuple[str, Build]]] = {
     "matmul": [("self", matmul_self), ("inputs", matmul_two_inputs)],
     "max_pool2d": [
         ("ceil", single("max_pool2d", kernel=[3, 3], stride=[2, 2], pads=[1, 1, 1, 1], ceil_mode=True)),
-        ("ceil_last_window", single("max_pool2d", (1, 3, 5, 5), kernel=[2, 2], stride=[2, 2], pads=[1, 1, 1, 1],
-                                    ceil_mode=True)),
+        (
+            "ceil_last_window",
+            single("max_pool2d", (1, 3, 5, 5), kernel=[2, 2], stride=[2, 2], pads=[1, 1, 1, 1], ceil_mode=True),
+        ),
         ("plain", single("max_pool2d", kernel=[2, 2], stride=[2, 2])),
     ],
     "avg_pool2d": [
@@ -214,8 +227,9 @@ def transformer_like() -> Graph:
     var = b.op("reduce_mean", [b.op("mul", [centred, centred])], axes=[2])
     normed = b.op("div", [centred, b.op("add", [var], const_shape=[1], const_value=1e-5)])
     q, k, v = (b.fc(normed, 32, name=n) for n in ("q", "k", "v"))
-    scores = b.softmax(b.op("mul", [b.op("matmul", [q, b.op("transpose", [k], perm=[0, 2, 1])])],
-                            const_shape=[1], const_value=0.125))
+    scores = b.softmax(
+        b.op("mul", [b.op("matmul", [q, b.op("transpose", [k], perm=[0, 2, 1])])], const_shape=[1], const_value=0.125)
+    )
     x = b.add(x, b.fc(b.op("matmul", [scores, v]), 32))
     h = b.act(b.fc(x, 64), "gelu")
     x = b.add(x, b.fc(h, 32))
@@ -245,7 +259,9 @@ def test_every_op_type_has_a_case() -> None:
 
 @pytest.mark.parametrize("op_type", sorted(OPS))
 def test_every_op_type_round_trips(op_type: str) -> None:
-    for label, build in CASES.get(op_type, []):
+    cases = CASES.get(op_type)
+    assert cases, f"operator type {op_type!r} has no ONNX round-trip case: add one to CASES"
+    for label, build in cases:
         graph = build()
         assert op_type in {o.type for o in graph.operators}, label
         for opset in (11, 13, 14, 17, 20, 21):
@@ -272,7 +288,7 @@ def test_exported_graphs_run_in_onnxruntime(opset: int) -> None:
     for label, build in ALL_CASES:
         graph = build()
         outputs = _run(graph_to_onnx_bytes(graph, opset=opset), graph)
-        for t, value in zip(graph.outputs, outputs):
+        for t, value in zip(graph.outputs, outputs, strict=False):
             assert value.shape == graph.tensors[t].shape, f"{label}: {t} is {value.shape}"
             assert np.all(np.isfinite(value)), f"{label}: {t} has non-finite values"
 

@@ -1,0 +1,59 @@
+"""One device's Celery worker process, started and supervised by ``workers.run``.
+
+It consumes exactly one queue (its device's) with one pool process and a prefetch of one, so
+the device runs one job at a time. It dies with its agent: a worker killed with SIGKILL leaves
+no process behind that could go on measuring (or claiming) under a token nobody heart-beats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Sequence
+
+
+def celery_argv(queue: str, node_name: str, loglevel: str) -> list[str]:
+    """The ``celery worker`` arguments for one device's queue."""
+    return [
+        "worker",
+        "--queues", queue,
+        # prefork with one child, not solo: time limits need a pool process that can be killed,
+        # and a runtime that crashes on a model takes down that child, not the consumer.
+        "--pool", "prefork",
+        "--concurrency", "1",
+        "--prefetch-multiplier", "1",
+        "--hostname", node_name,
+        # No cluster chatter: each process serves one private queue and needs no peers.
+        "--without-gossip", "--without-mingle", "--without-heartbeat",
+        "--loglevel", loglevel,
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the Celery worker of one device (arguments as ``workers.run`` passes them)."""
+    parser = argparse.ArgumentParser(prog="python -m workers.device_process", description=__doc__)
+    parser.add_argument("--queue", required=True)
+    parser.add_argument("--node-name", required=True)
+    parser.add_argument("--agent-pid", type=int, required=True)
+    parser.add_argument("--loglevel", default="INFO")
+    args = parser.parse_args(argv)
+
+    from billiard.util import set_pdeathsig
+
+    set_pdeathsig(signal.SIGKILL)
+    if os.getppid() != args.agent_pid:  # the agent died before the line above took effect
+        return 1
+
+    from workers.context import WorkerContext
+
+    WorkerContext.from_env()  # fail now, not at the first job, if the agent passed no context
+    from workers.celery_app import app
+
+    app.worker_main(celery_argv(args.queue, args.node_name, args.loglevel))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
