@@ -33,7 +33,9 @@ from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from devicelab.backends.base import ColdStart, DeviceInfo, OpTiming, ProfileResult, ProfileSettings  # noqa: E402
+from devicelab.graph import GraphBuilder, graph_to_json  # noqa: E402
 from devicelab.measure.stats import summarize  # noqa: E402
+from server.networks.models import NetworkModel  # noqa: E402
 
 
 def make_result(ops_per_result: int) -> ProfileResult:
@@ -42,17 +44,34 @@ def make_result(ops_per_result: int) -> ProfileResult:
     for i in range(ops_per_result):
         kind = ("conv2d", "batch_norm", "relu")[i % 3]
         fused = kind == "relu"
-        ops.append(OpTiming(
-            index=i, name=f"block_{i // 3}/{kind}_{i}", type=kind, kernel="FusedConv" if kind == "conv2d" else kind,
-            input_shapes=[[1, 64, 56, 56]], output_shapes=[[1, 64, 56, 56]],
-            attrs={"kernel": [3, 3], "stride": [1, 1], "pads": [1, 1, 1, 1], "groups": 1, "out_channels": 64}
-            if kind == "conv2d" else {},
-            stats=None if fused else summarize([0.100 + 0.001 * (i % 7), 0.102, 0.101, 0.099, 0.103]),
-            fused_into=f"block_{i // 3}/conv2d_{i - 2}" if fused else None))
+        ops.append(
+            OpTiming(
+                index=i,
+                name=f"block_{i // 3}/{kind}_{i}",
+                type=kind,
+                kernel="FusedConv" if kind == "conv2d" else kind,
+                input_shapes=[[1, 64, 56, 56]],
+                output_shapes=[[1, 64, 56, 56]],
+                attrs={"kernel": [3, 3], "stride": [1, 1], "pads": [1, 1, 1, 1], "groups": 1, "out_channels": 64}
+                if kind == "conv2d"
+                else {},
+                stats=None if fused else summarize([0.100 + 0.001 * (i % 7), 0.102, 0.101, 0.099, 0.103]),
+                fused_into=f"block_{i // 3}/conv2d_{i - 2}" if fused else None,
+            )
+        )
     samples = [10.0 + 0.01 * k for k in range(30)]
-    return ProfileResult(device=DeviceInfo("cpu", "cpu:bench", "bench cpu", {}), settings=ProfileSettings(),
-                         e2e=summarize(samples), samples_ms=samples, cold=ColdStart(50.0, 12.0), ops=ops,
-                         environment={"runtime": "bench"})
+    return ProfileResult(
+        device=DeviceInfo("cpu", "cpu:bench", "bench cpu", {}),
+        settings=ProfileSettings(),
+        e2e=summarize(samples),
+        samples_ms=samples,
+        cold=ColdStart(50.0, 12.0),
+        ops=ops,
+        environment={"runtime": "bench"},
+    )
+
+
+_uploaded: list[Any] = []
 
 
 def running_jobs(count: int) -> list[int]:
@@ -61,17 +80,33 @@ def running_jobs(count: int) -> list[int]:
     from server.devices.services import register_devices
     from server.networks.services import upload_model
     from server.profiling.models import JobState, ProfilingJob
-    from tests.server.factories import graph_bytes, tiny_graph
 
     user, _ = create_user_with_token(f"bench{time.time_ns()}", "bench")
     team = user.memberships.get().team
     device = register_devices("bench-worker", [DeviceInfo("cpu", "cpu:bench", "bench cpu", {})])[0]
-    model, _ = upload_model(team, user, graph_bytes(tiny_graph("bench")), "bench.json")
+    b = GraphBuilder("bench", (1, 3, 32, 32))
+    graph = b.build(b.relu(b.conv(b.input, 8, 3)))
+    model = NetworkModel.objects.filter(team=team).first()
+    if model is None:
+        model, _ = upload_model(team, user, graph_to_json(graph).encode(), "bench.json")
+        _uploaded.append(model)
     now = timezone.now()
     jobs = ProfilingJob.objects.bulk_create(
-        [ProfilingJob(team=team, model=model, device=device, settings=ProfileSettings().as_dict(),
-                      state=JobState.RUNNING, claimed_by="bench", started_at=now, attempts=1)
-         for _ in range(count)], batch_size=1000)
+        [
+            ProfilingJob(
+                team=team,
+                model=model,
+                device=device,
+                settings=ProfileSettings().as_dict(),
+                state=JobState.RUNNING,
+                claimed_by="bench",
+                started_at=now,
+                attempts=1,
+            )
+            for _ in range(count)
+        ],
+        batch_size=1000,
+    )
     return [j.pk for j in jobs]
 
 
@@ -131,16 +166,21 @@ def main() -> None:
 
     # A throw-away database, so the benchmark neither needs nor touches real data.
     test_settings = connection.settings_dict.setdefault("TEST", {})
-    test_settings["NAME"] = (f"{connection.settings_dict['NAME']}_bench" if postgres
-                             else str(settings.VAR_DIR / "bench_latencylab.sqlite3"))
+    test_settings["NAME"] = (
+        f"{connection.settings_dict['NAME']}_bench" if postgres else str(settings.VAR_DIR / "bench_latencylab.sqlite3")
+    )
     original_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
     try:
         from server.profiling.models import JobResult
 
         result = make_result(args.ops)
-        report: dict[str, Any] = {"database": connection.vendor, "results": results, "ops_per_result": args.ops,
-                                  "rows": results * args.ops}
+        report: dict[str, Any] = {
+            "database": connection.vendor,
+            "results": results,
+            "ops_per_result": args.ops,
+            "rows": results * args.ops,
+        }
         methods = ["copy", "bulk_create"] if postgres else ["bulk_create"]
         for method in methods:
             jobs = running_jobs(results)
@@ -152,14 +192,19 @@ def main() -> None:
             print(f"raw COPY: {report['raw_copy']}", flush=True)
             for method in methods:
                 key = f"ingest_result_{method}"
-                report[key]["ratio_to_raw_copy"] = round(report[key]["rows_per_s"] / report["raw_copy"]["rows_per_s"], 3)
+                report[key]["ratio_to_raw_copy"] = round(
+                    report[key]["rows_per_s"] / report["raw_copy"]["rows_per_s"], 3
+                )
             report["copy_vs_bulk_create_speedup"] = round(
-                report["ingest_result_copy"]["rows_per_s"] / report["ingest_result_bulk_create"]["rows_per_s"], 2)
+                report["ingest_result_copy"]["rows_per_s"] / report["ingest_result_bulk_create"]["rows_per_s"], 2
+            )
         from server.profiling import services
 
         report["ingest_result_uses_on_postgresql"] = "copy"
         services.POSTGRES_INSERT_METHOD = "copy"
     finally:
+        for model in _uploaded:
+            model.file.delete(save=False)
         connection.creation.destroy_test_db(original_name, verbosity=0)
     out = ROOT / "var" / "benchmarks" / "ingest_timings.json"
     out.parent.mkdir(parents=True, exist_ok=True)

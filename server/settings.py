@@ -27,7 +27,7 @@ if not is_set("SECRET_KEY"):
     # An unset key still lets a first run start, but the log says so.
     note_embedded_default("SECRET_KEY", "a development key (set SECRET_KEY before exposing the server)")
 
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 VAR_DIR = Path(env_str("LATENCYLAB_VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -94,15 +94,18 @@ _SUPPORTED_ENGINES = ("django.db.backends.postgresql", "django.db.backends.sqlit
 def _database_from_url(url: str) -> dict[str, Any]:
     """Parse DATABASE_URL, naming the variable (password hidden) when it is not usable."""
     try:
-        config: dict[str, Any] = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+        config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True))
     except ValueError as exc:
         shown = url.split("@")[-1] if "@" in url else url
         raise ImproperlyConfigured(f"DATABASE_URL={shown!r} is not a usable database URL: {exc}") from None
     if config.get("ENGINE") not in _SUPPORTED_ENGINES:
         raise ImproperlyConfigured(
-            f"DATABASE_URL uses engine {config.get('ENGINE')!r}; LatencyLab supports postgres:// and sqlite://")
+            f"DATABASE_URL uses engine {config.get('ENGINE')!r}; LatencyLab supports postgres:// and sqlite://"
+        )
     if not config.get("NAME"):
-        raise ImproperlyConfigured("DATABASE_URL names no database (expected e.g. postgres://user@host:5432/latencylab)")
+        raise ImproperlyConfigured(
+            "DATABASE_URL names no database (expected e.g. postgres://user@host:5432/latencylab)"
+        )
     return config
 
 
@@ -126,8 +129,10 @@ def _sqlite(path: Path, test_path: Path) -> dict[str, Any]:
 if is_set("DATABASE_URL"):
     _db = _database_from_url(env_str("DATABASE_URL", ""))
     if _db["ENGINE"] == "django.db.backends.sqlite3":
-        _db = {**_sqlite(Path(_db["NAME"]), Path(_db["NAME"]).with_name("test_" + Path(_db["NAME"]).name)),
-               "CONN_MAX_AGE": 0}
+        _db = {
+            **_sqlite(Path(_db["NAME"]), Path(_db["NAME"]).with_name("test_" + Path(_db["NAME"]).name)),
+            "CONN_MAX_AGE": 0,
+        }
 else:
     note_embedded_default("DATABASE_URL", f"SQLite at {VAR_DIR / 'latencylab.sqlite3'}")
     _db = _sqlite(VAR_DIR / "latencylab.sqlite3", VAR_DIR / "test_latencylab.sqlite3")
@@ -161,7 +166,8 @@ if LATENCYLAB_OFFLINE_AFTER_SECONDS <= LATENCYLAB_HEARTBEAT_SECONDS:
     # Otherwise a healthy device is declared offline between two of its own heartbeats.
     raise ImproperlyConfigured(
         f"LATENCYLAB_OFFLINE_AFTER_SECONDS={LATENCYLAB_OFFLINE_AFTER_SECONDS} must be greater than "
-        f"LATENCYLAB_HEARTBEAT_SECONDS={LATENCYLAB_HEARTBEAT_SECONDS}")
+        f"LATENCYLAB_HEARTBEAT_SECONDS={LATENCYLAB_HEARTBEAT_SECONDS}"
+    )
 LATENCYLAB_TASK_TIME_LIMIT = env_int("LATENCYLAB_TASK_TIME_LIMIT", 3600, minimum=60)
 # Prepended to every device queue name (workers.dispatch.device_queue), so that installations or
 # test sessions sharing one broker never consume each other's messages.

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.staticfiles.views import serve as serve_static
-from django.urls import include, path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 
-urlpatterns = [
+urlpatterns: list[URLPattern | URLResolver] = [
     path("admin/", admin.site.urls),
     path("api/", include("server.api.urls")),
 ]

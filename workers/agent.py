@@ -52,8 +52,7 @@ def discover_devices(kinds: Iterable[str] | None = None) -> list[DeviceInfo]:
     """The devices every backend finds on this machine, optionally only of some kinds."""
     from devicelab.backends.registry import discover_all
 
-    wanted = set(kinds) if kinds else None
-    return [d for d in discover_all() if wanted is None or d.kind in wanted]
+    return discover_all(tuple(kinds) if kinds else None)
 
 
 class DeviceAgent:
@@ -86,13 +85,17 @@ class DeviceAgent:
         found = discover_devices(self.kinds) if found is None else found
         rows = [as_instance(info, self.instance) for info in found]
         registered = register_devices(self.worker_name, rows)
-        self.devices = [ServedDevice(dev.pk, row, info) for dev, row, info in zip(registered, rows, found)]
+        self.devices = [ServedDevice(dev.pk, row, info) for dev, row, info in zip(registered, rows, found, strict=True)]
         for d in self.devices:
             log.info("worker %r holds device #%s %s (%s)", self.worker_name, d.pk, d.row.name, d.row.identity)
         requeued = requeue_orphaned_jobs(self.worker_name, self.token)
         if requeued:
-            log.warning("re-queued %d job(s) an earlier run of worker %r left running: %s", len(requeued),
-                        self.worker_name, ", ".join(f"#{j.pk}" for j in requeued))
+            log.warning(
+                "re-queued %d job(s) an earlier run of worker %r left running: %s",
+                len(requeued),
+                self.worker_name,
+                ", ".join(f"#{j.pk}" for j in requeued),
+            )
         return self.context()
 
     def beat(self) -> None:
@@ -104,8 +107,7 @@ class DeviceAgent:
         # heartbeat() sweeps as well today; sweeping here too keeps the agent's promise explicit,
         # and a second sweep in the same instant finds nothing stale.
         for device in mark_stale_devices_offline():
-            log.warning("device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name,
-                        device.worker)
+            log.warning("device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker)
 
     def _beat_forever(self, interval: float) -> None:
         from django.db import close_old_connections
@@ -138,8 +140,12 @@ class DeviceAgent:
         """Ids of the jobs this run is measuring on one device."""
         from server.profiling.models import ProfilingJob
 
-        return list(ProfilingJob.objects.running().on_device(device_pk).filter(claimed_by=self.token)
-                    .values_list("pk", flat=True))
+        return list(
+            ProfilingJob.objects.running()
+            .on_device(device_pk)
+            .filter(claimed_by=self.token)
+            .values_list("pk", flat=True)
+        )
 
     def fail_running_jobs(self, device_pk: int, reason: str) -> list[int]:
         """Fail this run's running jobs on a device whose process died; returns their ids."""
@@ -160,5 +166,6 @@ class DeviceAgent:
         # Only rows still held by this worker: a device another worker took over stays online.
         Device.objects.of_worker(self.worker_name).filter(identity__in=self.identities).update(last_heartbeat=None)
         gone = mark_stale_devices_offline()
-        log.info("worker %r stopped; devices offline: %s", self.worker_name,
-                 ", ".join(f"#{d.pk}" for d in gone) or "none")
+        log.info(
+            "worker %r stopped; devices offline: %s", self.worker_name, ", ".join(f"#{d.pk}" for d in gone) or "none"
+        )

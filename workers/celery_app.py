@@ -26,4 +26,12 @@ def uses_filesystem_broker() -> bool:
     return str(app.conf.broker_url or "").startswith("filesystem:")
 
 
+if uses_filesystem_broker():
+    # The filesystem transport is polled: a quarter second keeps a job's queue delay and a
+    # worker's shutdown short at the cost of a few directory listings per second. Remote control
+    # would poll a second (broadcast) queue per worker, and nothing here uses it.
+    app.conf.broker_transport_options = {"polling_interval": 0.25, **(app.conf.broker_transport_options or {})}
+    app.conf.worker_enable_remote_control = False
+
+
 __all__ = ["app", "uses_filesystem_broker"]

@@ -30,8 +30,11 @@ class WorkerContext:
 
     def to_env(self) -> dict[str, str]:
         """The environment entry that carries this context to a child process."""
-        doc = {"name": self.name, "token": self.token,
-               "devices": {str(pk): info.as_dict() for pk, info in self.devices.items()}}
+        doc = {
+            "name": self.name,
+            "token": self.token,
+            "devices": {str(pk): info.as_dict() for pk, info in self.devices.items()},
+        }
         return {ENV_VAR: json.dumps(doc)}
 
     @classmethod
@@ -41,7 +44,8 @@ class WorkerContext:
         if not raw:
             raise NotAnAgentProcess(
                 f"{ENV_VAR} is not set: profiling jobs run only in the device processes that "
-                "`latencylab worker` (python -m workers.run) starts, not in a bare `celery worker`")
+                "`latencylab worker` (python -m workers.run) starts, not in a bare `celery worker`"
+            )
         doc = json.loads(raw)
         devices = {int(pk): DeviceInfo(**info) for pk, info in doc["devices"].items()}
         return cls(name=doc["name"], token=doc["token"], devices=devices)

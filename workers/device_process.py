@@ -18,16 +18,24 @@ def celery_argv(queue: str, node_name: str, loglevel: str) -> list[str]:
     """The ``celery worker`` arguments for one device's queue."""
     return [
         "worker",
-        "--queues", queue,
+        "--queues",
+        queue,
         # prefork with one child, not solo: time limits need a pool process that can be killed,
         # and a runtime that crashes on a model takes down that child, not the consumer.
-        "--pool", "prefork",
-        "--concurrency", "1",
-        "--prefetch-multiplier", "1",
-        "--hostname", node_name,
+        "--pool",
+        "prefork",
+        "--concurrency",
+        "1",
+        "--prefetch-multiplier",
+        "1",
+        "--hostname",
+        node_name,
         # No cluster chatter: each process serves one private queue and needs no peers.
-        "--without-gossip", "--without-mingle", "--without-heartbeat",
-        "--loglevel", loglevel,
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+        "--loglevel",
+        loglevel,
     ]
 
 

@@ -79,8 +79,19 @@ class DeviceProcess:
     def start(self) -> None:
         """Start the device's Celery worker."""
         env = {**os.environ, **self.context.to_env()}
-        cmd = [sys.executable, "-m", "workers.device_process", "--queue", self.queue,
-               "--node-name", self.node_name(), "--agent-pid", str(os.getpid()), "--loglevel", self.loglevel]
+        cmd = [
+            sys.executable,
+            "-m",
+            "workers.device_process",
+            "--queue",
+            self.queue,
+            "--node-name",
+            self.node_name(),
+            "--agent-pid",
+            str(os.getpid()),
+            "--loglevel",
+            self.loglevel,
+        ]
         self.proc = subprocess.Popen(cmd, env=env)
         self.started_at = time.monotonic()
         self.restart_at = None
@@ -142,8 +153,7 @@ def _supervise(agent: DeviceAgent, processes: list[DeviceProcess], signals: _Sig
                 continue
             why = f"the Celery process of device #{p.device.pk} {_describe_exit(code)} while measuring the job"
             failed = agent.fail_running_jobs(p.device.pk, why)
-            log.error("%s; failed jobs: %s; restarting", why.replace(" while measuring the job", ""),
-                      failed or "none")
+            log.error("%s; failed jobs: %s; restarting", why.replace(" while measuring the job", ""), failed or "none")
             p.schedule_restart()
 
 
@@ -165,8 +175,13 @@ def _stop_processes(processes: list[DeviceProcess], grace: float, signals: _Sign
         time.sleep(0.1)
 
 
-def run_worker(name: str | None = None, instance: str | None = None, kinds: Sequence[str] | None = None,
-               shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_SECONDS, loglevel: str = "INFO") -> int:
+def run_worker(
+    name: str | None = None,
+    instance: str | None = None,
+    kinds: Sequence[str] | None = None,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_SECONDS,
+    loglevel: str = "INFO",
+) -> int:
     """Run the agent and one Celery worker per device until SIGTERM/SIGINT; returns the exit status."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
     import django
@@ -179,8 +194,11 @@ def run_worker(name: str | None = None, instance: str | None = None, kinds: Sequ
     agent = DeviceAgent(name or default_worker_name(instance), instance=instance, kinds=kinds)
     context = agent.start()
     if not agent.devices:
-        log.error("worker %r found no devices%s; nothing to serve", agent.worker_name,
-                  f" of kinds {list(kinds)}" if kinds else "")
+        log.error(
+            "worker %r found no devices%s; nothing to serve",
+            agent.worker_name,
+            f" of kinds {list(kinds)}" if kinds else "",
+        )
         return 1
     agent.start_heartbeat()
     processes = [DeviceProcess(d, device_queue(d.pk), context, loglevel) for d in agent.devices]
@@ -199,8 +217,10 @@ def run_worker(name: str | None = None, instance: str | None = None, kinds: Sequ
 
 def build_parser() -> argparse.ArgumentParser:
     """Arguments of ``python -m workers.run`` (``latencylab worker`` takes the same)."""
-    parser = argparse.ArgumentParser(prog="python -m workers.run", description="Serve this machine's devices: "
-                                     "register them, heart-beat, and run their profiling jobs.")
+    parser = argparse.ArgumentParser(
+        prog="python -m workers.run",
+        description="Serve this machine's devices: register them, heart-beat, and run their profiling jobs.",
+    )
     add_arguments(parser)
     return parser
 
@@ -208,19 +228,27 @@ def build_parser() -> argparse.ArgumentParser:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the worker's options to a parser (shared with the ``latencylab worker`` command)."""
     parser.add_argument("--name", help="worker name the devices are registered under (default: host name)")
-    parser.add_argument("--instance", help="run as a separate instance on this host: its device rows get "
-                        "'#<instance>' identities, equivalent to the host's other instances")
+    parser.add_argument(
+        "--instance",
+        help="run as a separate instance on this host: its device rows get "
+        "'#<instance>' identities, equivalent to the host's other instances",
+    )
     parser.add_argument("--kinds", help="comma-separated device kinds to serve (default: every kind found)")
-    parser.add_argument("--shutdown-grace", type=float, default=DEFAULT_SHUTDOWN_GRACE_SECONDS,
-                        help="seconds a running job may take to finish on SIGTERM (default: %(default)s)")
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=DEFAULT_SHUTDOWN_GRACE_SECONDS,
+        help="seconds a running job may take to finish on SIGTERM (default: %(default)s)",
+    )
     parser.add_argument("--loglevel", default="INFO", help="Celery log level (default: %(default)s)")
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the worker with parsed arguments."""
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
-    return run_worker(name=args.name, instance=args.instance, kinds=kinds,
-                      shutdown_grace=args.shutdown_grace, loglevel=args.loglevel)
+    return run_worker(
+        name=args.name, instance=args.instance, kinds=kinds, shutdown_grace=args.shutdown_grace, loglevel=args.loglevel
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

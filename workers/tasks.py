@@ -125,14 +125,20 @@ def run_profiling_job(self: Task, job_id: int) -> str:
         # Only this process consumes the device's queue, one job at a time, so a job running
         # under this run's token that arrives again is an attempt whose pool process died
         # (the message came back through reject_on_worker_lost).
-        fail_job(job_id, ctx.token, f"the worker process measuring the job died during attempt {job.attempts}; "
-                                    "the device runtime may have crashed on this model")
+        fail_job(
+            job_id,
+            ctx.token,
+            f"the worker process measuring the job died during attempt {job.attempts}; "
+            "the device runtime may have crashed on this model",
+        )
         return "lost"
     if job.state != JobState.QUEUED:
         return "not-queued"
     if job.device.status == DeviceStatus.OFFLINE:
-        raise DeviceOffline(f"device {job.device.name!r} (#{job.device_id}) is marked offline; "
-                            f"waiting for worker {ctx.name!r} to heart-beat it back")
+        raise DeviceOffline(
+            f"device {job.device.name!r} (#{job.device_id}) is marked offline; "
+            f"waiting for worker {ctx.name!r} to heart-beat it back"
+        )
     with device_lock(info.identity):
         claimed = claim_job(job_id, ctx.token, device_id=job.device_id)
         if claimed is None:
@@ -142,7 +148,7 @@ def run_profiling_job(self: Task, job_id: int) -> str:
 
 def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> str:
     """Profile a claimed job and store the outcome through the services."""
-    from devicelab.backends.registry import backend_for
+    from devicelab.backends.registry import BackendUnavailable, backend_for
     from server.profiling.services import fail_job, ingest_result
 
     progress = _ProgressReporter(job.pk, token)
@@ -160,7 +166,7 @@ def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> 
             return "stopped"
         if isinstance(exc, GraphError):
             reason = f"the model cannot be profiled: {exc}"
-        elif isinstance(exc, BackendError):
+        elif isinstance(exc, BackendError | BackendUnavailable):
             reason = str(exc)
         elif isinstance(exc, ValueError | LookupError):
             # The backend's own checks: settings it cannot honour, a device it no longer sees.

@@ -226,6 +226,7 @@ class KernelNode:
     domain: str
     inputs: list[str]
     outputs: list[str]
+    activation: str | None = None  # a fused kernel's activation attribute (FusedConv, NCHWc Conv)
     position: int = 0  # index in execution (topological) order
 
     @property
@@ -260,7 +261,10 @@ def name_nodes_uniquely(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def kernel_nodes(model: onnx.ModelProto) -> list[KernelNode]:
     """Nodes of an optimized model (uniquely named), in a topological order."""
-    nodes = [KernelNode(n.name, n.op_type, n.domain, list(n.input), list(n.output)) for n in model.graph.node]
+    nodes = []
+    for n in model.graph.node:
+        act = next((a.s.decode() for a in n.attribute if a.name == "activation" and a.s), None)
+        nodes.append(KernelNode(n.name, n.op_type, n.domain, list(n.input), list(n.output), act))
     return topological(nodes)
 
 
@@ -360,6 +364,11 @@ _KERNEL_IR_TYPES = {
     "Transpose": {"transpose", "channel_shuffle"}, "Flatten": {"flatten"}, "Resize": {"resize"},
     "ReduceMean": {"reduce_mean", "global_avg_pool"}, "ReduceMax": {"reduce_max", "global_max_pool"},
     "ReduceSum": {"reduce_sum"}, "BatchNormalization": {"batch_norm"},
+}
+# The IR types behind a fused kernel's ``activation`` attribute (FusedConv, NCHWc Conv).
+_ACTIVATION_IR_TYPES = {
+    "Relu": {"relu"}, "Clip": {"relu6", "clip"}, "HardSigmoid": {"hard_sigmoid"}, "HardSwish": {"hard_swish"},
+    "Sigmoid": {"sigmoid"}, "Tanh": {"tanh"}, "LeakyRelu": {"leaky_relu"},
 }
 # IR categories ORT folds into the kernel *before* them (epilogues: BN, activations, bias adds);
 # other eliminated operators (pad, transpose, reshape) are folded into the kernel after them.
@@ -472,10 +481,11 @@ def map_kernels(graph: Graph, nodes: list[KernelNode]) -> KernelMap:
     4. by the tensors it reads, for a kernel ORT created without a name (an inlined HardSwish
        becomes an anonymous HardSigmoid + Mul): the IR operator of a matching type that consumes
        what it consumes;
-    5. inside a fused region whose tensors were all renamed (NCHWc ``reorder_token_*``): among
-       the operators without a kernel that lie between the owners of its nearest owned upstream
-       and downstream kernels, the last one of a matching type (earlier ones in the gap were
-       folded into the upstream kernel as its epilogue).
+    5. inside a region whose tensors were all renamed (NCHWc ``reorder_token_*``): the owner of
+       a nearest upstream kernel if the kernel continues its decomposition (a Mul after that
+       operator's HardSigmoid); else the first operator of a matching type, without a kernel,
+       between the owners of its nearest owned upstream and downstream kernels, skipping the
+       activation an upstream kernel absorbed (its ``activation`` attribute).
 
     A node left without an owner was inserted by the runtime (layout reorders, copies).
 
@@ -528,18 +538,20 @@ def map_kernels(graph: Graph, nodes: list[KernelNode]) -> KernelMap:
         origin = owner[n.name]
         if origin is None or _family_compatible(n.op_type, op_by_name[origin].type):
             continue
+        def fits_kernel(op_name: str, kernel_type: str = n.op_type) -> bool:
+            return _family_compatible(kernel_type, op_by_name[op_name].type)
+
         for step in (ups,) if _is_epilogue(op_by_name[origin].type) else (downs, ups):
-            claimed = _nearest(origin, step, lambda o: o not in named,
-                               lambda o, t=n.op_type: _family_compatible(t, op_by_name[o].type))
+            claimed = _nearest(origin, step, lambda o: o not in named, fits_kernel)
             if claimed is not None:
                 owner[n.name] = claimed
                 named.add(claimed)
                 break
 
     # 4 + 5: anonymous kernels, in topological order so their upstream neighbours are settled.
-    def owned_neighbours(n: KernelNode, forward: bool) -> list[str]:
-        """Owners of the nearest owned kernels upstream (or downstream) of ``n``."""
-        found: list[str] = []
+    def nearest_owned(n: KernelNode, forward: bool) -> list[KernelNode]:
+        """The nearest owned kernels upstream (or downstream) of ``n``, through unowned ones."""
+        found: list[KernelNode] = []
         seen, queue = {n.name}, deque([n])
         while queue:
             cur = queue.popleft()
@@ -550,23 +562,49 @@ def map_kernels(graph: Graph, nodes: list[KernelNode]) -> KernelMap:
                     continue
                 seen.add(k.name)
                 if owner[k.name] is not None:
-                    found.append(owner[k.name])  # type: ignore[arg-type]
+                    found.append(k)
                 else:
                     queue.append(k)
         return found
+
+    def absorbed_by(k: KernelNode) -> set[str]:
+        """The IR activation a fused kernel took in (its ``activation`` attribute), if any: the
+        first matching operator after its owner, past the BN / adds folded in before it."""
+        wanted = _ACTIVATION_IR_TYPES.get(k.activation or "", set())
+        start = owner[k.name]
+        if not wanted or start is None:
+            return set()
+        hit = _nearest(start, downs, lambda o: o not in named or op_by_name[o].type in wanted,
+                       lambda o: op_by_name[o].type in wanted)
+        return {hit} if hit is not None else set()
+
+    def kernel_types(op_name: str) -> set[str]:
+        return {k.op_type for k in nodes if owner[k.name] == op_name}
 
     for n in nodes:
         if owner[n.name] is not None or n.op_type in _PASS_THROUGH:
             continue
         fits = [c.name for v in n.inputs for c in consumers.get(v, []) if _may_implement(n.op_type, c.type)]
+        fits.sort(key=lambda o: (o in named, position[o]))
         if not fits:
-            up, down = owned_neighbours(n, False), owned_neighbours(n, True)
-            after = _reach(up, downs) if up else set(op_by_name)
-            before = _reach(down, ups) if down else set(op_by_name)
-            fits = [o for o in after & before if o not in named and _may_implement(n.op_type, op_by_name[o].type)]
-            fits.sort(key=lambda o: -position[o])
-        else:
-            fits.sort(key=lambda o: (o in named, position[o]))
+            up_kernels = nearest_owned(n, forward=False)
+            up = [u for k in up_kernels if (u := owner[k.name]) is not None]
+            down = [d for k in nearest_owned(n, forward=True) if (d := owner[k.name]) is not None]
+            # Continuing an upstream operator's decomposition (the Mul after its HardSigmoid)...
+            fits = [u for u in dict.fromkeys(up) if _may_implement(n.op_type, op_by_name[u].type)
+                    and n.op_type not in kernel_types(u)]
+            if not fits:
+                # ...or the first matching operator without a kernel between the upstream and
+                # downstream owners, skipping the activation an upstream kernel absorbed.
+                after = set(op_by_name)
+                for u in up:
+                    after &= _reach([u], downs)
+                before = set(op_by_name)
+                for d in down:
+                    before &= _reach([d], ups) | {d}
+                skip = set().union(*(absorbed_by(k) for k in up_kernels)) if up_kernels else set()
+                fits = sorted((o for o in after & before if o not in named and o not in skip
+                               and _may_implement(n.op_type, op_by_name[o].type)), key=lambda o: position[o])
         if fits:
             owner[n.name] = fits[0]
             named.add(fits[0])
@@ -649,19 +687,22 @@ def map_kernels(graph: Graph, nodes: list[KernelNode]) -> KernelMap:
         finally:
             resolving.discard(op_name)
 
-    for o in graph.operators:
-        if o.name not in owned and resolve(o.name) is None and nodes:
+    for op in graph.operators:
+        if op.name not in owned and resolve(op.name) is None and nodes:
             # (d) the nearest operator, either direction, that has a kernel.
-            near = _nearest(o.name, neighbours, lambda _: True, lambda x: x in owned)
-            fused[o.name] = owned[near][0].name if near is not None else through_pass(nodes[-1]).name
+            near = _nearest(op.name, neighbours, lambda _: True, lambda x: x in owned)
+            fused[op.name] = owned[near][0].name if near is not None else through_pass(nodes[-1]).name
     return KernelMap(owner, fused)
 
 
-def op_timings(graph: Graph, nodes: list[KernelNode], profiles: dict[str, NodeProfile],
-               kmap: KernelMap) -> list[OpTiming]:
-    """One row per IR operator (timed, or fused into a kernel) then one per runtime-inserted kernel."""
+def op_timings(graph: Graph, nodes: list[KernelNode], profiles: dict[str, NodeProfile], kmap: KernelMap,
+               runs: int) -> list[OpTiming]:
+    """One row per IR operator (timed, or fused into a kernel) then one per runtime-inserted kernel.
+
+    An operator owning several kernels (``X`` and its ``X::`` helpers, an inlined function) gets
+    their per-run sums; a kernel the profiler never saw counts 0 (it did no timed work).
+    """
     by_name = {n.name: n for n in nodes}
-    runs = len(next(iter(profiles.values())).per_run_ms) if profiles else 0
     rows: list[OpTiming] = []
     for index, o in enumerate(graph.operators):
         mine = sorted((by_name[n] for n in kmap.nodes_of(o.name)), key=lambda k: k.position)
@@ -674,7 +715,7 @@ def op_timings(graph: Graph, nodes: list[KernelNode], profiles: dict[str, NodePr
                     per_run[i] += ms
             kernel = "+".join(dict.fromkeys(k.kernel for k in mine))
             rows.append(OpTiming(index, o.name, o.type, kernel, shapes_in, shapes_out, dict(o.attrs),
-                                 summarize(per_run) if runs else None))
+                                 summarize(per_run)))
         else:
             into = kmap.fused_into[o.name]
             rows.append(OpTiming(index, o.name, o.type, by_name[into].kernel if into in by_name else "",
@@ -792,8 +833,9 @@ def profile(device: DeviceInfo, graph: Graph, settings: ProfileSettings,
         profiles, run_ms = parse_profile(profile_path, skip_runs=1)
 
     kmap = map_kernels(graph, nodes)
-    rows = op_timings(graph, nodes, profiles, kmap)
+    rows = op_timings(graph, nodes, profiles, kmap, len(run_ms))
     env["kernel_nodes"] = len(nodes)
+    env["kernel_owner"] = {n.name: kmap.owner[n.name] for n in nodes}  # kernel node -> IR operator (None: runtime)
     env["profiled_e2e_mean_ms"] = float(np.mean(run_ms))
     report(1.0, "done")
     return ProfileResult(

@@ -161,9 +161,12 @@ def memory_bytes(proc: Path = Path("/proc")) -> int | None:
         return None
 
 
-def machine_identity(etc: Path = Path("/etc")) -> str:
+MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
+
+
+def machine_identity(id_files: tuple[Path, ...] = MACHINE_ID_FILES) -> str:
     """A per-machine id that survives restarts: systemd's machine-id, else D-Bus's, else the hostname."""
-    for path in (etc / "machine-id", Path("/var/lib/dbus/machine-id")):
+    for path in id_files:
         text = _read(path)
         if text:
             return text

@@ -66,6 +66,23 @@ def graph_to_onnx_bytes(graph: Graph, opset: int = 17, seed: int = 0) -> bytes:
     return graph_to_onnx_model(graph, opset=opset, seed=seed).SerializeToString()
 
 
+def operator_weights(graph: Graph, seed: int = 0, opset: int = 17) -> dict[str, dict[str, np.ndarray]]:
+    """The constants the exporter gives each IR operator for ``seed``: ``{op: {suffix: array}}``.
+
+    Exactly the initializers of ``graph_to_onnx_model(graph, opset, seed)`` (one draw serves
+    both), keyed by IR operator and by the part after ``::`` in the initializer's name
+    (``weight``, ``bias``, ``scale``, ``mean``, ``var``, ``const``, ...). Layouts are ONNX's: a
+    convolution's weight is (out, in / groups, kh, kw); a fully_connected weight is (out, in) for
+    a 2-D input (Gemm) and (in, out) otherwise (MatMul). Another runtime fed these computes the
+    same function as the exported model.
+    """
+    if not MIN_EXPORT_OPSET <= opset <= MAX_EXPORT_OPSET:
+        raise GraphError(f"ONNX export supports opsets {MIN_EXPORT_OPSET} to {MAX_EXPORT_OPSET}, not {opset}")
+    exporter = _Exporter(copy.deepcopy(graph).check(), opset, seed)
+    exporter.run()
+    return exporter.weights
+
+
 class _Exporter:
     """One export: collects nodes and initializers while walking the graph."""
 
@@ -75,6 +92,7 @@ class _Exporter:
         self.rng = np.random.default_rng(seed)
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
+        self.weights: dict[str, dict[str, np.ndarray]] = {}  # what operator_weights returns
 
     def run(self) -> onnx.ModelProto:
         """Build the model."""
@@ -113,7 +131,10 @@ class _Exporter:
 
     def init(self, name: str, value: np.ndarray) -> str:
         """Add an initializer; return its name."""
-        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        value = np.asarray(value)
+        self.inits.append(numpy_helper.from_array(value, name))
+        op_name, _, suffix = name.partition("::")
+        self.weights.setdefault(op_name, {})[suffix] = value
         return name
 
     def ints(self, name: str, values: list[int]) -> str:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 
 TOKEN_PREFIX = "ll_"
+TEAM_NAME_MAX_LENGTH = 100
 
 
 class Team(models.Model):
     """A group of people who share uploaded networks and profiling results."""
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(max_length=TEAM_NAME_MAX_LENGTH, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -39,8 +41,11 @@ class Membership(models.Model):
     class Meta:
         ordering = ["created_at", "pk"]
         constraints = [
-            models.UniqueConstraint(fields=["user", "team"], name="membership_user_team_unique",
-                                    violation_error_message="This user is already a member of this team."),
+            models.UniqueConstraint(
+                fields=["user", "team"],
+                name="membership_user_team_unique",
+                violation_error_message="This user is already a member of this team.",
+            ),
             models.CheckConstraint(condition=models.Q(role__in=["owner", "member"]), name="membership_role_valid"),
         ]
 
@@ -81,7 +86,7 @@ class ApiToken(models.Model):
         return f"{self.prefix}… ({self.user})"
 
     @classmethod
-    def issue(cls, user: object, name: str = "") -> tuple[ApiToken, str]:
+    def issue(cls, user: Any, name: str = "") -> tuple[ApiToken, str]:
         """Create a token for ``user``; the plain key is returned once and never stored."""
         key = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = cls.objects.create(user=user, name=name, prefix=key[:10], key_hash=hash_token_key(key))

@@ -9,7 +9,7 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from server.accounts.models import ApiToken, Membership, Team
+from server.accounts.models import TEAM_NAME_MAX_LENGTH, ApiToken, Membership, Team
 
 
 def current_team(user: Any) -> Team | None:
@@ -46,12 +46,13 @@ def create_user_with_token(username: str, team_name: str) -> tuple[Any, str]:
     try:
         UnicodeUsernameValidator()(username)
     except ValidationError:
-        raise ValidationError({"username": f"{username!r} is not a valid user name: use letters, digits and "
-                                           "@/./+/-/_ only"}) from None
+        raise ValidationError(
+            {"username": f"{username!r} is not a valid user name: use letters, digits and @/./+/-/_ only"}
+        ) from None
     if not team_name:
         raise ValidationError({"team": "the team name is empty"})
-    if len(team_name) > Team._meta.get_field("name").max_length:  # type: ignore[operator]
-        raise ValidationError({"team": f"the team name is longer than {Team._meta.get_field('name').max_length}"})
+    if len(team_name) > TEAM_NAME_MAX_LENGTH:
+        raise ValidationError({"team": f"the team name is longer than {TEAM_NAME_MAX_LENGTH} characters"})
     User = get_user_model()
     user, user_created = User.objects.get_or_create(username=username)
     if user_created:

@@ -21,9 +21,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, RequestDataTooBig):
         from django.conf import settings
 
-        return Response({"detail": f"the request body is over the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} "
-                                   "bytes (LATENCYLAB_MAX_UPLOAD_BYTES)"},
-                        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        return Response(
+            {
+                "detail": f"the request body is over the limit of {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} "
+                "bytes (LATENCYLAB_MAX_UPLOAD_BYTES)"
+            },
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     if isinstance(exc, BadModel):
         body: dict[str, Any] = {"detail": " ".join(exc.messages)}
         if exc.graph_error is not None:

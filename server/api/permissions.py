@@ -20,5 +20,5 @@ class IsTeamMember(BasePermission):
         if not (request.user and request.user.is_authenticated):
             return False
         team = current_team(request.user)
-        request.team = team  # type: ignore[attr-defined]
+        request.team = team
         return team is not None

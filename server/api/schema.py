@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
-class ApiTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+class ApiTokenScheme(OpenApiAuthenticationExtension):
     """``Authorization: Token <key>``."""
 
     target_class = "server.accounts.authentication.ApiTokenAuthentication"
@@ -20,5 +20,5 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped
             "in": "header",
             "name": "Authorization",
             "description": "API key, sent as `Authorization: Token <key>` (create one with "
-                           "`latencylab user add NAME --team TEAM`).",
+            "`latencylab user add NAME --team TEAM`).",
         }

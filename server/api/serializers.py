@@ -15,14 +15,14 @@ from server.profiling.models import JobResult, OperatorTiming, ProfilingJob
 # -- networks ----------------------------------------------------------------------------------
 
 
-class ModelUploadSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ModelUploadSerializer(serializers.Serializer):
     """A multipart upload: the model file and an optional display name."""
 
     file = serializers.FileField(help_text="ONNX, TFLite or graph JSON file.")
     name = serializers.CharField(required=False, max_length=200)
 
 
-class OperatorRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class OperatorRowSerializer(serializers.Serializer):
     """One row of a network's operator table (devicelab's Graph.op_table())."""
 
     index = serializers.IntegerField()
@@ -39,15 +39,27 @@ class OperatorRowSerializer(serializers.Serializer):  # type: ignore[type-arg]
     params = serializers.IntegerField()
 
 
-class NetworkModelSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class NetworkModelSerializer(serializers.ModelSerializer):
     """A network as listed: name, format, hash and costs."""
 
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
 
     class Meta:
         model = NetworkModel
-        fields = ["id", "name", "format", "size_bytes", "sha256", "num_operators", "macs", "flops", "params",
-                  "summary", "created_by", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "format",
+            "size_bytes",
+            "sha256",
+            "num_operators",
+            "macs",
+            "flops",
+            "params",
+            "summary",
+            "created_by",
+            "created_at",
+        ]
         read_only_fields = fields
 
 
@@ -69,43 +81,67 @@ class NetworkModelDetailSerializer(NetworkModelSerializer):
 # -- devices -----------------------------------------------------------------------------------
 
 
-class DeviceSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class DeviceSerializer(serializers.ModelSerializer):
     """A lab device and whether it is reachable."""
 
     queue = serializers.CharField(read_only=True)
 
     class Meta:
         model = Device
-        fields = ["id", "kind", "identity", "name", "hardware", "status", "worker", "last_heartbeat",
-                  "offline_since", "queue"]
+        fields = [
+            "id",
+            "kind",
+            "identity",
+            "name",
+            "hardware",
+            "status",
+            "worker",
+            "last_heartbeat",
+            "offline_since",
+            "queue",
+        ]
         read_only_fields = fields
 
 
 # -- jobs --------------------------------------------------------------------------------------
 
 
-class JobCreateSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class JobCreateSerializer(serializers.Serializer):
     """What a client sends to queue a job."""
 
     model = serializers.IntegerField(help_text="Id of one of your team's models.")
     device = serializers.IntegerField(help_text="Id of a device (GET /api/devices/).")
     settings = serializers.DictField(
-        required=False, default=dict,
+        required=False,
+        default=dict,
         help_text="ProfileSettings: backend, threads, cores, precision, warmup_runs, runs. Missing keys take "
-                  "their defaults; backend defaults to the device's kind.")
+        "their defaults; backend defaults to the device's kind.",
+    )
 
 
-class OperatorTimingSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class OperatorTimingSerializer(serializers.ModelSerializer):
     """One operator's measured time (ms); null statistics and ``fused_into`` when fused."""
 
     class Meta:
         model = OperatorTiming
-        fields = ["index", "name", "op_type", "kernel", "input_shapes", "output_shapes", "attrs", "mean", "median",
-                  "std", "n", "fused_into"]
+        fields = [
+            "index",
+            "name",
+            "op_type",
+            "kernel",
+            "input_shapes",
+            "output_shapes",
+            "attrs",
+            "mean",
+            "median",
+            "std",
+            "n",
+            "fused_into",
+        ]
         read_only_fields = fields
 
 
-class E2EStatsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class E2EStatsSerializer(serializers.Serializer):
     """End-to-end latency statistics in ms."""
 
     mean = serializers.FloatField(source="e2e_mean")
@@ -119,14 +155,14 @@ class E2EStatsSerializer(serializers.Serializer):  # type: ignore[type-arg]
     noisy = serializers.BooleanField()
 
 
-class ColdStartSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ColdStartSerializer(serializers.Serializer):
     """First-use costs in ms."""
 
     load_ms = serializers.FloatField()
     first_run_ms = serializers.FloatField()
 
 
-class JobResultSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class JobResultSerializer(serializers.ModelSerializer):
     """What a job measured."""
 
     e2e = E2EStatsSerializer(source="*")
@@ -135,12 +171,21 @@ class JobResultSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
 
     class Meta:
         model = JobResult
-        fields = ["attempt", "e2e", "cold", "samples_ms", "environment", "settings", "device_info", "created_at",
-                  "operators"]
+        fields = [
+            "attempt",
+            "e2e",
+            "cold",
+            "samples_ms",
+            "environment",
+            "settings",
+            "device_info",
+            "created_at",
+            "operators",
+        ]
         read_only_fields = fields
 
 
-class JobSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+class JobSerializer(serializers.ModelSerializer):
     """A job's state and progress, as listed."""
 
     model_name = serializers.CharField(source="model.name", read_only=True)
@@ -148,9 +193,23 @@ class JobSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
     class Meta:
         model = ProfilingJob
-        fields = ["id", "model", "model_name", "device", "device_name", "settings", "state", "progress",
-                  "progress_message", "attempts", "failure_reason", "moved_from", "created_at", "started_at",
-                  "finished_at"]
+        fields = [
+            "id",
+            "model",
+            "model_name",
+            "device",
+            "device_name",
+            "settings",
+            "state",
+            "progress",
+            "progress_message",
+            "attempts",
+            "failure_reason",
+            "moved_from",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
         read_only_fields = fields
 
 
@@ -170,4 +229,4 @@ class JobDetailSerializer(JobSerializer):
             result = obj.result
         except JobResult.DoesNotExist:
             return None
-        return JobResultSerializer(result).data  # type: ignore[no-any-return]
+        return JobResultSerializer(result).data

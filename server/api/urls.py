@@ -15,11 +15,18 @@ router.register("jobs", JobViewSet, basename="job")
 router.register("devices", DeviceViewSet, basename="device")
 
 urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny], authentication_classes=[]),
-         name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny],
-                                                 authentication_classes=[]), name="docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="schema", permission_classes=[AllowAny],
-                                                authentication_classes=[]), name="redoc"),
+    path(
+        "schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny], authentication_classes=[]), name="schema"
+    ),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny], authentication_classes=[]),
+        name="docs",
+    ),
+    path(
+        "redoc/",
+        SpectacularRedocView.as_view(url_name="schema", permission_classes=[AllowAny], authentication_classes=[]),
+        name="redoc",
+    ),
     path("", include(router.urls)),
 ]

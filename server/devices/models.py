@@ -24,7 +24,7 @@ def hardware_signature(kind: str, hardware: dict[str, Any]) -> str:
     values = [str(hardware.get(k, "")).strip() for k in keys]
     if not any(values):
         return ""
-    return "|".join(f"{k}={v}" for k, v in zip(keys, values))
+    return "|".join(f"{k}={v}" for k, v in zip(keys, values, strict=True))
 
 
 class DeviceKind(models.TextChoices):
@@ -81,9 +81,12 @@ class Device(models.Model):
     kind = models.CharField(max_length=16, choices=DeviceKind.choices)
     identity = models.CharField(max_length=255)
     name = models.CharField(max_length=200)
-    hardware = models.JSONField(default=dict, blank=True,
-                                help_text="CPU model, core clusters and max frequencies, GPU name, driver, "
-                                          "OpenCL version, wave size, where known.")
+    hardware = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="CPU model, core clusters and max frequencies, GPU name, driver, "
+        "OpenCL version, wave size, where known.",
+    )
     signature = models.CharField(max_length=512, blank=True, editable=False)
     status = models.CharField(max_length=16, choices=DeviceStatus.choices, default=DeviceStatus.ONLINE)
     worker = models.CharField(max_length=200, blank=True, help_text="Name of the worker that holds the device.")
@@ -96,8 +99,11 @@ class Device(models.Model):
     class Meta:
         ordering = ["kind", "name", "pk"]
         constraints = [
-            models.UniqueConstraint(fields=["identity"], name="device_identity_unique",
-                                    violation_error_message="A device with this identity is already registered."),
+            models.UniqueConstraint(
+                fields=["identity"],
+                name="device_identity_unique",
+                violation_error_message="A device with this identity is already registered.",
+            ),
             models.CheckConstraint(condition=Q(kind__in=DeviceKind.values), name="device_kind_valid"),
             models.CheckConstraint(condition=Q(status__in=DeviceStatus.values), name="device_status_valid"),
         ]
@@ -132,5 +138,8 @@ class Device(models.Model):
 
     def equivalent_to(self, other: Device) -> bool:
         """Whether a job for this device could run on ``other`` with the same meaning."""
-        return bool(self.signature) and self.pk != other.pk and (self.kind, self.signature) == (
-            other.kind, other.signature)
+        return (
+            bool(self.signature)
+            and self.pk != other.pk
+            and (self.kind, self.signature) == (other.kind, other.signature)
+        )

@@ -23,8 +23,9 @@ def register_devices(worker_name: str, infos: Iterable[DeviceInfo]) -> list[Devi
     devices = []
     for info in infos:
         if info.kind not in DeviceKind.values:
-            raise ValueError(f"device {info.identity!r} has unknown kind {info.kind!r}; "
-                             f"expected one of {DeviceKind.values}")
+            raise ValueError(
+                f"device {info.identity!r} has unknown kind {info.kind!r}; expected one of {DeviceKind.values}"
+            )
         device, _ = Device.objects.select_for_update().update_or_create(
             identity=info.identity,
             defaults={

@@ -14,5 +14,15 @@ class NetworkModelAdmin(admin.ModelAdmin):
     list_display = ["name", "team", "format", "num_operators", "macs", "params", "size_bytes", "created_at"]
     list_filter = ["format", "team"]
     search_fields = ["name", "sha256", "team__name"]
-    readonly_fields = ["sha256", "size_bytes", "graph", "summary", "macs", "flops", "params", "num_operators",
-                       "created_by", "created_at"]
+    readonly_fields = [
+        "sha256",
+        "size_bytes",
+        "graph",
+        "summary",
+        "macs",
+        "flops",
+        "params",
+        "num_operators",
+        "created_by",
+        "created_at",
+    ]

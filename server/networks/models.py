@@ -48,8 +48,9 @@ class NetworkModel(models.Model):
     flops = models.BigIntegerField()
     params = models.BigIntegerField()
     num_operators = models.PositiveIntegerField()
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = NetworkModelQuerySet.as_manager()
@@ -59,8 +60,11 @@ class NetworkModel(models.Model):
         verbose_name = "network model"
         constraints = [
             # upload_model: the same bytes from the same team are the existing row, not a new one.
-            models.UniqueConstraint(fields=["team", "sha256"], name="networkmodel_team_sha256_unique",
-                                    violation_error_message="This team already uploaded a file with these bytes."),
+            models.UniqueConstraint(
+                fields=["team", "sha256"],
+                name="networkmodel_team_sha256_unique",
+                violation_error_message="This team already uploaded a file with these bytes.",
+            ),
             models.CheckConstraint(condition=Q(format__in=ModelFormat.values), name="networkmodel_format_valid"),
         ]
         indexes = [

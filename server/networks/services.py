@@ -35,8 +35,9 @@ def check_upload_size(size: int) -> None:
     """Raise ``UploadTooLarge`` naming the limit when ``size`` bytes is over it."""
     limit = settings.LATENCYLAB_MAX_UPLOAD_BYTES
     if size > limit:
-        raise UploadTooLarge(f"the upload is {size} bytes; the limit is {limit} bytes "
-                             f"(LATENCYLAB_MAX_UPLOAD_BYTES)", code="too_large")
+        raise UploadTooLarge(
+            f"the upload is {size} bytes; the limit is {limit} bytes (LATENCYLAB_MAX_UPLOAD_BYTES)", code="too_large"
+        )
 
 
 def _parse(data: bytes, filename: str) -> tuple[Graph, str]:
@@ -55,8 +56,9 @@ def _parse(data: bytes, filename: str) -> tuple[Graph, str]:
         raise BadModel(f"cannot read {filename!r} as a network: {type(exc).__name__}: {exc}") from None
 
 
-def upload_model(team: Team, user: Any, data: bytes, filename: str,
-                 name: str | None = None) -> tuple[NetworkModel, bool]:
+def upload_model(
+    team: Team, user: Any, data: bytes, filename: str, name: str | None = None
+) -> tuple[NetworkModel, bool]:
     """Store a network for ``team``; return ``(model, created)``.
 
     Parses the bytes (ONNX, TFLite or graph JSON) and refuses them with ``BadModel`` naming

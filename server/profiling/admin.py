@@ -14,8 +14,19 @@ class ProfilingJobAdmin(admin.ModelAdmin):
     list_display = ["id", "model", "device", "team", "state", "progress", "attempts", "created_at", "finished_at"]
     list_filter = ["state", "device", "team"]
     search_fields = ["model__name", "device__name", "failure_reason", "claimed_by"]
-    readonly_fields = ["state", "progress", "progress_message", "progress_at", "attempts", "claimed_by",
-                       "failure_reason", "moved_from", "created_at", "started_at", "finished_at"]
+    readonly_fields = [
+        "state",
+        "progress",
+        "progress_message",
+        "progress_at",
+        "attempts",
+        "claimed_by",
+        "failure_reason",
+        "moved_from",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ]
     list_select_related = ["model", "device", "team"]
 
 
@@ -23,8 +34,18 @@ class ProfilingJobAdmin(admin.ModelAdmin):
 class JobResultAdmin(admin.ModelAdmin):
     """End-to-end results, one per job."""
 
-    list_display = ["job", "attempt", "e2e_mean", "e2e_median", "e2e_p90", "e2e_cv", "noisy", "load_ms",
-                    "first_run_ms", "created_at"]
+    list_display = [
+        "job",
+        "attempt",
+        "e2e_mean",
+        "e2e_median",
+        "e2e_p90",
+        "e2e_cv",
+        "noisy",
+        "load_ms",
+        "first_run_ms",
+        "created_at",
+    ]
     list_filter = ["noisy", "job__device"]
     search_fields = ["job__model__name", "job__device__name"]
     raw_id_fields = ["job"]

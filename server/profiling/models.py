@@ -78,8 +78,16 @@ class ProfilingJobQuerySet(models.QuerySet["ProfilingJob"]):
         """Running jobs that have reported no progress since ``since``."""
         return self.running().annotate(last_sign=Coalesce("progress_at", "started_at")).filter(last_sign__lt=since)
 
-    def transition(self, pk: int, to: str, *, from_states: Iterable[str], token: str | None = None,
-                   where: Q | None = None, **changes: Any) -> bool:
+    def transition(
+        self,
+        pk: int,
+        to: str,
+        *,
+        from_states: Iterable[str],
+        token: str | None = None,
+        where: Q | None = None,
+        **changes: Any,
+    ) -> bool:
         """Move job ``pk`` to state ``to`` if it is in one of ``from_states`` (and claimed by
         ``token``, and matches ``where``, when given); True when this call made the move."""
         from_states = tuple(from_states)
@@ -102,10 +110,13 @@ class ProfilingJob(models.Model):
     """
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="profiling_jobs")
-    model = models.ForeignKey(NetworkModel, on_delete=models.CASCADE, related_name="profiling_jobs")
+    # RESTRICT: measurements outlive a careless model deletion, yet deleting a whole team (which
+    # takes its models and jobs together) still works.
+    model = models.ForeignKey(NetworkModel, on_delete=models.RESTRICT, related_name="profiling_jobs")
     device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="profiling_jobs")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     settings = models.JSONField(default=dict, help_text="ProfileSettings.as_dict(), validated at submission.")
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
     progress = models.FloatField(default=0.0)
@@ -125,16 +136,23 @@ class ProfilingJob(models.Model):
         ordering = ["-created_at", "-pk"]
         constraints = [
             models.CheckConstraint(condition=Q(state__in=JobState.values), name="profilingjob_state_valid"),
-            models.CheckConstraint(condition=Q(progress__gte=0.0, progress__lte=1.0), name="profilingjob_progress_range",
-                                   violation_error_message="progress must be between 0 and 1."),
+            models.CheckConstraint(
+                condition=Q(progress__gte=0.0, progress__lte=1.0),
+                name="profilingjob_progress_range",
+                violation_error_message="progress must be between 0 and 1.",
+            ),
             # A running job always knows which worker run holds it: that is what the worker's
             # later writes are checked against.
-            models.CheckConstraint(condition=~Q(state=JobState.RUNNING) | (~Q(claimed_by="") & Q(started_at__isnull=False)),
-                                   name="profilingjob_running_is_claimed",
-                                   violation_error_message="a running job needs claimed_by and started_at."),
-            models.CheckConstraint(condition=~Q(state__in=FINISHED_STATES) | Q(finished_at__isnull=False),
-                                   name="profilingjob_finished_has_time",
-                                   violation_error_message="a finished job needs finished_at."),
+            models.CheckConstraint(
+                condition=~Q(state=JobState.RUNNING) | (~Q(claimed_by="") & Q(started_at__isnull=False)),
+                name="profilingjob_running_is_claimed",
+                violation_error_message="a running job needs claimed_by and started_at.",
+            ),
+            models.CheckConstraint(
+                condition=~Q(state__in=FINISHED_STATES) | Q(finished_at__isnull=False),
+                name="profilingjob_finished_has_time",
+                violation_error_message="a finished job needs finished_at.",
+            ),
         ]
         indexes = [
             # mark_stale_devices_offline / requeue_orphaned_jobs: a device's queued or running jobs.
@@ -162,35 +180,73 @@ class ProfilingJob(models.Model):
         """QUEUED -> RUNNING for the worker run ``token`` (only while routed to ``device_id``, when
         given), counting an attempt."""
         now = timezone.now()
-        return self._moved(ProfilingJob.objects.transition(
-            self.pk, JobState.RUNNING, from_states=[JobState.QUEUED],
-            where=Q(device_id=device_id) if device_id is not None else None,
-            attempts=F("attempts") + 1, claimed_by=token, started_at=now, progress=0.0, progress_message="",
-            progress_at=now, finished_at=None))
+        return self._moved(
+            ProfilingJob.objects.transition(
+                self.pk,
+                JobState.RUNNING,
+                from_states=[JobState.QUEUED],
+                where=Q(device_id=device_id) if device_id is not None else None,
+                attempts=F("attempts") + 1,
+                claimed_by=token,
+                started_at=now,
+                progress=0.0,
+                progress_message="",
+                progress_at=now,
+                finished_at=None,
+            )
+        )
 
     def succeed(self, token: str) -> bool:
         """RUNNING -> SUCCEEDED, only for the worker run that claimed it."""
-        return self._moved(ProfilingJob.objects.transition(
-            self.pk, JobState.SUCCEEDED, from_states=[JobState.RUNNING], token=token,
-            progress=1.0, progress_message="done", finished_at=timezone.now()))
+        return self._moved(
+            ProfilingJob.objects.transition(
+                self.pk,
+                JobState.SUCCEEDED,
+                from_states=[JobState.RUNNING],
+                token=token,
+                progress=1.0,
+                progress_message="done",
+                finished_at=timezone.now(),
+            )
+        )
 
     def fail(self, reason: str, token: str | None = None) -> bool:
         """RUNNING (claimed by ``token``) -> FAILED, or with no token QUEUED/RUNNING -> FAILED."""
         from_states = [JobState.RUNNING] if token is not None else [JobState.QUEUED, JobState.RUNNING]
-        return self._moved(ProfilingJob.objects.transition(
-            self.pk, JobState.FAILED, from_states=from_states, token=token,
-            failure_reason=reason[:10_000], finished_at=timezone.now()))
+        return self._moved(
+            ProfilingJob.objects.transition(
+                self.pk,
+                JobState.FAILED,
+                from_states=from_states,
+                token=token,
+                failure_reason=reason[:10_000],
+                finished_at=timezone.now(),
+            )
+        )
 
     def cancel(self) -> bool:
         """QUEUED or RUNNING -> CANCELLED; a running job's worker learns it at its next progress report."""
-        return self._moved(ProfilingJob.objects.transition(
-            self.pk, JobState.CANCELLED, from_states=ACTIVE_STATES, finished_at=timezone.now()))
+        return self._moved(
+            ProfilingJob.objects.transition(
+                self.pk, JobState.CANCELLED, from_states=ACTIVE_STATES, finished_at=timezone.now()
+            )
+        )
 
     def requeue(self, token: str | None = None) -> bool:
         """RUNNING -> QUEUED (its worker was lost), releasing the claim so the old run's writes miss."""
-        return self._moved(ProfilingJob.objects.transition(
-            self.pk, JobState.QUEUED, from_states=[JobState.RUNNING], token=token,
-            claimed_by="", started_at=None, progress=0.0, progress_message="", progress_at=None))
+        return self._moved(
+            ProfilingJob.objects.transition(
+                self.pk,
+                JobState.QUEUED,
+                from_states=[JobState.RUNNING],
+                token=token,
+                claimed_by="",
+                started_at=None,
+                progress=0.0,
+                progress_message="",
+                progress_at=None,
+            )
+        )
 
 
 class JobResult(models.Model):
@@ -255,10 +311,13 @@ class OperatorTiming(models.Model):
         constraints = [
             # Statistics are present together or absent together (absent only when fused).
             models.CheckConstraint(
-                condition=(Q(mean__isnull=True, median__isnull=True, std__isnull=True, n__isnull=True)
-                           | Q(mean__isnull=False, median__isnull=False, std__isnull=False, n__isnull=False)),
+                condition=(
+                    Q(mean__isnull=True, median__isnull=True, std__isnull=True, n__isnull=True)
+                    | Q(mean__isnull=False, median__isnull=False, std__isnull=False, n__isnull=False)
+                ),
                 name="optiming_stats_all_or_none",
-                violation_error_message="mean, median, std and n are all set or all null."),
+                violation_error_message="mean, median, std and n are all set or all null.",
+            ),
         ]
 
     def __str__(self) -> str:

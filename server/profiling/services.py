@@ -61,8 +61,9 @@ def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
             ok = isinstance(value, int) and not isinstance(value, bool)
             kind = "an integer"
         else:  # cores: a list of core ids
-            ok = isinstance(value, list | tuple) and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
-                                                         for c in value)
+            ok = isinstance(value, list | tuple) and all(
+                isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value
+            )
             kind = "a list of non-negative integers"
         if not ok:
             raise ValidationError({"settings": f"settings.{key} must be {kind}, got {value!r}"})
@@ -71,8 +72,12 @@ def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
     except (ValueError, TypeError) as exc:
         raise ValidationError({"settings": f"bad settings: {exc}"}) from None
     if parsed.backend != device.kind:
-        raise ValidationError({"settings": f"settings.backend {parsed.backend!r} does not match device "
-                                           f"{device.name!r} (#{device.pk}), which is a {device.kind} device"})
+        raise ValidationError(
+            {
+                "settings": f"settings.backend {parsed.backend!r} does not match device "
+                f"{device.name!r} (#{device.pk}), which is a {device.kind} device"
+            }
+        )
     return parsed.as_dict()
 
 
@@ -91,8 +96,9 @@ def _enqueue_on_commit(job_id: int) -> None:
     transaction.on_commit(send, robust=True)
 
 
-def submit_profiling_job(team: Team, model: NetworkModel, device: Device, settings: Any,
-                         user: Any = None) -> ProfilingJob:
+def submit_profiling_job(
+    team: Team, model: NetworkModel, device: Device, settings: Any, user: Any = None
+) -> ProfilingJob:
     """Queue a job that profiles ``model`` on ``device``; it is enqueued when the transaction commits."""
     if model.team_id != team.pk:
         raise ValidationError({"model": f"there is no model #{model.pk} in team {team.name!r}"})
@@ -101,13 +107,21 @@ def submit_profiling_job(team: Team, model: NetworkModel, device: Device, settin
     device.refresh_from_db()
     if device.status == DeviceStatus.OFFLINE:
         since = f" since {device.offline_since.isoformat(timespec='seconds')}" if device.offline_since else ""
-        raise ValidationError({"device": f"device {device.name!r} (#{device.pk}) is offline{since}; "
-                                         "choose an online device (GET /api/devices/)"})
+        raise ValidationError(
+            {
+                "device": f"device {device.name!r} (#{device.pk}) is offline{since}; "
+                "choose an online device (GET /api/devices/)"
+            }
+        )
     clean = validate_settings(device, settings)
     with transaction.atomic():
         job = ProfilingJob.objects.create(
-            team=team, model=model, device=device, settings=clean,
-            created_by=user if getattr(user, "is_authenticated", False) else None)
+            team=team,
+            model=model,
+            device=device,
+            settings=clean,
+            created_by=user if getattr(user, "is_authenticated", False) else None,
+        )
         _enqueue_on_commit(job.pk)
     return job
 
@@ -138,8 +152,12 @@ def claim_job(job_id: int, worker_token: str, device_id: int | None = None) -> P
 def report_progress(job_id: int, worker_token: str, fraction: float, message: str = "") -> bool:
     """Record progress; False means the job was cancelled or is no longer this run's: stop."""
     fraction = min(max(float(fraction), 0.0), 1.0)
-    return ProfilingJob.objects.filter(pk=job_id, state=JobState.RUNNING, claimed_by=worker_token).update(
-        progress=fraction, progress_message=message[:200], progress_at=timezone.now()) == 1
+    return (
+        ProfilingJob.objects.filter(pk=job_id, state=JobState.RUNNING, claimed_by=worker_token).update(
+            progress=fraction, progress_message=message[:200], progress_at=timezone.now()
+        )
+        == 1
+    )
 
 
 def fail_job(job_id: int, worker_token: str, reason: str) -> bool:
@@ -162,26 +180,64 @@ def _copy_line(row: tuple[Any, ...]) -> str:
     """One timing row (``TIMING_COLUMNS`` order) as a line of COPY text."""
     rid, index, name, op_type, kernel, ins, outs, attrs, mean, median, std, n, fused = row
     e = _COPY_ESCAPES
-    return "\t".join((
-        str(rid), _COPY_NULL if index is None else str(index), name.translate(e), op_type.translate(e),
-        kernel.translate(e), _to_json(ins).translate(e), _to_json(outs).translate(e), _to_json(attrs).translate(e),
-        _COPY_NULL if mean is None else repr(float(mean)), _COPY_NULL if median is None else repr(float(median)),
-        _COPY_NULL if std is None else repr(float(std)), _COPY_NULL if n is None else str(n), fused.translate(e),
-    )) + "\n"
+    return (
+        "\t".join(
+            (
+                str(rid),
+                _COPY_NULL if index is None else str(index),
+                name.translate(e),
+                op_type.translate(e),
+                kernel.translate(e),
+                _to_json(ins).translate(e),
+                _to_json(outs).translate(e),
+                _to_json(attrs).translate(e),
+                _COPY_NULL if mean is None else repr(float(mean)),
+                _COPY_NULL if median is None else repr(float(median)),
+                _COPY_NULL if std is None else repr(float(std)),
+                _COPY_NULL if n is None else str(n),
+                fused.translate(e),
+            )
+        )
+        + "\n"
+    )
 
 
-TIMING_COLUMNS = ("result_id", "index", "name", "op_type", "kernel", "input_shapes", "output_shapes", "attrs",
-                  "mean", "median", "std", "n", "fused_into")
+TIMING_COLUMNS = (
+    "result_id",
+    "index",
+    "name",
+    "op_type",
+    "kernel",
+    "input_shapes",
+    "output_shapes",
+    "attrs",
+    "mean",
+    "median",
+    "std",
+    "n",
+    "fused_into",
+)
 
 
 def timing_rows(result_id: int, ops: Iterable[OpTiming]) -> Iterator[tuple[Any, ...]]:
     """One tuple per operator timing, in ``TIMING_COLUMNS`` order."""
     for op in ops:
         s = op.stats
-        yield (result_id, op.index, op.name, op.type, op.kernel or "", [list(x) for x in op.input_shapes],
-               [list(x) for x in op.output_shapes], dict(op.attrs),
-               None if s is None else s.mean, None if s is None else s.median, None if s is None else s.std,
-               None if s is None else s.n, op.fused_into or "")
+        yield (
+            result_id,
+            op.index,
+            op.name,
+            op.type,
+            op.kernel or "",
+            [list(x) for x in op.input_shapes],
+            [list(x) for x in op.output_shapes],
+            dict(op.attrs),
+            None if s is None else s.mean,
+            None if s is None else s.median,
+            None if s is None else s.std,
+            None if s is None else s.n,
+            op.fused_into or "",
+        )
 
 
 def timing_copy_sql() -> str:
@@ -214,7 +270,7 @@ def copy_timing_rows(rows: Iterable[tuple[Any, ...]]) -> int:
 
 def bulk_create_timing_rows(rows: Iterable[tuple[Any, ...]], batch_size: int = 5000) -> int:
     """Insert timing rows with the ORM's multi-row INSERT; returns the count."""
-    objs = [OperatorTiming(**dict(zip(TIMING_COLUMNS, row))) for row in rows]
+    objs = [OperatorTiming(**dict(zip(TIMING_COLUMNS, row, strict=True))) for row in rows]
     OperatorTiming.objects.bulk_create(objs, batch_size=batch_size)
     return len(objs)
 
@@ -251,13 +307,24 @@ def ingest_result(job_id: int, worker_token: str, result: ProfileResult) -> JobR
             return None
         e2e = result.e2e
         stored = JobResult.objects.create(
-            job=job, attempt=job.attempts,
-            e2e_mean=e2e.mean, e2e_median=e2e.median, e2e_p90=e2e.p90, e2e_std=e2e.std, e2e_min=e2e.min,
-            e2e_max=e2e.max, e2e_cv=e2e.cv, e2e_n=e2e.n, noisy=e2e.noisy,
+            job=job,
+            attempt=job.attempts,
+            e2e_mean=e2e.mean,
+            e2e_median=e2e.median,
+            e2e_p90=e2e.p90,
+            e2e_std=e2e.std,
+            e2e_min=e2e.min,
+            e2e_max=e2e.max,
+            e2e_cv=e2e.cv,
+            e2e_n=e2e.n,
+            noisy=e2e.noisy,
             samples_ms=[float(x) for x in result.samples_ms],
-            load_ms=result.cold.load_ms, first_run_ms=result.cold.first_run_ms,
-            environment=dict(result.environment), settings=result.settings.as_dict(),
-            device_info=result.device.as_dict())
+            load_ms=result.cold.load_ms,
+            first_run_ms=result.cold.first_run_ms,
+            environment=dict(result.environment),
+            settings=result.settings.as_dict(),
+            device_info=result.device.as_dict(),
+        )
         _insert_timings(stored.pk, result.ops)
         if not job.succeed(worker_token):  # cannot happen under the row lock; keep the invariant loud
             raise RuntimeError(f"job {job_id} changed state while its result was being stored")
@@ -269,7 +336,8 @@ def _release_device(device_id: int) -> None:
     """A busy device with no running job left is idle again."""
     running = ProfilingJob.objects.filter(device=OuterRef("pk"), state=JobState.RUNNING)
     Device.objects.filter(pk=device_id, status=DeviceStatus.BUSY).filter(~Exists(running)).update(
-        status=DeviceStatus.ONLINE)
+        status=DeviceStatus.ONLINE
+    )
 
 
 # -- lost workers and devices ------------------------------------------------------------------
@@ -302,10 +370,13 @@ def requeue_orphaned_jobs(worker_name: str, current_token: str) -> list[Profilin
 
 def _least_loaded_equivalent(device: Device) -> Device | None:
     """The online device equivalent to ``device`` with the fewest active jobs (idle ones first)."""
-    return (Device.objects.equivalent_to(device).online()
-            .annotate(load=Count("profiling_jobs", filter=Q(profiling_jobs__state__in=[JobState.QUEUED,
-                                                                                         JobState.RUNNING])))
-            .order_by("load", "status", "pk").first())
+    return (
+        Device.objects.equivalent_to(device)
+        .online()
+        .annotate(load=Count("profiling_jobs", filter=Q(profiling_jobs__state__in=[JobState.QUEUED, JobState.RUNNING])))
+        .order_by("load", "status", "pk")
+        .first()
+    )
 
 
 def _reroute_jobs(device: Device, at: datetime) -> None:
@@ -317,15 +388,20 @@ def _reroute_jobs(device: Device, at: datetime) -> None:
     for job in ProfilingJob.objects.queued().on_device(device):
         target = _least_loaded_equivalent(device)
         if target is None:
-            job.fail(f"device {device.name!r} (#{device.pk}) went offline at {when} and no equivalent online "
-                     f"device exists")
+            job.fail(
+                f"device {device.name!r} (#{device.pk}) went offline at {when} and no equivalent online device exists"
+            )
             continue
         note = f"moved from device {device.name!r} (#{device.pk}), which went offline at {when}"
         if job.moved_from:
             note = f"{job.moved_from}; {note}"
         with transaction.atomic():
-            moved = ProfilingJob.objects.filter(pk=job.pk, state=JobState.QUEUED, device=device).update(
-                device=target, moved_from=note) == 1
+            moved = (
+                ProfilingJob.objects.filter(pk=job.pk, state=JobState.QUEUED, device=device).update(
+                    device=target, moved_from=note
+                )
+                == 1
+            )
             if moved:
                 _enqueue_on_commit(job.pk)
                 log.info("job %s moved from device %s to %s", job.pk, device.pk, target.pk)
@@ -339,12 +415,20 @@ def mark_stale_devices_offline(now: datetime | None = None) -> list[Device]:
     gone = []
     for device in Device.objects.stale(now, after):
         # Conditional, so that of two processes sweeping at once only one handles a device.
-        if not Device.objects.stale(now, after).filter(pk=device.pk).update(
-                status=DeviceStatus.OFFLINE, offline_since=now):
+        if (
+            not Device.objects.stale(now, after)
+            .filter(pk=device.pk)
+            .update(status=DeviceStatus.OFFLINE, offline_since=now)
+        ):
             continue
         device.refresh_from_db()
-        log.warning("device %s (#%s) of worker %r went offline: last heartbeat %s", device.name, device.pk,
-                    device.worker, device.last_heartbeat)
+        log.warning(
+            "device %s (#%s) of worker %r went offline: last heartbeat %s",
+            device.name,
+            device.pk,
+            device.worker,
+            device.last_heartbeat,
+        )
         _reroute_jobs(device, now)
         gone.append(device)
     return gone

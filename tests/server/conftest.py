@@ -16,18 +16,31 @@ from tests.server.factories import graph_bytes, tiny_graph
 _serial = itertools.count(1)
 
 
+@pytest.fixture(autouse=True)
+def media_in_tmp(settings: Any, tmp_path: Any) -> None:
+    """Uploaded files go to a temporary folder, not var/media."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
 @pytest.fixture
 def make_device(db: None) -> Callable[..., Any]:
     """Factory: register a device through ``register_devices`` (online, heart-beating now)."""
     from server.devices.services import register_devices
 
-    def make(kind: str = "cpu", worker: str = "worker-a", hardware: dict[str, Any] | None = None,
-             identity: str | None = None, name: str | None = None) -> Any:
+    def make(
+        kind: str = "cpu",
+        worker: str = "worker-a",
+        hardware: dict[str, Any] | None = None,
+        identity: str | None = None,
+        name: str | None = None,
+    ) -> Any:
         n = next(_serial)
         if hardware is None:
-            hardware = {"cpu": {"cpu_model": "Test CPU 3000", "arch": "x86_64"},
-                        "opencl": {"gpu_name": "Test GPU", "driver": "1.0"},
-                        "android": {"model": "Pixel Test", "soc": "sm8150"}}[kind]
+            hardware = {
+                "cpu": {"cpu_model": "Test CPU 3000", "arch": "x86_64"},
+                "opencl": {"gpu_name": "Test GPU", "driver": "1.0"},
+                "android": {"model": "Pixel Test", "soc": "sm8150"},
+            }[kind]
         info = DeviceInfo(kind, identity or f"{kind}:test-{n}", name or f"{kind} device {n}", hardware)
         return register_devices(worker, [info])[0]
 

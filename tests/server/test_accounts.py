@@ -37,11 +37,14 @@ def test_second_member_of_a_team_is_a_member() -> None:
     assert Membership.objects.get(user=dave).role == Membership.Role.MEMBER
 
 
-@pytest.mark.parametrize("username,team,message", [
-    ("", "t", "the user name is empty"),
-    ("bad name!", "t", "is not a valid user name"),
-    ("erin", "  ", "the team name is empty"),
-])
+@pytest.mark.parametrize(
+    "username,team,message",
+    [
+        ("", "t", "the user name is empty"),
+        ("bad name!", "t", "is not a valid user name"),
+        ("erin", "  ", "the team name is empty"),
+    ],
+)
 def test_bad_names_are_refused(username: str, team: str, message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         create_user_with_token(username, team)

@@ -27,8 +27,10 @@ def onnx_with_unknown_op() -> bytes:
 
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 8, 8])
-    nodes = [helper.make_node("Relu", ["x"], ["t"], name="relu_in"),
-             helper.make_node("NonMaxSuppression", ["t"], ["y"], name="nms_1")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["t"], name="relu_in"),
+        helper.make_node("NonMaxSuppression", ["t"], ["y"], name="nms_1"),
+    ]
     model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)])
     return model.SerializeToString()  # type: ignore[no-any-return]
 
@@ -53,8 +55,9 @@ CORPUS: list[tuple[str, str, Callable[[], bytes], list[str]]] = [
 
 
 @pytest.mark.parametrize("case,filename,make,words", CORPUS, ids=[c[0] for c in CORPUS])
-def test_bad_file_is_refused_with_reason(api: Any, case: str, filename: str, make: Callable[[], bytes],
-                                         words: list[str]) -> None:
+def test_bad_file_is_refused_with_reason(
+    api: Any, case: str, filename: str, make: Callable[[], bytes], words: list[str]
+) -> None:
     response = api.post("/api/models/", {"file": SimpleUploadedFile(filename, make())}, format="multipart")
     assert response.status_code == 400, response.content
     detail = response.json()["detail"]
@@ -65,8 +68,9 @@ def test_bad_file_is_refused_with_reason(api: Any, case: str, filename: str, mak
 
 
 def test_unknown_operator_answer_names_node_and_op(api: Any) -> None:
-    response = api.post("/api/models/", {"file": SimpleUploadedFile("net.json", json_with_unknown_op())},
-                        format="multipart")
+    response = api.post(
+        "/api/models/", {"file": SimpleUploadedFile("net.json", json_with_unknown_op())}, format="multipart"
+    )
     assert response.status_code == 400
     assert response.json()["error"]["node"] == "relu_0"
     assert response.json()["error"]["op"] == "frobnicate"

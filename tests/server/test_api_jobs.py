@@ -25,22 +25,29 @@ def device(make_device: Any) -> Any:
     return make_device()
 
 
-def submit(api: Any, model: Any, device: Any, settings: Any = None) -> Any:
+def submit(api: Any, model: Any, device: Any, job_settings: Any = None) -> Any:
     body = {"model": model.pk, "device": device.pk}
-    if settings is not None:
-        body["settings"] = settings
+    if job_settings is not None:
+        body["settings"] = job_settings
     return api.post("/api/jobs/", body, format="json")
 
 
-def test_submit_queues_a_job_with_complete_settings(api: Any, model: Any, device: Any,
-                                                    django_capture_on_commit_callbacks: Any) -> None:
+def test_submit_queues_a_job_with_complete_settings(
+    api: Any, model: Any, device: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = submit(api, model, device, {"threads": 2, "runs": 10})
     assert response.status_code == 201, response.json()
     body = response.json()
     assert (body["state"], body["progress"], body["attempts"], body["result"]) == ("queued", 0.0, 0, None)
-    assert body["settings"] == {"backend": "cpu", "threads": 2, "cores": [], "precision": "fp32",
-                                "warmup_runs": 5, "runs": 10}
+    assert body["settings"] == {
+        "backend": "cpu",
+        "threads": 2,
+        "cores": [],
+        "precision": "fp32",
+        "warmup_runs": 5,
+        "runs": 10,
+    }
     assert len(callbacks) == 1  # the job is handed to the broker once the row is committed
 
 
@@ -50,7 +57,11 @@ def test_detail_shows_progress_then_the_result(api: Any, model: Any, device: Any
     report_progress(job_id, "run-1", 0.4, "warm-up done")
     running = api.get(f"/api/jobs/{job_id}/").json()
     assert (running["state"], running["progress"], running["progress_message"], running["attempts"]) == (
-        "running", 0.4, "warm-up done", 1)
+        "running",
+        0.4,
+        "warm-up done",
+        1,
+    )
     graph = model_graph(model)
     ingest_result(job_id, "run-1", profile_result(graph))
     done = api.get(f"/api/jobs/{job_id}/").json()
@@ -83,18 +94,22 @@ def test_list_filters_by_state(api: Any, model: Any, device: Any) -> None:
     assert bad.status_code == 400 and "unknown state 'done'" in bad.json()["state"][0]
 
 
-@pytest.mark.parametrize("settings,field_words", [
-    ({"threads": 2, "turbo": True}, ["unknown settings key(s) ['turbo']", "known keys"]),
-    ({"threads": 0}, ["threads must be >= 1"]),
-    ({"threads": "four"}, ["settings.threads must be an integer, got 'four'"]),
-    ({"precision": "fp64"}, ["precision 'fp64' is not fp32, fp16 or int8"]),
-    ({"cores": [0, -1]}, ["settings.cores must be a list of non-negative integers"]),
-    ({"backend": "opencl"}, ["settings.backend 'opencl' does not match device", "cpu device"]),
-    ([1, 2], ["Expected a dictionary"]),
-])
-def test_bad_settings_name_the_field(api: Any, model: Any, device: Any, settings: Any,
-                                     field_words: list[str]) -> None:
-    response = submit(api, model, device, settings)
+@pytest.mark.parametrize(
+    "job_settings,field_words",
+    [
+        ({"threads": 2, "turbo": True}, ["unknown settings key(s) ['turbo']", "known keys"]),
+        ({"threads": 0}, ["threads must be >= 1"]),
+        ({"threads": "four"}, ["settings.threads must be an integer, got 'four'"]),
+        ({"precision": "fp64"}, ["precision 'fp64' is not fp32, fp16 or int8"]),
+        ({"cores": [0, -1]}, ["settings.cores must be a list of non-negative integers"]),
+        ({"backend": "opencl"}, ["settings.backend 'opencl' does not match device", "cpu device"]),
+        ([1, 2], ["Expected a dictionary"]),
+    ],
+)
+def test_bad_settings_name_the_field(
+    api: Any, model: Any, device: Any, job_settings: Any, field_words: list[str]
+) -> None:
+    response = submit(api, model, device, job_settings)
     assert response.status_code == 400, response.json()
     message = response.json()["settings"][0]
     for words in field_words:
@@ -128,5 +143,8 @@ def test_devices_are_listed_for_every_team(api: Any, device: Any) -> None:
     listed = api.get("/api/devices/").json()
     assert [d["id"] for d in listed["results"]] == [device.pk]
     detail = api.get(f"/api/devices/{device.pk}/").json()
-    assert (detail["status"], detail["queue"], detail["hardware"]["arch"]) == ("online", f"device.{device.pk}",
-                                                                               "x86_64")
+    assert (detail["status"], detail["queue"], detail["hardware"]["arch"]) == (
+        "online",
+        f"device.{device.pk}",
+        "x86_64",
+    )

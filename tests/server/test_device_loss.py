@@ -28,8 +28,9 @@ def silence(device: Any, seconds: int | None = None) -> None:
 def test_register_is_an_upsert_by_identity(make_device: Any) -> None:
     device = make_device(identity="android:serial-1", kind="android")
     Device.objects.filter(pk=device.pk).update(status=DeviceStatus.OFFLINE)
-    again = register_devices("worker-b", [DeviceInfo("android", "android:serial-1", "Pixel 4",
-                                                     {"model": "Pixel 4", "soc": "sm8150"})])[0]
+    again = register_devices(
+        "worker-b", [DeviceInfo("android", "android:serial-1", "Pixel 4", {"model": "Pixel 4", "soc": "sm8150"})]
+    )[0]
     assert again.pk == device.pk
     assert (again.worker, again.status, again.name) == ("worker-b", DeviceStatus.ONLINE, "Pixel 4")
     assert again.signature == "model=Pixel 4|soc=sm8150"
@@ -69,8 +70,9 @@ def test_queued_job_moves_to_an_equivalent_device(member: Any, make_job: Any, ma
     assert gone.status == DeviceStatus.OFFLINE and gone.offline_since is not None
 
 
-def test_queued_job_fails_with_a_reason_when_no_equivalent_is_online(member: Any, make_job: Any,
-                                                                    make_device: Any) -> None:
+def test_queued_job_fails_with_a_reason_when_no_equivalent_is_online(
+    member: Any, make_job: Any, make_device: Any
+) -> None:
     gone = make_device(identity="cpu:gone", name="box-1")
     twin = make_device(identity="cpu:twin", worker="worker-b")
     Device.objects.filter(pk=twin.pk).update(status=DeviceStatus.OFFLINE)

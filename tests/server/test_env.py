@@ -15,9 +15,17 @@ from server.env import env_bool, env_int, env_list, env_str
 
 SETTINGS = Path(__file__).resolve().parents[2] / "server" / "settings.py"
 
-ENV_VARS = ("DEBUG", "SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "LATENCYLAB_VAR_DIR",
-            "LATENCYLAB_MAX_UPLOAD_BYTES", "LATENCYLAB_HEARTBEAT_SECONDS", "LATENCYLAB_OFFLINE_AFTER_SECONDS",
-            "ALLOWED_HOSTS")
+ENV_VARS = (
+    "DEBUG",
+    "SECRET_KEY",
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "LATENCYLAB_VAR_DIR",
+    "LATENCYLAB_MAX_UPLOAD_BYTES",
+    "LATENCYLAB_HEARTBEAT_SECONDS",
+    "LATENCYLAB_OFFLINE_AFTER_SECONDS",
+    "ALLOWED_HOSTS",
+)
 
 
 @pytest.fixture
@@ -53,14 +61,18 @@ def test_helpers_parse_values(clean_env: pytest.MonkeyPatch) -> None:
     assert env_list("LL_LIST", []) == ["a", "b", "c"]
 
 
-@pytest.mark.parametrize("name,value,call,expected", [
-    ("LL_INT", "ten", lambda: env_int("LL_INT", 1), "LL_INT='ten' is not an integer"),
-    ("LL_INT", "0", lambda: env_int("LL_INT", 1, minimum=1), "LL_INT='0' must be >= 1"),
-    ("LL_INT", "99", lambda: env_int("LL_INT", 1, maximum=10), "LL_INT='99' must be <= 10"),
-    ("LL_BOOL", "maybe", lambda: env_bool("LL_BOOL", False), "LL_BOOL='maybe' is not a boolean"),
-])
-def test_bad_values_name_the_variable_and_value(clean_env: pytest.MonkeyPatch, name: str, value: str,
-                                                call: Any, expected: str) -> None:
+@pytest.mark.parametrize(
+    "name,value,call,expected",
+    [
+        ("LL_INT", "ten", lambda: env_int("LL_INT", 1), "LL_INT='ten' is not an integer"),
+        ("LL_INT", "0", lambda: env_int("LL_INT", 1, minimum=1), "LL_INT='0' must be >= 1"),
+        ("LL_INT", "99", lambda: env_int("LL_INT", 1, maximum=10), "LL_INT='99' must be <= 10"),
+        ("LL_BOOL", "maybe", lambda: env_bool("LL_BOOL", False), "LL_BOOL='maybe' is not a boolean"),
+    ],
+)
+def test_bad_values_name_the_variable_and_value(
+    clean_env: pytest.MonkeyPatch, name: str, value: str, call: Any, expected: str
+) -> None:
     clean_env.setenv(name, value)
     with pytest.raises(ImproperlyConfigured, match=expected):
         call()
@@ -73,8 +85,9 @@ def test_embedded_defaults_are_logged_once(clean_env: pytest.MonkeyPatch, caplog
     assert [r.getMessage() for r in caplog.records] == ["LL_THING is not set; using the embedded default: the default"]
 
 
-def test_settings_on_embedded_defaults(clean_env: pytest.MonkeyPatch, tmp_path: Path,
-                                       caplog: pytest.LogCaptureFixture) -> None:
+def test_settings_on_embedded_defaults(
+    clean_env: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="latencylab.settings"):
         s = load_settings()
     var = tmp_path / "var"
@@ -111,16 +124,20 @@ def test_settings_from_production_variables(clean_env: pytest.MonkeyPatch) -> No
     assert s["ALLOWED_HOSTS"] == ["lab.example.org"]
 
 
-@pytest.mark.parametrize("name,value,expected", [
-    ("DATABASE_URL", "foo://x", "DATABASE_URL='foo://x' is not a usable database URL"),
-    ("DATABASE_URL", "mysql://u@h/db", "DATABASE_URL uses engine"),
-    ("DEBUG", "sure", "DEBUG='sure' is not a boolean"),
-    ("LATENCYLAB_MAX_UPLOAD_BYTES", "100MB", "LATENCYLAB_MAX_UPLOAD_BYTES='100MB' is not an integer"),
-    ("LATENCYLAB_OFFLINE_AFTER_SECONDS", "5", "LATENCYLAB_OFFLINE_AFTER_SECONDS=5 must be greater than"),
-    ("CELERY_BROKER_URL", "localhost", "CELERY_BROKER_URL='localhost' is not a URL"),
-])
-def test_malformed_settings_fail_at_start_up(clean_env: pytest.MonkeyPatch, name: str, value: str,
-                                             expected: str) -> None:
+@pytest.mark.parametrize(
+    "name,value,expected",
+    [
+        ("DATABASE_URL", "foo://x", "DATABASE_URL='foo://x' is not a usable database URL"),
+        ("DATABASE_URL", "mysql://u@h/db", "DATABASE_URL uses engine"),
+        ("DEBUG", "sure", "DEBUG='sure' is not a boolean"),
+        ("LATENCYLAB_MAX_UPLOAD_BYTES", "100MB", "LATENCYLAB_MAX_UPLOAD_BYTES='100MB' is not an integer"),
+        ("LATENCYLAB_OFFLINE_AFTER_SECONDS", "5", "LATENCYLAB_OFFLINE_AFTER_SECONDS=5 must be greater than"),
+        ("CELERY_BROKER_URL", "localhost", "CELERY_BROKER_URL='localhost' is not a URL"),
+    ],
+)
+def test_malformed_settings_fail_at_start_up(
+    clean_env: pytest.MonkeyPatch, name: str, value: str, expected: str
+) -> None:
     clean_env.setenv(name, value)
     with pytest.raises(ImproperlyConfigured, match=expected):
         load_settings()

@@ -87,9 +87,16 @@ def test_ingest_for_a_cancelled_job_writes_nothing(member: Any, make_job: Any) -
 def test_copy_and_bulk_insert_store_the_same_values(member: Any, make_job: Any) -> None:
     job = running_job(member, make_job)
     stored = ingest_result(job.pk, "run-1", profile_result(model_graph(job.model)))
-    awkward = OpTiming(index=7, name="tab\there\nnew\\line \"quoted\" é", type="custom", kernel="k\\N",
-                       input_shapes=[[1, 2]], output_shapes=[[1, 2]], attrs={"s": "a\tb\\c\n", "f": 0.1},
-                       stats=summarize([1e-9, 2.5e-7]))
+    awkward = OpTiming(
+        index=7,
+        name='tab\there\nnew\\line "quoted" é',
+        type="custom",
+        kernel="k\\N",
+        input_shapes=[[1, 2]],
+        output_shapes=[[1, 2]],
+        attrs={"s": "a\tb\\c\n", "f": 0.1},
+        stats=summarize([1e-9, 2.5e-7]),
+    )
     OperatorTiming.objects.all().delete()
     copy_timing_rows(timing_rows(stored.pk, [awkward]))  # type: ignore[union-attr]
     bulk_create_timing_rows(timing_rows(stored.pk, [awkward]))  # type: ignore[union-attr]

@@ -14,5 +14,7 @@ def test_no_missing_migrations() -> None:
     try:
         call_command("makemigrations", "--check", "--dry-run", stdout=out, stderr=out)
     except SystemExit as exc:  # makemigrations --check exits 1 when a migration is missing
-        pytest.fail(f"models changed without a migration (run `python -m server makemigrations`):\n{out.getvalue()}"
-                    f" (exit {exc.code})")
+        pytest.fail(
+            f"models changed without a migration (run `python -m server makemigrations`):\n{out.getvalue()}"
+            f" (exit {exc.code})"
+        )

@@ -53,24 +53,57 @@ def test_membership_is_unique_per_user_and_team(member: Any) -> None:
 def test_job_progress_range_and_running_claim(member: Any, make_job: Any) -> None:
     job = make_job(member.team)
     violates("profilingjob_progress_range", lambda: ProfilingJob.objects.filter(pk=job.pk).update(progress=1.5))
-    violates("profilingjob_running_is_claimed",
-             lambda: ProfilingJob.objects.filter(pk=job.pk).update(state=JobState.RUNNING))
-    violates("profilingjob_finished_has_time",
-             lambda: ProfilingJob.objects.filter(pk=job.pk).update(state=JobState.SUCCEEDED))
+    violates(
+        "profilingjob_running_is_claimed", lambda: ProfilingJob.objects.filter(pk=job.pk).update(state=JobState.RUNNING)
+    )
+    violates(
+        "profilingjob_finished_has_time",
+        lambda: ProfilingJob.objects.filter(pk=job.pk).update(state=JobState.SUCCEEDED),
+    )
 
 
 def test_operator_statistics_all_or_none(member: Any, make_job: Any) -> None:
     job = make_job(member.team)
     job.start("run-1")
-    result = JobResult.objects.create(job=job, attempt=1, e2e_mean=1, e2e_median=1, e2e_p90=1, e2e_std=0, e2e_min=1,
-                                      e2e_max=1, e2e_cv=0, e2e_n=1, noisy=False, load_ms=1, first_run_ms=1)
-    violates("optiming_stats_all_or_none",
-             lambda: OperatorTiming.objects.create(result=result, index=0, name="a", op_type="relu", mean=1.0))
+    result = JobResult.objects.create(
+        job=job,
+        attempt=1,
+        e2e_mean=1,
+        e2e_median=1,
+        e2e_p90=1,
+        e2e_std=0,
+        e2e_min=1,
+        e2e_max=1,
+        e2e_cv=0,
+        e2e_n=1,
+        noisy=False,
+        load_ms=1,
+        first_run_ms=1,
+    )
+    violates(
+        "optiming_stats_all_or_none",
+        lambda: OperatorTiming.objects.create(result=result, index=0, name="a", op_type="relu", mean=1.0),
+    )
     fused = OperatorTiming.objects.create(result=result, index=0, name="a", op_type="relu", fused_into="conv")
     assert fused.n is None
-    violates("profiling_jobresult_job_id_key", lambda: JobResult.objects.create(
-        job=job, attempt=1, e2e_mean=1, e2e_median=1, e2e_p90=1, e2e_std=0, e2e_min=1, e2e_max=1, e2e_cv=0,
-        e2e_n=1, noisy=False, load_ms=1, first_run_ms=1))
+    violates(
+        "profiling_jobresult_job_id_key",
+        lambda: JobResult.objects.create(
+            job=job,
+            attempt=1,
+            e2e_mean=1,
+            e2e_median=1,
+            e2e_p90=1,
+            e2e_std=0,
+            e2e_min=1,
+            e2e_max=1,
+            e2e_cv=0,
+            e2e_n=1,
+            noisy=False,
+            load_ms=1,
+            first_run_ms=1,
+        ),
+    )
 
 
 def test_online_stale_and_equivalent_queries(make_device: Any) -> None:
@@ -90,8 +123,10 @@ def test_online_stale_and_equivalent_queries(make_device: Any) -> None:
 
 
 def test_signature_per_kind() -> None:
-    assert hardware_signature("opencl", {"gpu_name": "Adreno 640", "driver": "512.415", "wave_size": 64}) == \
-        "gpu_name=Adreno 640|driver=512.415"
+    assert (
+        hardware_signature("opencl", {"gpu_name": "Adreno 640", "driver": "512.415", "wave_size": 64})
+        == "gpu_name=Adreno 640|driver=512.415"
+    )
     assert hardware_signature("android", {"model": "Pixel 4", "soc": "sm8150"}) == "model=Pixel 4|soc=sm8150"
     assert hardware_signature("cpu", {"cores": 8}) == ""
 
@@ -105,3 +140,13 @@ def test_for_team_and_stuck(member: Any, make_member: Any, make_job: Any) -> Non
     ProfilingJob.objects.filter(pk=mine.pk).update(started_at=old, progress_at=old)
     stuck = ProfilingJob.objects.stuck(since=timezone.now() - timedelta(minutes=5))
     assert list(stuck) == [mine]
+
+
+def test_measured_models_cannot_be_deleted_alone_but_teams_can(member: Any, make_job: Any) -> None:
+    from django.db.models import RestrictedError
+
+    job = make_job(member.team)
+    with pytest.raises(RestrictedError):
+        job.model.delete()
+    member.team.delete()
+    assert not ProfilingJob.objects.exists() and not NetworkModel.objects.exists()

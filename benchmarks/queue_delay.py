@@ -1,0 +1,196 @@
+"""How long a job waits between its creation and a worker starting it (state ``running``).
+
+Starts a real worker (``python -m workers.run``) for the host CPU, then submits JOBS small jobs
+one after another, each once the previous one finished, so every delay is the dispatch path
+alone (commit -> broker -> the device's Celery process -> the claim), not time spent queued
+behind another job. Prints the median and p90 and writes var/benchmarks/queue_delay.json::
+
+    CELERY_BROKER_URL=redis://127.0.0.1:6379/0 \\
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/latencylab .venv/bin/python benchmarks/queue_delay.py
+
+The broker is Redis (``CELERY_BROKER_URL``, default redis://127.0.0.1:6379/0; ``--embedded``
+measures the filesystem transport instead). With PostgreSQL in ``DATABASE_URL`` it works in a
+throw-away database ``<name>_queue_bench``, dropped at the end; otherwise in a fresh SQLite file
+under var/benchmarks/. Its queues carry a unique prefix, so it never meets another run's messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT_DIR = ROOT / "var" / "benchmarks"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+JOBS = 30
+
+
+def _environment(args: argparse.Namespace) -> dict[str, str]:
+    """The settings this benchmark and its worker run with (the database is a throw-away one)."""
+    env = {
+        "DJANGO_SETTINGS_MODULE": "server.settings",
+        "LATENCYLAB_QUEUE_PREFIX": f"bench-{uuid.uuid4().hex[:10]}.",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    if args.embedded:
+        env["CELERY_BROKER_URL"] = ""
+    else:
+        env["CELERY_BROKER_URL"] = os.environ.get("CELERY_BROKER_URL") or DEFAULT_REDIS
+    url = os.environ.get("DATABASE_URL", "")
+    if url.startswith(("postgres://", "postgresql://")):
+        base, _, name = url.rpartition("/")
+        env["DATABASE_URL"] = f"{base}/{name.split('?')[0]}_queue_bench"
+    else:
+        OUT_DIR.mkdir(parents=True, exist_ok=True)
+        path = OUT_DIR / "queue_delay.sqlite3"
+        for stale in OUT_DIR.glob("queue_delay.sqlite3*"):
+            stale.unlink()
+        env["DATABASE_URL"] = f"sqlite:///{path}"
+    return env
+
+
+def _postgres(admin_url: str, sql: str) -> None:
+    """Run one statement outside a transaction (CREATE/DROP DATABASE) on the server's admin database."""
+    import psycopg2
+
+    base = admin_url.rpartition("/")[0]
+    conn = psycopg2.connect(f"{base}/postgres")
+    conn.autocommit = True
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+    finally:
+        conn.close()
+
+
+def _wait(predicate: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(0.02)
+    return value
+
+
+def measure(jobs: int) -> tuple[list[float], dict[str, Any]]:
+    """Start a worker, run ``jobs`` jobs one by one; return the delays (ms) and what was measured."""
+    from django.conf import settings
+
+    from devicelab.graph import GraphBuilder, graph_to_json
+    from server.accounts.services import create_user_with_token
+    from server.devices.models import Device
+    from server.networks.services import upload_model
+    from server.profiling.models import ProfilingJob
+    from server.profiling.services import submit_profiling_job
+
+    name = f"bench-{uuid.uuid4().hex[:6]}"
+    log_path = OUT_DIR / "queue_delay_worker.log"
+    with open(log_path, "wb") as log:
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "workers.run", "--name", name, "--kinds", "cpu", "--shutdown-grace", "5"],
+            cwd=ROOT,
+            env=os.environ.copy(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        device = _wait(lambda: Device.objects.online().filter(worker=name).first(), 90, "the worker's device")
+        user, _ = create_user_with_token(name, name)
+        team = user.memberships.get().team
+        b = GraphBuilder("queue-bench", (1, 3, 16, 16))
+        graph = b.build(b.fc(b.flatten(b.global_avg_pool(b.relu(b.conv(b.input, 8, 3)))), 10))
+        model, _ = upload_model(team, user, graph_to_json(graph).encode(), "queue-bench.json")
+        delays: list[float] = []
+        for i in range(jobs + 1):  # the first job warms the worker up (imports, first session) and is not counted
+            job = submit_profiling_job(team, model, device, {"runs": 1, "warmup_runs": 0})
+            _wait(
+                lambda pk=job.pk: ProfilingJob.objects.filter(pk=pk, state__in=["succeeded", "failed"]).exists(),
+                60,
+                f"job {job.pk} to finish",
+            )
+            job.refresh_from_db()
+            if job.state != "succeeded":
+                raise SystemExit(f"job {job.pk} failed: {job.failure_reason}")
+            if i > 0:
+                delays.append((job.started_at - job.created_at).total_seconds() * 1000.0)
+        info = {
+            "broker": str(settings.CELERY_BROKER_URL).split("://")[0],
+            "database": settings.DATABASES["default"]["ENGINE"].rsplit(".", 1)[-1],
+            "worker_log": str(log_path),
+        }
+        return delays, info
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark, print the numbers and write the JSON report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=JOBS)
+    parser.add_argument("--embedded", action="store_true", help="measure the filesystem transport, not Redis")
+    args = parser.parse_args(argv)
+
+    env = _environment(args)
+    os.environ.update(env)
+    if env["DATABASE_URL"].startswith("postgres"):
+        bench_db = env["DATABASE_URL"].rpartition("/")[2]
+        _postgres(env["DATABASE_URL"], f'DROP DATABASE IF EXISTS "{bench_db}"')
+        _postgres(env["DATABASE_URL"], f'CREATE DATABASE "{bench_db}"')
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connections
+
+    from devicelab.measure.stats import summarize
+
+    try:
+        call_command("migrate", verbosity=0)
+        delays, info = measure(args.jobs)
+    finally:
+        connections.close_all()
+        if env["DATABASE_URL"].startswith("postgres"):
+            _postgres(env["DATABASE_URL"], f'DROP DATABASE IF EXISTS "{env["DATABASE_URL"].rpartition("/")[2]}"')
+    stats = summarize(delays)
+    report = {
+        "benchmark": "queue_delay",
+        "what": "job created -> state running (ms), one job at a time",
+        "jobs": len(delays),
+        **info,
+        "median_ms": stats.median,
+        "p90_ms": stats.p90,
+        "mean_ms": stats.mean,
+        "min_ms": stats.min,
+        "max_ms": stats.max,
+        "samples_ms": delays,
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+    }
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    out = OUT_DIR / ("queue_delay_embedded.json" if args.embedded else "queue_delay.json")
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(
+        f"queue delay over {len(delays)} jobs ({info['broker']} broker, {info['database']}): "
+        f"median {stats.median:.1f} ms, p90 {stats.p90:.1f} ms (min {stats.min:.1f}, max {stats.max:.1f})"
+    )
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+// scale_shift: y = x * scale[c] + shift[c] per channel (axis 1), with a fused activation: a
+// batch norm that could not be folded into a convolution (scale and shift precomputed on the
+// host from gamma, beta, mean, variance and epsilon). A work-item computes VW consecutive
+// elements of one channel plane.
+// Work: gs0 = ceil(inner / VW) (inner = product of the axes after the channel), gs1 = n * c.
+
+// ll_act: the fused activation (codes in plan.ACTIVATIONS). Shared helper: this text is identical
+// in every kernel file that has an epilogue, so a fusing step keeps one copy.
+real_v ll_act(real_v v, const int act, const float alpha, const float beta)
+{
+    switch (act) {
+    case 1: return fmax(v, (real_v)0);
+    case 2: return clamp(v, (real_v)0, (real_v)6);
+    case 3: return v * clamp(v + (real_v)3, (real_v)0, (real_v)6) / (real_v)6;
+    case 4: return (real_v)1 / ((real_v)1 + exp(-v));
+    case 5: return v / ((real_v)1 + exp(-v));
+    case 6: return tanh(v);
+    case 7: return clamp(v / (real_v)6 + (real_v)0.5, (real_v)0, (real_v)1);
+    case 8: return select((real_v)((real)alpha) * v, v, v > (real_v)0);
+    case 9: return select((real_v)((real)alpha) * (exp(v) - (real_v)1), v, v > (real_v)0);
+    case 10: return fmin(fmax(v, (real_v)((real)alpha)), (real_v)((real)beta));
+    case 11: return (real_v)0.5 * v * ((real_v)1 + erf(v * (real_v)0.7071067811865476));
+    default: return v;
+    }
+}
+
+__kernel void scale_shift(const int gs0, const int gs1,
+                          __global const real* x, __global const real* scale, __global const real* shift,
+                          __global real* y, const int channels, const int inner,
+                          const int act, const float alpha, const float beta)
+{
+    const int i0 = get_global_id(0);
+    const int i1 = get_global_id(1);
+    if (i0 >= gs0 || i1 >= gs1) return;
+    const int c = i1 % channels;
+    const int x0 = i0 * VW;
+    const size_t base = (size_t)i1 * inner + x0;
+    const real_v s = (real_v)scale[c];
+    const real_v t0 = (real_v)shift[c];
+    const int lanes = min(VW, inner - x0);
+    if (lanes == VW) {
+        vstore_v(ll_act(vload_v(0, x + base) * s + t0, act, alpha, beta), 0, y + base);
+    } else {
+        real t[VW];
+        for (int l = 0; l < VW; ++l) t[l] = x[base + min(l, lanes - 1)];
+        vstore_v(ll_act(vload_v(0, t) * s + t0, act, alpha, beta), 0, t);
+        for (int l = 0; l < lanes; ++l) y[base + l] = t[l];
+    }
+}

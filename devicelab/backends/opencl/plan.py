@@ -1,0 +1,448 @@
+"""Which kernels the OpenCL backend runs for a graph: its fusion rule, kernel choice and work sizes.
+
+The fusion rule (this backend's own; the predictors learn it from ``kernels_for_graph``):
+
+1. **Epilogue anchors.** ``conv2d``, ``depthwise_conv2d`` and ``fully_connected`` run with a fused
+   bias and activation, as mobile frameworks (MNN, TFLite GPU) do; element-wise ``add`` / ``sub``
+   / ``mul`` / ``div`` and a standalone ``batch_norm`` take a fused activation too.
+2. **Batch norm folds into the producer.** A ``batch_norm`` directly after a ``conv2d`` or
+   ``depthwise_conv2d`` (or after a ``fully_connected`` whose output is 2-D, so the features are
+   the channel axis) is folded into that operator's weights and bias.
+3. **One activation follows.** An activation (relu, relu6, hard_swish, hard_sigmoid, sigmoid,
+   swish, tanh, gelu, leaky_relu, elu, clip) directly after an anchor, or after the batch norm
+   folded into it, is applied in the anchor's epilogue.
+4. **Only a sole consumer is absorbed.** An operator is absorbed only when it is the one reader
+   of its producer's output and that output is not a graph output (else the unfused value would
+   be needed and is never written).
+5. **Views cost nothing.** ``reshape`` and ``flatten`` alias their input's buffer (NCHW is
+   contiguous) and run no kernel; only a view of a graph input is materialized by a copy.
+6. **Several kernels for one operator.** ``concat`` runs one ``copy_slice`` per input and
+   ``split`` one per output.
+7. Every other operator is one kernel of its own.
+
+Kernel choice: a ``conv2d`` whose groups equal its input channels (> 1) runs the depthwise
+kernel; a 1x1, stride-1, unpadded ``conv2d`` runs ``conv2d_1x1``; other convolutions ``conv2d``.
+
+Work sizes: every kernel has a 2-D ND-range whose logical sizes (``global_size``) are passed as
+its first two arguments; the launched size is rounded up to the work-group size (the kernels
+return early past the logical size). A work-item computes ``vector_width`` consecutive outputs
+along the innermost axis (and ``out_channels_per_item`` output channels in the convolutions);
+the vector width follows the device's preferred float vector width.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from devicelab.graph.ir import Graph, Operator
+
+if TYPE_CHECKING:  # devices imports pyopencl; the plan itself needs no driver
+    from devicelab.backends.opencl.devices import DeviceLimits
+
+ACTIVATIONS: dict[str, int] = {  # IR type -> code of the kernels' fused activation (``ll_act``)
+    "relu": 1, "relu6": 2, "hard_swish": 3, "sigmoid": 4, "swish": 5, "tanh": 6, "hard_sigmoid": 7,
+    "leaky_relu": 8, "elu": 9, "clip": 10, "gelu": 11,
+}
+BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
+BN_FOLDERS = ("conv2d", "depthwise_conv2d", "fully_connected")
+EPILOGUE_ANCHORS = (*BN_FOLDERS, *BINARY_OPS, "batch_norm")
+VIEWS = ("reshape", "flatten")
+
+KERNEL_OF_TYPE = {
+    "fully_connected": "fully_connected",
+    "matmul": "matmul",
+    "max_pool2d": "pool2d",
+    "avg_pool2d": "pool2d",
+    "global_avg_pool": "global_pool",
+    "global_max_pool": "global_pool",
+    **{t: "binary" for t in BINARY_OPS},
+    **{t: "activation" for t in ACTIVATIONS},
+    "batch_norm": "scale_shift",
+    "concat": "copy_slice",
+    "split": "copy_slice",
+    "pad": "pad",
+    "reduce_mean": "reduce",
+    "reduce_max": "reduce",
+    "reduce_sum": "reduce",
+    "transpose": "transpose",
+    "softmax": "softmax",
+    "channel_shuffle": "channel_shuffle",
+    "resize": "resize",
+    "depthwise_conv2d": "depthwise_conv2d",
+}
+KERNELS = ("conv2d", "conv2d_1x1", *sorted(set(KERNEL_OF_TYPE.values())))
+FLOAT_DTYPES = ("float32", "float16")
+MAX_RANK = 4  # shapes the kernels index (after collapsing broadcast axes / padding with ones)
+
+
+class PlanError(ValueError):
+    """The graph holds something this backend cannot run; the message names the operator."""
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """Register tiling shared by all kernels of one device: outputs per work-item."""
+
+    vector_width: int = 4  # consecutive outputs along the innermost axis (a float vector)
+    out_channels_per_item: int = 8  # output channels per work-item in the convolutions
+
+    def __post_init__(self) -> None:
+        if self.vector_width not in (4, 8, 16):
+            raise ValueError(f"vector_width must be 4, 8 or 16, not {self.vector_width}")
+        if self.out_channels_per_item < 1:
+            raise ValueError("out_channels_per_item must be >= 1")
+
+    @classmethod
+    def for_device(cls, limits: DeviceLimits) -> KernelConfig:
+        """The tiling for a device: its preferred float vector width, clamped to 4..16."""
+        width = 1 << max(0, int(limits.preferred_vector_width_float).bit_length() - 1)
+        return cls(vector_width=min(16, max(4, width)))
+
+
+@dataclass(frozen=True)
+class PlannedKernel:
+    """One kernel launch of a graph run."""
+
+    name: str  # unique in the plan: the anchor operator's name, with "#i" for its i-th kernel
+    kernel: str  # the kernel function (and its file kernels/<kernel>.cl)
+    ops: tuple[str, ...]  # IR operators it computes: the anchor first, then what it absorbed
+    op_types: tuple[str, ...]
+    global_size: tuple[int, int]  # logical work size, passed to the kernel as gs0, gs1
+    local_size: tuple[int, int] | None = None  # chosen from device queries; None without a device
+    part: int = 0  # which of the anchor's kernels (the input of a concat, the output of a split)
+    attrs: dict[str, Any] = field(default_factory=dict)  # activation, folded batch norm, tiling
+
+    @property
+    def anchor(self) -> str:
+        """The operator that owns the kernel."""
+        return self.ops[0]
+
+    @property
+    def launch_size(self) -> tuple[int, int]:
+        """The global size enqueued: the logical size rounded up to the work-group size."""
+        if self.local_size is None:
+            return self.global_size
+        return (round_up(self.global_size[0], self.local_size[0]), round_up(self.global_size[1], self.local_size[1]))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "name": self.name, "kernel": self.kernel, "ops": list(self.ops), "op_types": list(self.op_types),
+            "global_size": list(self.global_size),
+            "local_size": None if self.local_size is None else list(self.local_size),
+            "launch_size": list(self.launch_size), "part": self.part, "attrs": dict(self.attrs),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Small arithmetic
+
+
+def round_up(n: int, m: int) -> int:
+    """``n`` rounded up to a multiple of ``m``."""
+    return -(-n // m) * m
+
+
+def ceil_div(n: int, m: int) -> int:
+    """``ceil(n / m)`` for positive integers."""
+    return -(-n // m)
+
+
+def _floor_pow2(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (max(1, n) - 1).bit_length())
+
+
+def choose_local_size(global_size: tuple[int, int], wave: int, max_group: int, max_items: Sequence[int],
+                      compute_units: int) -> tuple[int, int]:
+    """A work-group shape from device and kernel queries: one wave to start with (spread over dim 1
+    when dim 0 is shorter), then grown along dim 0 up to four waves while every compute unit keeps
+    at least four work-groups and rounding wastes at most an eighth of the work."""
+    g0, g1 = max(1, global_size[0]), max(1, global_size[1])
+    limit = _floor_pow2(max(1, max_group))
+    wave = max(1, min(_floor_pow2(max(1, wave)), limit))
+    m0, m1 = _floor_pow2(max(1, max_items[0])), _floor_pow2(max(1, max_items[1] if len(max_items) > 1 else 1))
+    l0 = min(wave, _next_pow2(g0), m0)
+    l1 = 1
+    while l0 * l1 * 2 <= wave and l1 * 2 <= min(_next_pow2(g1), m1):
+        l1 *= 2
+    want_groups = 4 * max(1, compute_units)
+
+    def fits(n0: int, n1: int) -> bool:
+        return ceil_div(g0, n0) * ceil_div(g1, n1) >= want_groups and round_up(g0, n0) - g0 <= g0 // 8
+
+    while l0 * 2 * l1 <= min(4 * wave, limit) and l0 * 2 <= m0 and fits(l0 * 2, l1):
+        l0 *= 2
+    return (l0, l1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape helpers shared with the runner (it binds the same numbers the plan sized)
+
+
+def numel(shape: Sequence[int]) -> int:
+    """Elements of a shape."""
+    return math.prod(shape)
+
+
+def as_rank4(shape: Sequence[int], what: str, op: Operator) -> tuple[int, int, int, int]:
+    """A shape of rank <= 4 padded with leading ones to rank 4."""
+    if len(shape) > MAX_RANK:
+        raise PlanError(f"operator {op.name!r} ({op.type}): rank {len(shape)} {what} is beyond the "
+                        f"opencl backend's rank-{MAX_RANK} kernels")
+    s = (1,) * (MAX_RANK - len(shape)) + tuple(int(d) for d in shape)
+    return (s[0], s[1], s[2], s[3])
+
+
+def broadcast_layout(out: Sequence[int], a: Sequence[int], b: Sequence[int],
+                     op: Operator) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Output dims and the element strides of both operands (0 along broadcast axes), with
+    adjacent axes merged where both operands allow and padded to rank 4."""
+    rank = len(out)
+
+    def strides(shape: Sequence[int]) -> list[int]:
+        s = (1,) * (rank - len(shape)) + tuple(shape)
+        st, acc = [0] * rank, 1
+        for i in range(rank - 1, -1, -1):
+            st[i] = 0 if s[i] == 1 and out[i] != 1 else acc
+            acc *= s[i]
+        return st
+
+    dims = [int(d) for d in out]
+    sa, sb = strides(a), strides(b)
+    keep = [i for i in range(rank) if dims[i] != 1]  # size-1 axes index nothing
+    dims, sa, sb = [dims[i] for i in keep], [sa[i] for i in keep], [sb[i] for i in keep]
+    merged_d: list[int] = []
+    merged_a: list[int] = []
+    merged_b: list[int] = []
+    for d, x, y in zip(dims, sa, sb):
+        if merged_d and merged_a[-1] == x * d and merged_b[-1] == y * d:
+            merged_d[-1] *= d
+            merged_a[-1], merged_b[-1] = x, y
+        else:
+            merged_d.append(d)
+            merged_a.append(x)
+            merged_b.append(y)
+    if len(merged_d) > MAX_RANK:
+        raise PlanError(f"operator {op.name!r} ({op.type}): broadcasting {list(a)} with {list(b)} needs "
+                        f"{len(merged_d)} axes, beyond the opencl backend's {MAX_RANK}")
+    pad = MAX_RANK - len(merged_d)
+    return (tuple([1] * pad + merged_d), tuple([0] * pad + merged_a), tuple([0] * pad + merged_b))
+
+
+def concat_geometry(graph: Graph, op: Operator) -> tuple[int, int, list[int]]:
+    """(outer, inner, per-part axis sizes) of a concat or split: parts are contiguous runs of
+    ``size * inner`` elements in each of ``outer`` rows of the whole tensor."""
+    whole = graph.tensors[op.outputs[0] if op.type == "concat" else op.inputs[0]].shape
+    axis = op.attrs["axis"]
+    parts = op.inputs if op.type == "concat" else op.outputs
+    return numel(whole[:axis]), numel(whole[axis + 1:]), [graph.tensors[t].shape[axis] for t in parts]
+
+
+def conv_kernel(graph: Graph, op: Operator) -> str:
+    """The kernel that runs a convolution operator."""
+    if op.type == "depthwise_conv2d":
+        return "depthwise_conv2d"
+    a = op.attrs
+    cin = graph.tensors[op.inputs[0]].shape[1]
+    if a["groups"] > 1 and a["groups"] == cin and a["out_channels"] % cin == 0:
+        return "depthwise_conv2d"
+    if a["kernel"] == [1, 1] and a["stride"] == [1, 1] and a["pads"] == [0, 0, 0, 0]:
+        return "conv2d_1x1"
+    return "conv2d"
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+
+
+def canonical(graph: Graph) -> Graph:
+    """A checked copy with canonical attributes (the caller's graph is left alone)."""
+    return copy.deepcopy(graph).check()
+
+
+def _check_supported(graph: Graph) -> None:
+    for t in graph.inputs:
+        if graph.tensors[t].dtype not in FLOAT_DTYPES:
+            raise PlanError(f"graph input {t!r} is {graph.tensors[t].dtype}; the opencl backend runs float graphs only")
+    for o in graph.operators:
+        if o.type not in KERNEL_OF_TYPE and o.type not in VIEWS and o.type != "conv2d":
+            raise PlanError(f"operator {o.name!r}: type {o.type!r} has no opencl kernel")
+        for t in (*o.inputs, *o.outputs):
+            if graph.tensors[t].dtype not in FLOAT_DTYPES:
+                raise PlanError(f"operator {o.name!r} ({o.type}) uses {graph.tensors[t].dtype} tensor {t!r}; "
+                                "the opencl backend runs float graphs only")
+
+
+def _sole_consumer(graph: Graph, op: Operator, consumers: dict[str, list[Operator]]) -> Operator | None:
+    """The one operator reading ``op``'s single output, if it reads nothing else and that output
+    is not a graph output."""
+    if len(op.outputs) != 1 or op.outputs[0] in graph.outputs:
+        return None
+    readers = consumers.get(op.outputs[0], [])
+    if len(readers) != 1 or len(readers[0].inputs) != 1:
+        return None
+    return readers[0]
+
+
+def fusion_groups(graph: Graph) -> list[list[Operator]]:
+    """The operators of a canonical graph grouped by the fusion rule, in topological order: each
+    group is an anchor and what it absorbs (a view is a group of its own)."""
+    consumers = graph.consumers()
+    absorbed: set[str] = set()
+    groups: list[list[Operator]] = []
+    for op in graph.topological_order():
+        if op.name in absorbed:
+            continue
+        chain = [op]
+        if op.type in EPILOGUE_ANCHORS:
+            nxt = _sole_consumer(graph, op, consumers)
+            foldable = op.type in BN_FOLDERS and (op.type != "fully_connected"
+                                                  or len(graph.tensors[op.outputs[0]].shape) == 2)
+            if nxt is not None and nxt.type == "batch_norm" and foldable:
+                chain.append(nxt)
+                nxt = _sole_consumer(graph, nxt, consumers)
+            if nxt is not None and nxt.type in ACTIVATIONS:
+                chain.append(nxt)
+        absorbed.update(o.name for o in chain)
+        groups.append(chain)
+    return groups
+
+
+def _sizes(graph: Graph, chain: list[Operator], kernel: str, part: int, cfg: KernelConfig) -> tuple[int, int]:
+    """The logical 2-D work size of one kernel (what the runner passes as gs0, gs1)."""
+    op = chain[0]
+    vw, ocb = cfg.vector_width, cfg.out_channels_per_item
+    xs = graph.tensors[op.inputs[0]].shape if op.inputs else ()
+    ys = graph.tensors[op.outputs[0]].shape
+    if kernel == "conv2d_1x1":
+        g = op.attrs["groups"]
+        return ceil_div(ys[2] * ys[3], vw), ys[0] * g * ceil_div(ys[1] // g, ocb)
+    if kernel == "conv2d":
+        g = op.attrs["groups"]
+        return ys[2] * ceil_div(ys[3], vw), ys[0] * g * ceil_div(ys[1] // g, ocb)
+    if kernel == "depthwise_conv2d":
+        return ys[2] * ceil_div(ys[3], vw), ys[0] * ys[1]
+    if kernel == "fully_connected":
+        return ceil_div(ys[-1], vw), numel(ys[:-1])
+    if kernel == "matmul":
+        return ys[-1], numel(ys[:-1])
+    if kernel == "pool2d":
+        return ys[2] * ys[3], ys[0] * ys[1]
+    if kernel == "global_pool":
+        return ys[0] * ys[1], 1
+    if kernel == "binary":
+        shapes = [graph.tensors[t].shape for t in op.inputs]
+        other = shapes[1] if len(shapes) > 1 else tuple(op.attrs["const_shape"])
+        dims, _, _ = broadcast_layout(ys, shapes[0], other, op)
+        return ceil_div(dims[3], vw), dims[0] * dims[1] * dims[2]
+    if kernel == "activation":
+        return ceil_div(numel(ys), vw), 1
+    if kernel == "scale_shift":
+        return ceil_div(numel(ys[2:]), vw), ys[0] * ys[1]
+    if kernel == "copy_slice":
+        if op.type in VIEWS:
+            return ceil_div(numel(ys), vw), 1
+        outer, inner, parts = concat_geometry(graph, op)
+        return ceil_div(parts[part] * inner, vw), outer
+    if kernel in ("pad", "transpose"):
+        o = as_rank4(ys, "output", op)
+        return o[3], o[0] * o[1] * o[2]
+    if kernel == "reduce":
+        as_rank4(xs, "input", op)
+        return numel(ys), 1
+    if kernel == "softmax":
+        axis = op.attrs["axis"]
+        return numel(xs[axis + 1:]), numel(xs[:axis])
+    if kernel == "channel_shuffle":
+        return ceil_div(ys[2] * ys[3], vw), ys[0] * ys[1]
+    if kernel == "resize":
+        return ys[3], ys[0] * ys[1] * ys[2]
+    raise PlanError(f"operator {op.name!r}: no work size for kernel {kernel!r}")  # a bug, not bad input
+
+
+def _kernel_attrs(chain: list[Operator], kernel: str, cfg: KernelConfig) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    act = next((o for o in chain[1:] if o.type in ACTIVATIONS), None)
+    bn = next((o for o in chain[1:] if o.type == "batch_norm"), None)
+    if chain[0].type in EPILOGUE_ANCHORS:
+        attrs["activation"] = act.type if act is not None else None
+    if bn is not None:
+        attrs["folded_batch_norm"] = bn.name
+    if kernel in ("conv2d", "conv2d_1x1"):
+        attrs["out_channels_per_item"] = cfg.out_channels_per_item
+    attrs["vector_width"] = cfg.vector_width
+    return attrs
+
+
+def kernels_for_graph(graph: Graph, limits: DeviceLimits | None = None,
+                      config: KernelConfig | None = None) -> list[PlannedKernel]:
+    """The kernels that run for ``graph``, in launch (topological) order. With a device's
+    ``limits`` the tiling and work-group sizes are that device's (the runner refines the local
+    size with each built kernel's own limits); without, a generic tiling and no local size."""
+    g = canonical(graph)
+    _check_supported(g)
+    cfg = config or (KernelConfig.for_device(limits) if limits is not None else KernelConfig())
+    producers = g.producers()
+    planned: list[PlannedKernel] = []
+    for chain in fusion_groups(g):
+        op = chain[0]
+        if op.type in VIEWS:
+            if op.inputs[0] in producers:
+                continue  # an alias of a buffer some kernel writes
+            kernels = [("copy_slice", 0)]  # a view of a graph input is materialized
+        elif op.type in ("conv2d", "depthwise_conv2d"):
+            kernels = [(conv_kernel(g, op), 0)]
+        elif op.type == "concat":
+            kernels = [("copy_slice", i) for i in range(len(op.inputs))]
+        elif op.type == "split":
+            kernels = [("copy_slice", i) for i in range(len(op.outputs))]
+        else:
+            kernels = [(KERNEL_OF_TYPE[op.type], 0)]
+        for kernel, part in kernels:
+            gs = _sizes(g, chain, kernel, part, cfg)
+            local = None
+            if limits is not None:
+                local = choose_local_size(gs, limits.wave_size, limits.max_work_group_size,
+                                          limits.max_work_item_sizes, limits.compute_units)
+            planned.append(PlannedKernel(
+                name=op.name if len(kernels) == 1 else f"{op.name}#{part}",
+                kernel=kernel,
+                ops=tuple(o.name for o in chain),
+                op_types=tuple(o.type for o in chain),
+                global_size=gs,
+                local_size=local,
+                part=part,
+                attrs=_kernel_attrs(chain, kernel, cfg),
+            ))
+    return planned
+
+
+def view_owner(graph: Graph, planned: list[PlannedKernel]) -> dict[str, str]:
+    """For each view operator that runs no kernel, the kernel it is counted as fused into: the
+    kernel that writes its input buffer (or, for a chain of views, the first one's)."""
+    g = graph
+    producers = g.producers()
+    writer = {o: k.name for k in planned for o in k.ops}
+    last_kernel = {}
+    for k in planned:  # the kernel writing an operator's output is that operator's last kernel
+        for o in k.ops:
+            last_kernel[o] = k.name
+    out: dict[str, str] = {}
+    for op in g.topological_order():
+        if op.type in VIEWS and op.name not in writer:
+            src = producers.get(op.inputs[0])
+            if src is not None:
+                out[op.name] = out.get(src.name) or last_kernel[src.name]
+    return out
+
+
+__all__ = ["ACTIVATIONS", "KERNELS", "KernelConfig", "PlanError", "PlannedKernel", "broadcast_layout",
+           "choose_local_size", "fusion_groups", "kernels_for_graph", "view_owner"]

@@ -1,0 +1,129 @@
+"""The OpenCL backend's kernel sources, and their programs built once per device and cached.
+
+The kernel contract (``kernels/<name>.cl``), kept so a later step can fuse independent kernels
+source-to-source (ParallelFusion, section 4.2):
+
+* one file per kernel, holding exactly one ``__kernel`` function named like the file, plus at
+  most the shared helper ``ll_act`` whose text is identical in every file that has it;
+* a 2-D ND-range; the first two arguments ``gs0, gs1`` are the logical global sizes and the
+  body starts with ``if (get_global_id(0) >= gs0 || get_global_id(1) >= gs1) return;``, so a
+  launch may round its global size up to any work-group multiple;
+* only ``get_global_id`` among the work-item built-ins; no barriers, no local memory (a fused
+  kernel may cut work-groups anywhere, and CPU devices emulate local memory in global memory);
+* types and widths come from build options: ``real`` (float or half), ``real_v`` / ``vload_v``
+  / ``vstore_v`` / ``VW`` (the vector of ``VW`` reals), ``OCB`` (output channels per
+  work-item). fp16 prepends the ``cl_khr_fp16`` pragma.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import pyopencl as cl
+
+from devicelab.backends.base import BackendError
+from devicelab.backends.opencl.devices import FoundDevice, context_for
+from devicelab.backends.opencl.plan import KERNELS, KernelConfig
+
+_KERNEL_DEF = re.compile(r"__kernel\s+void\s+(\w+)\s*\(")
+_FP16_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
+PRECISIONS = {"fp32": "float", "fp16": "half"}
+
+
+@cache
+def kernel_source(name: str) -> str:
+    """The OpenCL C source of one kernel, as stored in ``kernels/<name>.cl``."""
+    if name not in KERNELS:
+        raise KeyError(f"no opencl kernel {name!r}; known: {list(KERNELS)}")
+    return resources.files("devicelab.backends.opencl").joinpath("kernels", f"{name}.cl").read_text()
+
+
+def kernel_functions(source: str) -> list[str]:
+    """Names of the ``__kernel`` functions a source defines."""
+    return _KERNEL_DEF.findall(source)
+
+
+def build_options(config: KernelConfig, precision: str) -> tuple[str, ...]:
+    """The compiler options that fix a kernel's types and tiling."""
+    try:
+        real = PRECISIONS[precision]
+    except KeyError:
+        raise BackendError(f"opencl backend: precision {precision!r} is not one of {sorted(PRECISIONS)}") from None
+    vw = config.vector_width
+    return (
+        "-cl-mad-enable",
+        f"-Dreal={real}", f"-Dreal_v={real}{vw}", f"-Dvload_v=vload{vw}", f"-Dvstore_v=vstore{vw}",
+        f"-DVW={vw}", f"-DOCB={config.out_channels_per_item}",
+    )
+
+
+def program_source(name: str, precision: str) -> str:
+    """What is compiled: the kernel's source, behind the fp16 pragma when half precision."""
+    source = kernel_source(name)
+    return _FP16_PRAGMA + source if precision == "fp16" else source
+
+
+@dataclass(frozen=True)
+class KernelLimits:
+    """What a built kernel allows on its device (clGetKernelWorkGroupInfo)."""
+
+    max_work_group_size: int
+    preferred_multiple: int
+
+
+@dataclass
+class BuiltProgram:
+    """A program built for one device, with the build's cost."""
+
+    program: cl.Program
+    name: str
+    options: tuple[str, ...]
+    build_ms: float
+    limits: KernelLimits
+
+
+class ProgramCache:
+    """Programs by (device, kernel, options), built on first request and then reused."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._programs: dict[tuple[str, str, tuple[str, ...]], BuiltProgram] = {}
+
+    def get(self, found: FoundDevice, name: str, options: tuple[str, ...],
+            precision: str = "fp32") -> tuple[BuiltProgram, bool]:
+        """The built program and whether this call built it (False: it came from the cache)."""
+        key = (found.identity, name, options)
+        with self._lock:
+            hit = self._programs.get(key)
+            if hit is not None:
+                return hit, False
+            ctx = context_for(found)
+            t0 = time.perf_counter_ns()
+            try:
+                program = cl.Program(ctx, program_source(name, precision)).build(options=list(options))
+            except cl.RuntimeError as e:  # a build failure: the log says why
+                raise BackendError(f"opencl backend: kernel {name!r} does not build on {found.limits.name!r} "
+                                   f"with {' '.join(options)}: {str(e).strip()[:2000]}") from e
+            build_ms = (time.perf_counter_ns() - t0) / 1e6
+            kernel = cl.Kernel(program, name)
+            info = cl.kernel_work_group_info
+            limits = KernelLimits(
+                max_work_group_size=int(kernel.get_work_group_info(info.WORK_GROUP_SIZE, found.device)),
+                preferred_multiple=int(kernel.get_work_group_info(info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
+                                                                  found.device)),
+            )
+            built = self._programs[key] = BuiltProgram(program, name, options, build_ms, limits)
+            return built, True
+
+    def clear(self) -> None:
+        """Forget every program (the next request builds again)."""
+        with self._lock:
+            self._programs.clear()
+
+
+PROGRAMS = ProgramCache()

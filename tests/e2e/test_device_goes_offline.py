@@ -1,0 +1,60 @@
+"""A worker that stops heart-beating: after LATENCYLAB_OFFLINE_AFTER_SECONDS its device is marked
+offline by a live agent's sweep, and its queued jobs move to an equivalent online device (or fail
+with the reason when there is none)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.helpers import OFFLINE_AFTER_SECONDS, QUICK, job_row, submit, tiny_graph, upload, wait_finished, wait_for
+
+
+@pytest.mark.django_db(transaction=True)
+def test_queued_jobs_move_to_an_equivalent_online_device(start_worker: Any, e2e_api: Any) -> None:
+    from server.devices.models import Device
+
+    # Two agent instances on this host stand in for two machines with the same CPU.
+    a, b = start_worker(instance="a"), start_worker(instance="b")
+    dev_a, dev_b = a.device(), b.device()
+    assert dev_a.pk != dev_b.pk and dev_a.equivalent_to(dev_b)
+
+    a.freeze()  # hung: no heartbeat, no consumer, and no clean goodbye
+    model_id = upload(e2e_api, tiny_graph("rerouted"))
+    jobs = [submit(e2e_api, model_id, dev_a.pk, QUICK) for _ in range(2)]  # dev_a is not stale yet
+
+    # Only b's agent is alive to notice: its heartbeat sweep takes dev_a offline.
+    wait_for(
+        lambda: Device.objects.get(pk=dev_a.pk).status == "offline",
+        OFFLINE_AFTER_SECONDS + 15,
+        "the silent device to be marked offline",
+    )
+    for job_id in jobs:
+        job = wait_finished(job_id)
+        assert job.state == "succeeded", job.failure_reason
+        assert job.device_id == dev_b.pk
+        assert f"#{dev_a.pk}" in job.moved_from and "offline" in job.moved_from
+        assert job.result.device_info["kind"] == "cpu"
+    assert Device.objects.get(pk=dev_b.pk).status == "online"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_queued_job_fails_with_a_reason_when_no_equivalent_device_is_online(start_worker: Any, e2e_api: Any) -> None:
+    from server.profiling.services import mark_stale_devices_offline
+
+    worker = start_worker()
+    device = worker.device()
+    worker.freeze()
+    job_id = submit(e2e_api, upload(e2e_api, tiny_graph("stranded")), device.pk, QUICK)
+
+    # No live agent is left to sweep; the server sweeps too (on every submission, for instance).
+    def swept() -> bool:
+        mark_stale_devices_offline()
+        return job_row(job_id).is_finished
+
+    wait_for(swept, OFFLINE_AFTER_SECONDS + 15, "the stranded job to be failed", interval=0.5)
+    job = job_row(job_id)
+    assert job.state == "failed"
+    assert "went offline" in job.failure_reason and "no equivalent online device" in job.failure_reason
+    assert job.device.status == "offline"

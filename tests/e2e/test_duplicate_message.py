@@ -1,0 +1,35 @@
+"""The same job sent twice (a redelivery, a re-enqueue) runs once: the second message finds the job
+claimed or finished and does nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.helpers import QUICK, job_row, submit, tiny_graph, upload, wait_finished, wait_for
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_enqueued_twice_runs_once(start_worker: Any, e2e_api: Any) -> None:
+    from server.profiling.models import JobResult
+    from workers.dispatch import enqueue_job
+
+    worker = start_worker()
+    device = worker.device()
+    job_id = submit(e2e_api, upload(e2e_api, tiny_graph("twice")), device.pk, QUICK)
+    enqueue_job(job_row(job_id))  # the second message for the same job
+
+    job = wait_finished(job_id)
+    assert job.state == "succeeded", job.failure_reason
+    wait_for(
+        lambda: worker.log_tail(400).count("run_profiling_job") >= 4,
+        20,
+        "the worker to receive and finish both messages",
+    )
+    tail = worker.log_tail(400)
+    assert tail.count("'succeeded'") == 1
+    assert "'not-queued'" in tail or "'taken'" in tail
+    job = job_row(job_id)
+    assert job.attempts == 1
+    assert JobResult.objects.filter(job_id=job_id).count() == 1

@@ -1,0 +1,35 @@
+"""A second message for a job that already ran (or that another run holds) does nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from workers.tasks import run_profiling_job
+
+
+def test_second_delivery_of_a_finished_job_is_a_no_op(as_device_process: Any, make_job: Callable[..., Any]) -> None:
+    from server.profiling.models import JobResult
+
+    job = make_job()
+    assert run_profiling_job(job.pk) == "succeeded"
+    assert run_profiling_job(job.pk) == "not-queued"
+
+    job.refresh_from_db()
+    assert job.attempts == 1
+    assert JobResult.objects.filter(job=job).count() == 1
+
+
+def test_job_held_by_another_run_is_left_alone(as_device_process: Any, make_job: Callable[..., Any]) -> None:
+    from server.profiling.services import claim_job
+
+    job = make_job()
+    assert claim_job(job.pk, "another-run") is not None
+
+    assert run_profiling_job(job.pk) == "not-queued"
+    job.refresh_from_db()
+    assert job.state == "running" and job.claimed_by == "another-run" and job.attempts == 1
+
+
+def test_missing_job_is_skipped(as_device_process: Any) -> None:
+    assert run_profiling_job(987654321) == "missing"

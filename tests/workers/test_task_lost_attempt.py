@@ -1,0 +1,23 @@
+"""A job that comes back while still running under this run's token was being measured by a pool
+process that died (the broker redelivered it): the job fails saying so, it is not run blind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from workers.tasks import run_profiling_job
+
+
+def test_redelivered_job_of_a_dead_pool_process_fails_with_the_reason(
+    as_device_process: Any, make_job: Callable[..., Any]
+) -> None:
+    from server.profiling.services import claim_job
+
+    job = make_job()
+    assert claim_job(job.pk, as_device_process.token) is not None  # the attempt that died
+
+    assert run_profiling_job(job.pk) == "lost"
+    job.refresh_from_db()
+    assert job.state == "failed" and job.attempts == 1
+    assert "died during attempt 1" in job.failure_reason
