@@ -164,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         call_command("migrate", verbosity=0)
         delays, info = measure(args.jobs)
     finally:
+        from workers.dispatch import purge_queues
+
+        purge_queues(env["LATENCYLAB_QUEUE_PREFIX"])
         connections.close_all()
         if env["DATABASE_URL"].startswith("postgres"):
             _postgres(env["DATABASE_URL"], f'DROP DATABASE IF EXISTS "{env["DATABASE_URL"].rpartition("/")[2]}"')

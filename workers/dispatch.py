@@ -27,3 +27,43 @@ def enqueue_job(job: Any) -> None:
     # A string queue goes through the anonymous direct exchange with the queue's name as routing
     # key, so the message lands in the device's queue even before its worker first declared it.
     run_profiling_job.apply_async(args=[job.pk], queue=device_queue(job.device_id))
+
+
+def purge_queues(prefix: str) -> int:
+    """Delete every queue, binding and pending message whose queue name starts with ``prefix``;
+    returns how many broker entries went.
+
+    For runs that used a private ``LATENCYLAB_QUEUE_PREFIX`` (a test session, a benchmark) to
+    leave the shared broker as they found it. Refuses an empty prefix: that would be every queue.
+    """
+    import json
+    from pathlib import Path
+
+    from workers.celery_app import app
+
+    if not prefix:
+        raise ValueError("purge_queues needs a non-empty prefix")
+    url = str(app.conf.broker_url)
+    removed = 0
+    if url.startswith(("redis://", "rediss://")):
+        import redis
+
+        client = redis.Redis.from_url(url)
+        # The queue's list and kombu's binding sets all carry the queue name in their key.
+        for key in client.scan_iter(match=f"*{prefix}*"):
+            removed += client.delete(key)
+        # Delivered but unacknowledged messages wait in one hash for the whole broker.
+        for tag, raw in client.hgetall("unacked").items():
+            if str(json.loads(raw)[2]).startswith(prefix):
+                removed += client.hdel("unacked", tag)
+                client.zrem("unacked_index", tag)
+    elif url.startswith("filesystem"):
+        options = app.conf.broker_transport_options or {}
+        for folder, pattern in (
+            (options.get("data_folder_in"), f"*.{prefix}*.msg"),
+            (options.get("control_folder"), f"{prefix}*.exchange"),
+        ):
+            for path in Path(folder).glob(pattern) if folder else ():
+                path.unlink(missing_ok=True)
+                removed += 1
+    return removed

@@ -125,16 +125,19 @@ class _Signals:
         self.hurry = threading.Event()
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
+        """The signal handler."""
         if self.stop.is_set():
             self.hurry.set()
         self.stop.set()
 
     def install(self) -> None:
+        """Handle SIGTERM and SIGINT in this (the main) thread."""
         signal.signal(signal.SIGTERM, self.handle)
         signal.signal(signal.SIGINT, self.handle)
 
 
 def _describe_exit(code: int) -> str:
+    """A process exit status in words."""
     if code < 0:
         return f"was killed by {signal.Signals(-code).name}"
     return f"exited with status {code}"

@@ -84,10 +84,13 @@ class ProfilingTask(Task):  # type: ignore[misc]
             limit = self.time_limit or app.conf.task_time_limit
             fail_job(job_id, ctx.token, f"the job ran past the hard time limit of {limit} s and was killed")
         elif isinstance(exc, TRANSIENT_ERRORS):
-            # Never claimed: claim it to record why it could not run (and count the attempt).
-            job = claim_job(job_id, ctx.token)
-            if job is not None:
-                fail_job(job_id, ctx.token, f"gave up after {self.request.retries} retries: {exc}")
+            # Never claimed: claim it (if it is still this worker's) to record why it could not run.
+            from server.profiling.models import ProfilingJob
+
+            job = ProfilingJob.objects.filter(pk=job_id).first()
+            if job is not None and job.device_id in ctx.devices:
+                if claim_job(job_id, ctx.token, device_id=job.device_id) is not None:
+                    fail_job(job_id, ctx.token, f"gave up after {self.request.retries} retries: {exc}")
 
 
 @app.task(

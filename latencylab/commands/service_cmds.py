@@ -25,8 +25,10 @@ def add_parsers(sub: Any) -> None:
     add.add_argument("--team", required=True)
     add.set_defaults(func=add_user)
 
+    from workers.run import add_arguments as add_worker_arguments
+
     worker = sub.add_parser("worker", help="run a Celery worker and the device agent for this machine")
-    worker.add_argument("--name", default=None, help="worker name (default: the host name)")
+    add_worker_arguments(worker)
     worker.set_defaults(func=run_worker)
 
     for name, helptext in (("up", "web server and one worker in the foreground"),
@@ -80,10 +82,10 @@ def add_user(args: argparse.Namespace) -> int:
 def run_worker(args: argparse.Namespace) -> int:
     """``latencylab worker``: the device agent and a Celery worker for this machine's devices."""
     setup_django()
-    from workers.run import run_worker as run
+    from workers.run import run_from_args
 
     migrate()
-    return int(run(name=args.name) or 0)
+    return run_from_args(args)
 
 
 def run_manage(args: argparse.Namespace) -> int:
@@ -98,8 +100,9 @@ def run_manage(args: argparse.Namespace) -> int:
 class Service:
     """The web server and one worker as child processes, stopped together."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, worker_loglevel: str = "INFO") -> None:
         self.host, self.port = host, port
+        self.worker_loglevel = worker_loglevel
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> None:
@@ -107,7 +110,9 @@ class Service:
         env = dict(os.environ, DJANGO_SETTINGS_MODULE="server.settings")
         web = [sys.executable, "-m", "gunicorn", "server.wsgi:application", "--bind", f"{self.host}:{self.port}",
                "--workers", "2", "--access-logfile", "-", "--log-level", "warning"]
-        worker = [sys.executable, "-m", "latencylab.cli", "worker"]
+        # The worker's grace for a running job is shorter than stop()'s SIGKILL deadline.
+        worker = [sys.executable, "-m", "latencylab.cli", "worker", "--shutdown-grace", "15",
+                  "--loglevel", self.worker_loglevel]
         self.procs = [subprocess.Popen(web, env=env), subprocess.Popen(worker, env=env)]
 
     def alive(self) -> bool:
@@ -154,6 +159,15 @@ def _wait_for_http(host: str, port: int, timeout: float = 60) -> None:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the web server did not answer on {host}:{port} within {timeout:.0f} s") from None
             time.sleep(0.5)
+
+
+def _get_json(url: str, token: str) -> Any:
+    import json
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"Authorization": f"Token {token}"})
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 (our own server)
+        return json.load(response)
 
 
 def up(args: argparse.Namespace) -> int:
@@ -223,7 +237,7 @@ def demo(args: argparse.Namespace) -> int:
     migrate()
     user, token = create_user_with_token("demo", "demo")
     team = Team.objects.get(name="demo")
-    service = Service(args.host, args.port)
+    service = Service(args.host, args.port, worker_loglevel="WARNING")
     service.start()
     try:
         _wait_for_http(args.host, args.port)
@@ -247,6 +261,13 @@ def demo(args: argparse.Namespace) -> int:
     print(f"\nLatencyLab is up at {base}/  (API docs: {base}/api/docs/)")
     print(f"API token for user 'demo' (team 'demo'): {token}")
     print(f"  curl -H 'Authorization: Token {token}' {base}/api/jobs/{jobs[0].pk}/")
+    try:
+        detail = _get_json(f"{base}/api/jobs/{jobs[0].pk}/", token)
+        result = detail.get("result") or {}
+        print(f"API check: job {detail['id']} ({detail['state']}) returns {len(result.get('operators', []))} "
+              "per-operator timings")
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"API check failed: {exc}")
     if args.exit:
         service.stop()
         return 0 if all(j.state == "succeeded" for j in jobs) else 1

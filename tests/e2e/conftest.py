@@ -62,31 +62,9 @@ def queue_prefix() -> Iterator[str]:
     """A queue prefix of this test session; its leftovers are removed from the broker at the end."""
     prefix = f"e2e-{uuid.uuid4().hex[:12]}."
     yield prefix
-    purge_prefix(prefix)
+    from workers.dispatch import purge_queues
 
-
-def purge_prefix(prefix: str) -> None:
-    """Delete this session's messages and queues from the broker (Redis keys or message files)."""
-    from workers.celery_app import app
-
-    if str(app.conf.broker_url).startswith("redis"):
-        import json
-
-        import redis
-
-        client = redis.Redis.from_url(app.conf.broker_url)
-        for key in client.scan_iter(match=f"{prefix}*"):
-            client.delete(key)
-        for key in client.scan_iter(match=f"_kombu.binding.{prefix}*"):
-            client.delete(key)
-        for tag, raw in client.hgetall("unacked").items():
-            if json.loads(raw)[2].startswith(prefix):
-                client.hdel("unacked", tag)
-                client.zrem("unacked_index", tag)
-    elif str(app.conf.broker_url).startswith("filesystem"):
-        folder = Path(app.conf.broker_transport_options["data_folder_in"])
-        for path in folder.glob(f"*.{prefix}*.msg"):
-            path.unlink(missing_ok=True)
+    purge_queues(prefix)
 
 
 @pytest.fixture(autouse=True)

@@ -24,11 +24,9 @@ def tiny_graph(name: str = "tiny") -> Graph:
     return b.build(b.fc(b.flatten(b.global_avg_pool(x)), 10))
 
 
-def fake_cpu(n: int, instance: str = "") -> DeviceInfo:
+def fake_cpu(n: int) -> DeviceInfo:
     """A CPU device as a backend would report it, on a machine that is not this one."""
-    return DeviceInfo(
-        "cpu", f"cpu:machine-{n}{instance}", f"Test CPU {n}", {"cpu_model": "Test CPU 3000", "arch": "x86_64"}
-    )
+    return DeviceInfo("cpu", f"cpu:machine-{n}", f"Test CPU {n}", {"cpu_model": "Test CPU 3000", "arch": "x86_64"})
 
 
 @pytest.fixture

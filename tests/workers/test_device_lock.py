@@ -3,11 +3,11 @@ when its holder dies, even by SIGKILL."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +28,7 @@ def test_lock_is_exclusive_across_processes_and_freed_when_the_holder_is_killed(
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, identity],
         stdout=subprocess.PIPE,
-        cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+        cwd=Path(__file__).resolve().parents[2],
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"

@@ -29,3 +29,15 @@ def test_only_named_transient_errors_are_retried() -> None:
     assert set(run_profiling_job.autoretry_for) == set(TRANSIENT_ERRORS)
     assert DeviceBusy in TRANSIENT_ERRORS and run_profiling_job.retry_backoff
     assert run_profiling_job.max_retries is not None
+
+
+def test_job_fails_saying_why_once_the_retries_are_spent(as_device_process: Any, make_job: Callable[..., Any]) -> None:
+    job = make_job()
+    busy = DeviceBusy("device 'cpu:x' is being measured by another process")
+
+    # What Celery calls when autoretry re-raises the error after the last retry.
+    run_profiling_job.on_failure(busy, "task-id", [job.pk], {}, None)
+
+    job.refresh_from_db()
+    assert job.state == "failed" and job.attempts == 1
+    assert job.failure_reason.startswith("gave up after") and "another process" in job.failure_reason

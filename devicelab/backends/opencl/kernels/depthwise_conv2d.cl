@@ -58,6 +58,7 @@ __kernel void depthwise_conv2d(const int gs0, const int gs1,
                 v = vload_v(0, row + ixs);
             } else {
                 real t[VW];
+                #pragma unroll
                 for (int l = 0; l < VW; ++l) {
                     const int ix = ixs + l * sw;
                     t[l] = (ix >= 0 && ix < iw) ? row[ix] : (real)0;

@@ -1,0 +1,46 @@
+"""``latencylab demo`` on embedded defaults: a fresh var/ ends with real results served by the API.
+
+This is the README's first command, run the way a new user runs it (no DATABASE_URL, no
+CELERY_BROKER_URL: SQLite and the filesystem broker, a real gunicorn and a real worker process),
+so it also covers the whole upload -> job -> worker -> API flow on the embedded defaults even
+when the rest of the suite runs against PostgreSQL and Redis.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_demo_on_embedded_defaults(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "LATENCYLAB_QUEUE_PREFIX", "DJANGO_SETTINGS_MODULE")}
+    env["LATENCYLAB_VAR_DIR"] = str(tmp_path / "var")
+    cmd = [sys.executable, "-m", "latencylab.cli", "demo", "--exit", "--port", str(_free_port()),
+           "--models", "squeezenet_1_1,mobilenet_v3_small", "--runs", "5"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    out = done.stdout
+    assert re.search(r"squeezenet_1_1\s+\d+\.\d+\s+\d+\.\d+\s+\d+\.\d%\s+\d+\s+succeeded", out), out
+    check = re.search(r"API check: job (\d+) \(succeeded\) returns (\d+) per-operator timings", out)
+    assert check and int(check.group(2)) > 10, out
+    token = re.search(r"API token for user 'demo' \(team 'demo'\): (\S+)", out)
+    assert token
+    # The embedded defaults really were used: the results sit in the SQLite file under var/.
+    db = sqlite3.connect(tmp_path / "var" / "latencylab.sqlite3")
+    (rows,) = db.execute("select count(*) from profiling_operatortiming").fetchone()
+    assert rows > 20
+    assert (tmp_path / "var" / "broker").is_dir()

@@ -1,0 +1,110 @@
+"""Convolution kernels (conv2d, conv2d_1x1, depthwise_conv2d) against numpy, on awkward shapes:
+channel counts off the vector and block sizes, odd spatial sizes, stride 2, asymmetric padding,
+groups, dilation, a 1x1 spatial input, batches of two; and with batch norm and activations fused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.devicelab.backends.opencl import reference as ref
+from tests.devicelab.backends.opencl.conftest import assert_close, one_op
+
+CONV_CASES: list[tuple[str, tuple[int, ...], dict[str, Any], str]] = [
+    ("odd_sizes", (1, 5, 9, 11), dict(out_channels=7, kernel=3, pad="same"), "conv2d"),
+    ("stride2_asym_groups", (2, 6, 13, 10), dict(out_channels=10, kernel=3, stride=2, pad=[0, 1, 2, 1], groups=2),
+     "conv2d"),
+    ("dilated_rect_groups4", (1, 8, 7, 9), dict(out_channels=12, kernel=(3, 5), stride=(1, 2), dilation=2,
+                                                pad=[2, 4, 2, 4], groups=4), "conv2d"),
+    ("one_pixel_input", (1, 3, 1, 1), dict(out_channels=5, kernel=3, pad=1), "conv2d"),
+    ("stem_same_tf", (1, 3, 37, 35), dict(out_channels=32, kernel=3, stride=2, pad="same_tf", bias=True), "conv2d"),
+    ("wide_rows", (1, 4, 5, 41), dict(out_channels=9, kernel=3, pad="same", bias=True), "conv2d"),
+    ("k7_stride2", (1, 3, 30, 29), dict(out_channels=8, kernel=7, stride=2, pad=3), "conv2d"),
+    ("1x1_strided", (1, 6, 9, 9), dict(out_channels=4, kernel=1, stride=2, pad=0), "conv2d"),
+    ("pw_odd", (1, 13, 5, 7), dict(out_channels=9, kernel=1), "conv2d_1x1"),
+    ("pw_groups", (2, 12, 4, 4), dict(out_channels=20, kernel=1, groups=4, bias=True), "conv2d_1x1"),
+    ("pw_one_pixel", (1, 7, 1, 1), dict(out_channels=5, kernel=1), "conv2d_1x1"),
+    ("pw_wide", (1, 24, 17, 17), dict(out_channels=36, kernel=1, bias=True), "conv2d_1x1"),
+    ("grouped_as_depthwise", (1, 6, 8, 9), dict(out_channels=12, kernel=3, groups=6, pad="same", bias=True),
+     "depthwise_conv2d"),
+]
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[c[0] for c in CONV_CASES])
+def test_conv_matches_numpy(run_graph, case) -> None:
+    _, shape, kwargs, kernel = case
+    r = run_graph(one_op(shape, lambda b, x: b.conv(x, name="conv", **kwargs)))
+    assert [k.kernel for k in r.runner.plan] == [kernel]
+    a = r.graph.op("conv").attrs
+    w = r.weights["conv"]
+    want = ref.conv2d(r.x, w["weight"], w.get("bias"), a["stride"], a["pads"], a["dilation"], a["groups"])
+    assert_close(r.out, want)
+
+
+DW_CASES: list[tuple[str, tuple[int, ...], dict[str, Any]]] = [
+    ("odd_sizes", (1, 5, 9, 11), dict(kernel=3, pad="same")),
+    ("k5_stride2_asym", (2, 6, 12, 13), dict(kernel=5, stride=2, pad=[1, 2, 2, 1], bias=True)),
+    ("multiplier_dilation", (1, 4, 7, 7), dict(kernel=3, multiplier=2, dilation=2, pad="same")),
+    ("one_pixel_input", (1, 3, 1, 1), dict(kernel=3, pad=1)),
+    ("wide_rows", (1, 3, 6, 45), dict(kernel=3, pad="same", bias=True)),
+    ("stride2_even", (1, 16, 14, 14), dict(kernel=3, stride=2, pad="same_tf")),
+]
+
+
+@pytest.mark.parametrize("case", DW_CASES, ids=[c[0] for c in DW_CASES])
+def test_depthwise_matches_numpy(run_graph, case) -> None:
+    _, shape, kwargs = case
+    r = run_graph(one_op(shape, lambda b, x: b.dwconv(x, name="dw", **kwargs)))
+    assert [k.kernel for k in r.runner.plan] == ["depthwise_conv2d"]
+    a = r.graph.op("dw").attrs
+    w = r.weights["dw"]
+    want = ref.conv2d(r.x, w["weight"], w.get("bias"), a["stride"], a["pads"], a["dilation"], shape[1])
+    assert_close(r.out, want)
+
+
+FUSED_ACTS: list[tuple[str, dict[str, Any]]] = [
+    ("relu", {}), ("relu6", {}), ("hard_swish", {}), ("hard_sigmoid", {}), ("sigmoid", {}), ("swish", {}),
+    ("tanh", {}), ("gelu", {}), ("leaky_relu", {"alpha": 0.2}), ("elu", {"alpha": 0.7}),
+    ("clip", {"min": -0.5, "max": 0.25}), ("clip", {"min": None, "max": 0.1}),
+]
+
+
+@pytest.mark.parametrize("act", FUSED_ACTS, ids=[f"{a}-{i}" for i, (a, _) in enumerate(FUSED_ACTS)])
+@pytest.mark.parametrize("conv", ["conv2d", "conv2d_1x1", "depthwise_conv2d"])
+def test_conv_bn_activation_fused(run_graph, conv: str, act: tuple[str, dict[str, Any]]) -> None:
+    kind, attrs = act
+
+    def build(b, x):
+        if conv == "depthwise_conv2d":
+            y = b.dwconv(x, 3, stride=2, pad="same", name="conv")
+        else:
+            y = b.conv(x, 10, 3 if conv == "conv2d" else 1, pad="same", name="conv")
+        return b.act(b.bn(y, name="bn"), kind, name="act", **attrs)
+
+    # inputs spread wide enough that every activation's thresholds (0, +-3, 6, clip bounds) are crossed
+    x = (np.random.default_rng(5).standard_normal((2, 6, 9, 7)) * 6).astype(np.float32)
+    r = run_graph(one_op((2, 6, 9, 7), build), {"input": x})
+    assert len(r.runner.plan) == 1
+    k = r.runner.plan[0]
+    assert (k.kernel, k.ops) == (conv, ("conv", "bn", "act"))
+    a = r.graph.op("conv").attrs
+    w = r.weights["conv"]
+    groups = 6 if conv == "depthwise_conv2d" else 1
+    y = ref.conv2d(r.x, w["weight"], w.get("bias"), a["stride"], a["pads"], a["dilation"], groups)
+    y = ref.batch_norm(y, r.weights["bn"], r.graph.op("bn").attrs["epsilon"])
+    assert (y > 6).any() and (y < -3).any()
+    assert_close(r.out, ref.activation(kind, y, **r.graph.op("act").attrs))
+
+
+def test_batch_of_two_gives_each_image_its_own_result(run_graph) -> None:
+    graph = one_op((2, 5, 8, 8), lambda b, x: b.relu(b.conv(x, 7, 3, pad="same", name="conv")))
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 5, 8, 8)).astype(np.float32)
+    x[1] = -x[0]  # two different images
+    r = run_graph(graph, {"input": x})
+    a = r.graph.op("conv").attrs
+    want = np.maximum(ref.conv2d(x, r.weights["conv"]["weight"], None, a["stride"], a["pads"], a["dilation"], 1), 0)
+    assert_close(r.out, want)
+    assert not np.allclose(r.out[0], r.out[1])

@@ -1,0 +1,42 @@
+"""Pooling kernels against numpy: max and average windows with stride, asymmetric padding,
+ceil mode and count_include_pad, odd sizes; global average and max pooling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.devicelab.backends.opencl import reference as ref
+from tests.devicelab.backends.opencl.conftest import assert_close, one_op
+
+CASES = [
+    ("max_3x3_s2", "max", (1, 5, 11, 9), dict(kernel=3, stride=2, pad=1)),
+    ("max_ceil", "max", (2, 3, 10, 7), dict(kernel=3, stride=2, pad=0, ceil_mode=True)),
+    ("max_asym", "max", (1, 4, 7, 8), dict(kernel=(2, 3), stride=(1, 2), pad=[0, 1, 1, 2])),
+    ("avg_exclude_pad", "avg", (1, 6, 9, 9), dict(kernel=3, stride=1, pad=1)),
+    ("avg_include_pad", "avg", (1, 6, 9, 9), dict(kernel=3, stride=1, pad=1, count_include_pad=True)),
+    ("avg_ceil_include_pad", "avg", (1, 3, 10, 11), dict(kernel=3, stride=2, pad=1, ceil_mode=True,
+                                                        count_include_pad=True)),
+    ("avg_1x1_window", "avg", (1, 5, 6, 6), dict(kernel=1, stride=2)),
+    ("one_pixel", "max", (1, 3, 1, 1), dict(kernel=1, stride=1)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_pool_matches_numpy(run_graph, case) -> None:
+    _, kind, shape, kwargs = case
+    method = "max_pool" if kind == "max" else "avg_pool"
+    r = run_graph(one_op(shape, lambda b, x: getattr(b, method)(x, name="pool", **kwargs)))
+    assert [k.kernel for k in r.runner.plan] == ["pool2d"]
+    a = r.graph.op("pool").attrs
+    want = ref.pool2d(r.x, kind, a["kernel"], a["stride"], a["pads"], r.out.shape[2:],
+                      a.get("count_include_pad", False))
+    assert_close(r.out, want)
+
+
+@pytest.mark.parametrize("op,reduce", [("global_avg_pool", np.mean), ("global_max_pool", np.max)])
+@pytest.mark.parametrize("shape", [(2, 5, 7, 9), (1, 3, 1, 1), (1, 4, 16, 16), (1, 2, 33, 1)])
+def test_global_pool_matches_numpy(run_graph, op, reduce, shape) -> None:
+    r = run_graph(one_op(shape, lambda b, x: b.op(op, [x], name="gp")))
+    assert [k.kernel for k in r.runner.plan] == ["global_pool"]
+    assert_close(r.out, reduce(r.x.astype(np.float64), axis=(2, 3), keepdims=True))
