@@ -1,0 +1,56 @@
+"""Whole graphs on OpenCL compute what onnxruntime computes on the same weights and inputs:
+every zoo model and 50 samples of the synthetic NAS space, fp32, relative error under 1e-3
+(the largest difference over the largest reference value, per output)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from devicelab.backends.opencl.runner import GraphRunner, make_inputs
+from devicelab.graph import zoo
+from devicelab.graph.ir import Graph
+from devicelab.graph.nas import synthetic
+from devicelab.graph.onnx_export import graph_to_onnx_bytes
+
+ort = pytest.importorskip("onnxruntime")
+
+pytestmark = pytest.mark.slow
+TOLERANCE = 1e-3
+NAS_SAMPLES = 50
+
+
+def _reference(graph: Graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(graph_to_onnx_bytes(graph, seed=0), options, providers=["CPUExecutionProvider"])
+    return session.run(list(graph.outputs), feeds)
+
+
+def _check(found, graph: Graph) -> None:
+    runner = GraphRunner(found, graph)
+    try:
+        feeds = make_inputs(runner.graph)
+        got = runner.run(feeds)
+    finally:
+        runner.release()
+    for name, want in zip(graph.outputs, _reference(graph, feeds)):
+        assert got[name].shape == want.shape
+        assert np.isfinite(want).all()
+        err = float(np.abs(got[name].astype(np.float64) - want).max() / np.abs(want).max())
+        assert err < TOLERANCE, f"{graph.name} output {name}: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("name", sorted(zoo.entries()))
+def test_zoo_model_matches_onnxruntime(found, name: str) -> None:
+    _check(found, zoo.build(name))
+
+
+@pytest.fixture(scope="module")
+def nas_graphs() -> list[Graph]:
+    return synthetic.sample(NAS_SAMPLES, seed=0)
+
+
+@pytest.mark.parametrize("index", range(NAS_SAMPLES))
+def test_synthetic_nas_sample_matches_onnxruntime(found, nas_graphs: list[Graph], index: int) -> None:
+    _check(found, nas_graphs[index])
