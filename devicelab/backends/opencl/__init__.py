@@ -96,8 +96,9 @@ def _check_request(device: DeviceInfo, settings: ProfileSettings) -> FoundDevice
     if settings.backend != KIND:
         raise ValueError(f"settings ask for backend {settings.backend!r}, this is the opencl backend")
     if settings.cores:
-        raise ValueError("the opencl backend cannot pin cores: the OpenCL driver schedules its own threads; "
-                         "leave cores empty")
+        raise ValueError(
+            "the opencl backend cannot pin cores: the OpenCL driver schedules its own threads; leave cores empty"
+        )
     if settings.precision not in ("fp32", "fp16"):
         raise ValueError(f"the opencl backend runs fp32 or fp16, not {settings.precision!r}")
     return devices.find_device(device.identity)
@@ -110,8 +111,8 @@ def op_timings(graph: Graph, plan: list[PlannedKernel], per_launch_ms: list[list
     covering: dict[str, PlannedKernel] = {}
     for i, k in enumerate(plan):
         by_anchor.setdefault(k.anchor, []).append(i)
-        for o in k.ops[1:]:
-            covering[o] = k
+        for absorbed in k.ops[1:]:
+            covering[absorbed] = k
     views = view_owner(graph, plan)
     kernel_of = {k.name: k.kernel for k in plan}
     rows: list[OpTiming] = []
@@ -121,17 +122,45 @@ def op_timings(graph: Graph, plan: list[PlannedKernel], per_launch_ms: list[list
         mine = by_anchor.get(o.name)
         if mine:
             per_run = [sum(run[i] for i in mine) for run in per_launch_ms]
-            rows.append(OpTiming(index, o.name, o.type, plan[mine[0]].kernel, shapes_in, shapes_out, dict(o.attrs),
-                                 summarize(per_run)))
+            rows.append(
+                OpTiming(
+                    index,
+                    o.name,
+                    o.type,
+                    plan[mine[0]].kernel,
+                    shapes_in,
+                    shapes_out,
+                    dict(o.attrs),
+                    summarize(per_run),
+                )
+            )
             continue
         into = covering[o.name].name if o.name in covering else views.get(o.name)
-        rows.append(OpTiming(index, o.name, o.type, kernel_of.get(into, "") if into else "", shapes_in, shapes_out,
-                             dict(o.attrs), None, fused_into=into))
+        rows.append(
+            OpTiming(
+                index,
+                o.name,
+                o.type,
+                kernel_of.get(into, "") if into else "",
+                shapes_in,
+                shapes_out,
+                dict(o.attrs),
+                None,
+                fused_into=into,
+            )
+        )
     return rows
 
 
-def _timed(runner: GraphRunner, feeds: dict[str, np.ndarray], count: int, report: _Progress, start: float,
-           end: float, label: str) -> list[RunTiming]:
+def _timed(
+    runner: GraphRunner,
+    feeds: dict[str, np.ndarray],
+    count: int,
+    report: _Progress,
+    start: float,
+    end: float,
+    label: str,
+) -> list[RunTiming]:
     every = max(1, count // 10)
     out = []
     for i in range(count):
@@ -141,8 +170,9 @@ def _timed(runner: GraphRunner, feeds: dict[str, np.ndarray], count: int, report
     return out
 
 
-def profile(device: DeviceInfo, graph: Graph, settings: ProfileSettings,
-            progress: ProgressFn | None = None) -> ProfileResult:
+def profile(
+    device: DeviceInfo, graph: Graph, settings: ProfileSettings, progress: ProgressFn | None = None
+) -> ProfileResult:
     """Measure a graph on an OpenCL device: cold start, end-to-end samples and per-kernel times."""
     applied = init_runtime(settings.threads)  # only effective before this process first touched OpenCL
     found = _check_request(device, settings)
@@ -163,11 +193,13 @@ def profile(device: DeviceInfo, graph: Graph, settings: ProfileSettings,
         "weight_seed": WEIGHT_SEED,
         "e2e_definition": "host wall time of one run: input upload, every kernel, output download",
         "op_timing_source": "OpenCL event profiling (COMMAND_END - COMMAND_START) of each kernel, "
-                            "in the same runs as e2e",
+        "in the same runs as e2e",
     }
     if limits.device_type == "cpu" and settings.threads != limits.compute_units:
-        env["threads_note"] = (f"the driver runs {limits.compute_units} compute units; its thread pool was sized "
-                               "when OpenCL was first initialized in this process")
+        env["threads_note"] = (
+            f"the driver runs {limits.compute_units} compute units; its thread pool was sized "
+            "when OpenCL was first initialized in this process"
+        )
 
     report(0.0, "building programs and loading the graph")
     t0 = _now()
@@ -183,20 +215,24 @@ def profile(device: DeviceInfo, graph: Graph, settings: ProfileSettings,
         timings = _timed(runner, feeds, settings.runs, report, 0.3, 0.95, "timed run")
         plan = runner.plan
         rows = op_timings(runner.graph, plan, [t.kernel_ms for t in timings])
-        env.update({
-            "kernel_config": {"vector_width": runner.config.vector_width,
-                              "out_channels_per_item": runner.config.out_channels_per_item},
-            "build_options": list(runner.options),
-            "programs_built": runner.load.programs_built,
-            "programs_cached": runner.load.programs_cached,
-            "build_ms": runner.load.build_ms,
-            "buffer_bytes": runner.load.buffer_bytes,
-            "weight_bytes": runner.load.weight_bytes,
-            "kernels": len(plan),
-            "plan": [k.as_dict() for k in plan],
-            "device_span": summarize([t.span_ms for t in timings]).as_dict(),
-            "kernel_sum_mean_ms": float(np.mean([sum(t.kernel_ms) for t in timings])),
-        })
+        env.update(
+            {
+                "kernel_config": {
+                    "vector_width": runner.config.vector_width,
+                    "out_channels_per_item": runner.config.out_channels_per_item,
+                },
+                "build_options": list(runner.options),
+                "programs_built": runner.load.programs_built,
+                "programs_cached": runner.load.programs_cached,
+                "build_ms": runner.load.build_ms,
+                "buffer_bytes": runner.load.buffer_bytes,
+                "weight_bytes": runner.load.weight_bytes,
+                "kernels": len(plan),
+                "plan": [k.as_dict() for k in plan],
+                "device_span": summarize([t.span_ms for t in timings]).as_dict(),
+                "kernel_sum_mean_ms": float(np.mean([sum(t.kernel_ms) for t in timings])),
+            }
+        )
     finally:
         runner.release()
     samples = [t.wall_ms for t in timings]
@@ -216,5 +252,18 @@ def _now() -> float:
     return time.perf_counter_ns() / 1e6
 
 
-__all__ = ["KIND", "BackendError", "DeviceLimits", "GraphRunner", "KernelConfig", "PlannedKernel", "device_info",
-           "discover", "init_runtime", "kernels_for_graph", "make_inputs", "profile", "runtime_version"]
+__all__ = [
+    "KIND",
+    "BackendError",
+    "DeviceLimits",
+    "GraphRunner",
+    "KernelConfig",
+    "PlannedKernel",
+    "device_info",
+    "discover",
+    "init_runtime",
+    "kernels_for_graph",
+    "make_inputs",
+    "profile",
+    "runtime_version",
+]

@@ -125,14 +125,15 @@ def _safe(device: cl.Device, attr: str, default: Any) -> Any:
 def wave_size(device: cl.Device, context: cl.Context | None = None) -> int:
     """The device's preferred work-group size multiple (OpenCL 3.0 device query, else a probe kernel)."""
     try:
-        value = int(device.get_info(cl.device_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE))
-        if value > 0:
-            return value
+        reported: Any = device.get_info(cl.device_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE)
+        if int(reported) > 0:
+            return int(reported)
     except (cl.Error, AttributeError):
         pass
     ctx = context or cl.Context([device])
     kernel = cl.Program(ctx, _PROBE_SOURCE).build().probe
-    return int(kernel.get_work_group_info(cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, device))
+    multiple: Any = kernel.get_work_group_info(cl.kernel_work_group_info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, device)
+    return int(multiple)
 
 
 def device_limits(device: cl.Device) -> DeviceLimits:

@@ -44,8 +44,17 @@ if TYPE_CHECKING:  # devices imports pyopencl; the plan itself needs no driver
     from devicelab.backends.opencl.devices import DeviceLimits
 
 ACTIVATIONS: dict[str, int] = {  # IR type -> code of the kernels' fused activation (``ll_act``)
-    "relu": 1, "relu6": 2, "hard_swish": 3, "sigmoid": 4, "swish": 5, "tanh": 6, "hard_sigmoid": 7,
-    "leaky_relu": 8, "elu": 9, "clip": 10, "gelu": 11,
+    "relu": 1,
+    "relu6": 2,
+    "hard_swish": 3,
+    "sigmoid": 4,
+    "swish": 5,
+    "tanh": 6,
+    "hard_sigmoid": 7,
+    "leaky_relu": 8,
+    "elu": 9,
+    "clip": 10,
+    "gelu": 11,
 }
 BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
 BN_FOLDERS = ("conv2d", "depthwise_conv2d", "fully_connected")
@@ -131,10 +140,15 @@ class PlannedKernel:
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
         return {
-            "name": self.name, "kernel": self.kernel, "ops": list(self.ops), "op_types": list(self.op_types),
+            "name": self.name,
+            "kernel": self.kernel,
+            "ops": list(self.ops),
+            "op_types": list(self.op_types),
             "global_size": list(self.global_size),
             "local_size": None if self.local_size is None else list(self.local_size),
-            "launch_size": list(self.launch_size), "part": self.part, "attrs": dict(self.attrs),
+            "launch_size": list(self.launch_size),
+            "part": self.part,
+            "attrs": dict(self.attrs),
         }
 
 
@@ -160,8 +174,9 @@ def _next_pow2(n: int) -> int:
     return 1 << max(0, (max(1, n) - 1).bit_length())
 
 
-def choose_local_size(global_size: tuple[int, int], wave: int, max_group: int, max_items: Sequence[int],
-                      compute_units: int) -> tuple[int, int]:
+def choose_local_size(
+    global_size: tuple[int, int], wave: int, max_group: int, max_items: Sequence[int], compute_units: int
+) -> tuple[int, int]:
     """A work-group shape from device and kernel queries: one wave to start with (spread over dim 1
     when dim 0 is shorter), then grown along dim 0 up to four waves while every compute unit keeps
     at least four work-groups and rounding wastes at most an eighth of the work."""
@@ -195,14 +210,17 @@ def numel(shape: Sequence[int]) -> int:
 def as_rank4(shape: Sequence[int], what: str, op: Operator) -> tuple[int, int, int, int]:
     """A shape of rank <= 4 padded with leading ones to rank 4."""
     if len(shape) > MAX_RANK:
-        raise PlanError(f"operator {op.name!r} ({op.type}): rank {len(shape)} {what} is beyond the "
-                        f"opencl backend's rank-{MAX_RANK} kernels")
+        raise PlanError(
+            f"operator {op.name!r} ({op.type}): rank {len(shape)} {what} is beyond the "
+            f"opencl backend's rank-{MAX_RANK} kernels"
+        )
     s = (1,) * (MAX_RANK - len(shape)) + tuple(int(d) for d in shape)
     return (s[0], s[1], s[2], s[3])
 
 
-def broadcast_layout(out: Sequence[int], a: Sequence[int], b: Sequence[int],
-                     op: Operator) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+def broadcast_layout(
+    out: Sequence[int], a: Sequence[int], b: Sequence[int], op: Operator
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """Output dims and the element strides of both operands (0 along broadcast axes), with
     adjacent axes merged where both operands allow and padded to rank 4."""
     rank = len(out)
@@ -222,7 +240,7 @@ def broadcast_layout(out: Sequence[int], a: Sequence[int], b: Sequence[int],
     merged_d: list[int] = []
     merged_a: list[int] = []
     merged_b: list[int] = []
-    for d, x, y in zip(dims, sa, sb):
+    for d, x, y in zip(dims, sa, sb, strict=True):
         if merged_d and merged_a[-1] == x * d and merged_b[-1] == y * d:
             merged_d[-1] *= d
             merged_a[-1], merged_b[-1] = x, y
@@ -231,8 +249,10 @@ def broadcast_layout(out: Sequence[int], a: Sequence[int], b: Sequence[int],
             merged_a.append(x)
             merged_b.append(y)
     if len(merged_d) > MAX_RANK:
-        raise PlanError(f"operator {op.name!r} ({op.type}): broadcasting {list(a)} with {list(b)} needs "
-                        f"{len(merged_d)} axes, beyond the opencl backend's {MAX_RANK}")
+        raise PlanError(
+            f"operator {op.name!r} ({op.type}): broadcasting {list(a)} with {list(b)} needs "
+            f"{len(merged_d)} axes, beyond the opencl backend's {MAX_RANK}"
+        )
     pad = MAX_RANK - len(merged_d)
     return (tuple([1] * pad + merged_d), tuple([0] * pad + merged_a), tuple([0] * pad + merged_b))
 
@@ -243,7 +263,7 @@ def concat_geometry(graph: Graph, op: Operator) -> tuple[int, int, list[int]]:
     whole = graph.tensors[op.outputs[0] if op.type == "concat" else op.inputs[0]].shape
     axis = op.attrs["axis"]
     parts = op.inputs if op.type == "concat" else op.outputs
-    return numel(whole[:axis]), numel(whole[axis + 1:]), [graph.tensors[t].shape[axis] for t in parts]
+    return numel(whole[:axis]), numel(whole[axis + 1 :]), [graph.tensors[t].shape[axis] for t in parts]
 
 
 def conv_kernel(graph: Graph, op: Operator) -> str:
@@ -277,8 +297,10 @@ def _check_supported(graph: Graph) -> None:
             raise PlanError(f"operator {o.name!r}: type {o.type!r} has no opencl kernel")
         for t in (*o.inputs, *o.outputs):
             if graph.tensors[t].dtype not in FLOAT_DTYPES:
-                raise PlanError(f"operator {o.name!r} ({o.type}) uses {graph.tensors[t].dtype} tensor {t!r}; "
-                                "the opencl backend runs float graphs only")
+                raise PlanError(
+                    f"operator {o.name!r} ({o.type}) uses {graph.tensors[t].dtype} tensor {t!r}; "
+                    "the opencl backend runs float graphs only"
+                )
 
 
 def _sole_consumer(graph: Graph, op: Operator, consumers: dict[str, list[Operator]]) -> Operator | None:
@@ -304,8 +326,9 @@ def fusion_groups(graph: Graph) -> list[list[Operator]]:
         chain = [op]
         if op.type in EPILOGUE_ANCHORS:
             nxt = _sole_consumer(graph, op, consumers)
-            foldable = op.type in BN_FOLDERS and (op.type != "fully_connected"
-                                                  or len(graph.tensors[op.outputs[0]].shape) == 2)
+            foldable = op.type in BN_FOLDERS and (
+                op.type != "fully_connected" or len(graph.tensors[op.outputs[0]].shape) == 2
+            )
             if nxt is not None and nxt.type == "batch_norm" and foldable:
                 chain.append(nxt)
                 nxt = _sole_consumer(graph, nxt, consumers)
@@ -360,7 +383,7 @@ def _sizes(graph: Graph, chain: list[Operator], kernel: str, part: int, cfg: Ker
         return numel(ys), 1
     if kernel == "softmax":
         axis = op.attrs["axis"]
-        return numel(xs[axis + 1:]), numel(xs[:axis])
+        return numel(xs[axis + 1 :]), numel(xs[:axis])
     if kernel == "channel_shuffle":
         return ceil_div(ys[2] * ys[3], vw), ys[0] * ys[1]
     if kernel == "resize":
@@ -382,8 +405,9 @@ def _kernel_attrs(chain: list[Operator], kernel: str, cfg: KernelConfig) -> dict
     return attrs
 
 
-def kernels_for_graph(graph: Graph, limits: DeviceLimits | None = None,
-                      config: KernelConfig | None = None) -> list[PlannedKernel]:
+def kernels_for_graph(
+    graph: Graph, limits: DeviceLimits | None = None, config: KernelConfig | None = None
+) -> list[PlannedKernel]:
     """The kernels that run for ``graph``, in launch (topological) order. With a device's
     ``limits`` the tiling and work-group sizes are that device's (the runner refines the local
     size with each built kernel's own limits); without, a generic tiling and no local size."""
@@ -410,18 +434,21 @@ def kernels_for_graph(graph: Graph, limits: DeviceLimits | None = None,
             gs = _sizes(g, chain, kernel, part, cfg)
             local = None
             if limits is not None:
-                local = choose_local_size(gs, limits.wave_size, limits.max_work_group_size,
-                                          limits.max_work_item_sizes, limits.compute_units)
-            planned.append(PlannedKernel(
-                name=op.name if len(kernels) == 1 else f"{op.name}#{part}",
-                kernel=kernel,
-                ops=tuple(o.name for o in chain),
-                op_types=tuple(o.type for o in chain),
-                global_size=gs,
-                local_size=local,
-                part=part,
-                attrs=_kernel_attrs(chain, kernel, cfg),
-            ))
+                local = choose_local_size(
+                    gs, limits.wave_size, limits.max_work_group_size, limits.max_work_item_sizes, limits.compute_units
+                )
+            planned.append(
+                PlannedKernel(
+                    name=op.name if len(kernels) == 1 else f"{op.name}#{part}",
+                    kernel=kernel,
+                    ops=tuple(o.name for o in chain),
+                    op_types=tuple(o.type for o in chain),
+                    global_size=gs,
+                    local_size=local,
+                    part=part,
+                    attrs=_kernel_attrs(chain, kernel, cfg),
+                )
+            )
     return planned
 
 
@@ -444,5 +471,15 @@ def view_owner(graph: Graph, planned: list[PlannedKernel]) -> dict[str, str]:
     return out
 
 
-__all__ = ["ACTIVATIONS", "KERNELS", "KernelConfig", "PlanError", "PlannedKernel", "broadcast_layout",
-           "choose_local_size", "fusion_groups", "kernels_for_graph", "view_owner"]
+__all__ = [
+    "ACTIVATIONS",
+    "KERNELS",
+    "KernelConfig",
+    "PlanError",
+    "PlannedKernel",
+    "broadcast_layout",
+    "choose_local_size",
+    "fusion_groups",
+    "kernels_for_graph",
+    "view_owner",
+]

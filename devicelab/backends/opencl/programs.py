@@ -57,8 +57,12 @@ def build_options(config: KernelConfig, precision: str) -> tuple[str, ...]:
     vw = config.vector_width
     return (
         "-cl-mad-enable",
-        f"-Dreal={real}", f"-Dreal_v={real}{vw}", f"-Dvload_v=vload{vw}", f"-Dvstore_v=vstore{vw}",
-        f"-DVW={vw}", f"-DOCB={config.out_channels_per_item}",
+        f"-Dreal={real}",
+        f"-Dreal_v={real}{vw}",
+        f"-Dvload_v=vload{vw}",
+        f"-Dvstore_v=vstore{vw}",
+        f"-DVW={vw}",
+        f"-DOCB={config.out_channels_per_item}",
     )
 
 
@@ -94,8 +98,9 @@ class ProgramCache:
         self._lock = threading.Lock()
         self._programs: dict[tuple[str, str, tuple[str, ...]], BuiltProgram] = {}
 
-    def get(self, found: FoundDevice, name: str, options: tuple[str, ...],
-            precision: str = "fp32") -> tuple[BuiltProgram, bool]:
+    def get(
+        self, found: FoundDevice, name: str, options: tuple[str, ...], precision: str = "fp32"
+    ) -> tuple[BuiltProgram, bool]:
         """The built program and whether this call built it (False: it came from the cache)."""
         key = (found.identity, name, options)
         with self._lock:
@@ -107,15 +112,18 @@ class ProgramCache:
             try:
                 program = cl.Program(ctx, program_source(name, precision)).build(options=list(options))
             except cl.RuntimeError as e:  # a build failure: the log says why
-                raise BackendError(f"opencl backend: kernel {name!r} does not build on {found.limits.name!r} "
-                                   f"with {' '.join(options)}: {str(e).strip()[:2000]}") from e
+                raise BackendError(
+                    f"opencl backend: kernel {name!r} does not build on {found.limits.name!r} "
+                    f"with {' '.join(options)}: {str(e).strip()[:2000]}"
+                ) from e
             build_ms = (time.perf_counter_ns() - t0) / 1e6
             kernel = cl.Kernel(program, name)
             info = cl.kernel_work_group_info
             limits = KernelLimits(
                 max_work_group_size=int(kernel.get_work_group_info(info.WORK_GROUP_SIZE, found.device)),
-                preferred_multiple=int(kernel.get_work_group_info(info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE,
-                                                                  found.device)),
+                preferred_multiple=int(
+                    kernel.get_work_group_info(info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, found.device)
+                ),
             )
             built = self._programs[key] = BuiltProgram(program, name, options, build_ms, limits)
             return built, True

@@ -41,7 +41,7 @@ from devicelab.backends.opencl.programs import PROGRAMS, build_options
 from devicelab.backends.opencl.weights import bn_scale_shift, conv_blocked, fc_padded, fold_batch_norm
 from devicelab.graph.ir import Graph, Operator
 
-HOST_DTYPES = {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16)}
+HOST_DTYPES: dict[str, np.dtype[Any]] = {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16)}
 INPUT_SEED = 0
 WEIGHT_SEED = 0
 
@@ -50,8 +50,10 @@ def make_inputs(graph: Graph, seed: int = INPUT_SEED) -> dict[str, np.ndarray]:
     """One fixed random input per graph input: standard normal floats from ``seed``, the same
     values as the CPU backend's ``make_feeds`` (kept apart so this backend needs no onnxruntime)."""
     rng = np.random.default_rng(seed)
-    return {name: rng.standard_normal(graph.tensors[name].shape).astype(np.dtype(graph.tensors[name].dtype))
-            for name in graph.inputs}
+    return {
+        name: rng.standard_normal(graph.tensors[name].shape).astype(np.dtype(graph.tensors[name].dtype))
+        for name in graph.inputs
+    }
 
 
 @dataclass(frozen=True)
@@ -106,16 +108,24 @@ def _i(*values: int) -> list[np.int32]:
 class GraphRunner:
     """A graph loaded on one OpenCL device, ready to run (see the module docstring)."""
 
-    def __init__(self, found: FoundDevice, graph: Graph, precision: str = "fp32", weight_seed: int = WEIGHT_SEED,
-                 config: KernelConfig | None = None) -> None:
+    def __init__(
+        self,
+        found: FoundDevice,
+        graph: Graph,
+        precision: str = "fp32",
+        weight_seed: int = WEIGHT_SEED,
+        config: KernelConfig | None = None,
+    ) -> None:
         from devicelab.graph.onnx_export import operator_weights
 
         limits = found.limits
         if precision not in HOST_DTYPES:
             raise BackendError(f"opencl backend: precision {precision!r} is not supported (fp32 or fp16)")
         if precision == "fp16" and not limits.fp16:
-            raise BackendError(f"opencl backend: device {limits.name!r} does not support fp16 "
-                               "(no cl_khr_fp16 extension); run it in fp32")
+            raise BackendError(
+                f"opencl backend: device {limits.name!r} does not support fp16 "
+                "(no cl_khr_fp16 extension); run it in fp32"
+            )
         self.found = found
         self.precision = precision
         self.dtype = HOST_DTYPES[precision]
@@ -127,8 +137,7 @@ class GraphRunner:
             raise BackendError(f"opencl backend cannot run graph {graph.name!r}: {e}") from e
         self.ops = {o.name: o for o in self.graph.operators}
         self.ctx = context_for(found)
-        self.queue = cl.CommandQueue(self.ctx, found.device,
-                                     properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.queue = cl.CommandQueue(self.ctx, found.device, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self.options = build_options(self.config, precision)
 
         built = cached = 0
@@ -151,17 +160,22 @@ class GraphRunner:
         self.launches: list[Launch] = []
         for pk in planned:
             program = programs[pk.kernel]
-            local = choose_local_size(pk.global_size, program.limits.preferred_multiple,
-                                      program.limits.max_work_group_size, limits.max_work_item_sizes,
-                                      limits.compute_units)
+            local = choose_local_size(
+                pk.global_size,
+                program.limits.preferred_multiple,
+                program.limits.max_work_group_size,
+                limits.max_work_item_sizes,
+                limits.compute_units,
+            )
             pk = dataclasses.replace(pk, local_size=local)
             kernel = cl.Kernel(program.program, pk.kernel)
             args = self._args(pk)
             try:
                 kernel.set_args(*args)
             except cl.Error as e:
-                raise BackendError(f"opencl backend: arguments of kernel {pk.name!r} ({pk.kernel}) were refused: "
-                                   f"{e}") from e
+                raise BackendError(
+                    f"opencl backend: arguments of kernel {pk.name!r} ({pk.kernel}) were refused: {e}"
+                ) from e
             self.launches.append(Launch(pk, kernel, pk.launch_size, local))
         self.plan: list[PlannedKernel] = [launch.planned for launch in self.launches]  # kept after release()
         self.queue.finish()  # weight uploads done: they belong to the set-up, not to the first run
@@ -172,8 +186,10 @@ class GraphRunner:
     def _new_buffer(self, nbytes: int, what: str) -> cl.Buffer:
         limit = self.found.limits.max_mem_alloc_size
         if nbytes > limit:
-            raise BackendError(f"opencl backend: {what} needs {nbytes} bytes, more than the device's largest "
-                               f"allocation ({limit} bytes)")
+            raise BackendError(
+                f"opencl backend: {what} needs {nbytes} bytes, more than the device's largest "
+                f"allocation ({limit} bytes)"
+            )
         try:
             buf = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, size=max(nbytes, 4))
         except cl.Error as e:
@@ -239,9 +255,14 @@ class GraphRunner:
         cout, groups, ocb = op.attrs["out_channels"], op.attrs["groups"], self.config.out_channels_per_item
         weight, bias = conv_blocked(*self._conv_weights(chain, op), groups, ocb, self.dtype)
         nblk = -(-(cout // groups) // ocb)
-        return [self.buffers[op.inputs[0]], self._upload(weight, f"weights of {op.name!r}"),
-                self._upload(bias, f"bias of {op.name!r}"), out,
-                *_i(cin // groups, h * w_, groups, cout // groups, nblk), *_epilogue(chain)]
+        return [
+            self.buffers[op.inputs[0]],
+            self._upload(weight, f"weights of {op.name!r}"),
+            self._upload(bias, f"bias of {op.name!r}"),
+            out,
+            *_i(cin // groups, h * w_, groups, cout // groups, nblk),
+            *_epilogue(chain),
+        ]
 
     def _args_conv2d(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
         n, cin, ih, iw = self._shape(op.inputs[0])
@@ -251,38 +272,80 @@ class GraphRunner:
         weight, bias = conv_blocked(*self._conv_weights(chain, op), groups, ocb, self.dtype)
         nblk = -(-(cout // groups) // ocb)
         xtiles = -(-ow // self.config.vector_width)
-        return [self.buffers[op.inputs[0]], self._upload(weight, f"weights of {op.name!r}"),
-                self._upload(bias, f"bias of {op.name!r}"), out,
-                *_i(cin // groups, ih, iw, groups, cout // groups, nblk, oh, ow, xtiles, *a["kernel"], *a["stride"],
-                    a["pads"][0], a["pads"][1], *a["dilation"]),
-                *_epilogue(chain)]
+        return [
+            self.buffers[op.inputs[0]],
+            self._upload(weight, f"weights of {op.name!r}"),
+            self._upload(bias, f"bias of {op.name!r}"),
+            out,
+            *_i(
+                cin // groups,
+                ih,
+                iw,
+                groups,
+                cout // groups,
+                nblk,
+                oh,
+                ow,
+                xtiles,
+                *a["kernel"],
+                *a["stride"],
+                a["pads"][0],
+                a["pads"][1],
+                *a["dilation"],
+            ),
+            *_epilogue(chain),
+        ]
 
-    def _args_depthwise_conv2d(self, pk: PlannedKernel, chain: list[Operator], op: Operator,
-                               out: cl.Buffer) -> list[Any]:
+    def _args_depthwise_conv2d(
+        self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer
+    ) -> list[Any]:
         n, cin, ih, iw = self._shape(op.inputs[0])
         _, cout, oh, ow = self._shape(op.outputs[0])
         a = op.attrs
         weight, bias = self._conv_weights(chain, op)
         xtiles = -(-ow // self.config.vector_width)
-        return [self.buffers[op.inputs[0]], self._upload(weight.reshape(cout, -1), f"weights of {op.name!r}"),
-                self._upload(bias, f"bias of {op.name!r}"), out,
-                *_i(cin, cout // cin, ih, iw, oh, ow, xtiles, *a["kernel"], *a["stride"], a["pads"][0], a["pads"][1],
-                    *a["dilation"]),
-                *_epilogue(chain)]
+        return [
+            self.buffers[op.inputs[0]],
+            self._upload(weight.reshape(cout, -1), f"weights of {op.name!r}"),
+            self._upload(bias, f"bias of {op.name!r}"),
+            out,
+            *_i(
+                cin,
+                cout // cin,
+                ih,
+                iw,
+                oh,
+                ow,
+                xtiles,
+                *a["kernel"],
+                *a["stride"],
+                a["pads"][0],
+                a["pads"][1],
+                *a["dilation"],
+            ),
+            *_epilogue(chain),
+        ]
 
-    def _args_fully_connected(self, pk: PlannedKernel, chain: list[Operator], op: Operator,
-                              out: cl.Buffer) -> list[Any]:
+    def _args_fully_connected(
+        self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer
+    ) -> list[Any]:
         xs = self._shape(op.inputs[0])
         k, nout = xs[-1], op.attrs["out_features"]
         w = self._weights[op.name]
         weight = w["weight"] if len(xs) == 2 else w["weight"].T  # Gemm (out, in) or MatMul (in, out)
         bn = next((o for o in chain if o.type == "batch_norm"), None)
-        folded_w, folded_b = fold_batch_norm(weight, w.get("bias"), self._weights[bn.name] if bn else None,
-                                             bn.attrs["epsilon"] if bn else 0.0)
+        folded_w, folded_b = fold_batch_norm(
+            weight, w.get("bias"), self._weights[bn.name] if bn else None, bn.attrs["epsilon"] if bn else 0.0
+        )
         wp, bp = fc_padded(folded_w, folded_b, self.config.vector_width, self.dtype)
-        return [self.buffers[op.inputs[0]], self._upload(wp, f"weights of {op.name!r}"),
-                self._upload(bp, f"bias of {op.name!r}"), out,
-                *_i(k, nout, round_up(nout, self.config.vector_width)), *_epilogue(chain)]
+        return [
+            self.buffers[op.inputs[0]],
+            self._upload(wp, f"weights of {op.name!r}"),
+            self._upload(bp, f"bias of {op.name!r}"),
+            out,
+            *_i(k, nout, round_up(nout, self.config.vector_width)),
+            *_epilogue(chain),
+        ]
 
     def _args_matmul(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
         sa, sb, so = self._shape(op.inputs[0]), self._shape(op.inputs[1]), self._shape(op.outputs[0])
@@ -296,17 +359,33 @@ class GraphRunner:
             per = shape[-2] * shape[-1]
             return [0 if b[0] == 1 else b[1] * per, 0 if b[1] == 1 else per]
 
-        return [self.buffers[op.inputs[0]], self.buffers[op.inputs[1]], out,
-                *_i(m, k, n, batch[1], *batch_strides(sa), *batch_strides(sb))]
+        return [
+            self.buffers[op.inputs[0]],
+            self.buffers[op.inputs[1]],
+            out,
+            *_i(m, k, n, batch[1], *batch_strides(sa), *batch_strides(sb)),
+        ]
 
     def _args_pool2d(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
         _, _, ih, iw = self._shape(op.inputs[0])
         _, _, oh, ow = self._shape(op.outputs[0])
         a = op.attrs
         is_avg = op.type == "avg_pool2d"
-        return [self.buffers[op.inputs[0]], out,
-                *_i(ih, iw, oh, ow, *a["kernel"], *a["stride"], *a["pads"], int(is_avg),
-                    int(is_avg and a["count_include_pad"]))]
+        return [
+            self.buffers[op.inputs[0]],
+            out,
+            *_i(
+                ih,
+                iw,
+                oh,
+                ow,
+                *a["kernel"],
+                *a["stride"],
+                *a["pads"],
+                int(is_avg),
+                int(is_avg and a["count_include_pad"]),
+            ),
+        ]
 
     def _args_global_pool(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
         _, _, h, w_ = self._shape(op.inputs[0])
@@ -330,11 +409,18 @@ class GraphRunner:
     def _args_scale_shift(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
         xs = self._shape(op.inputs[0])
         scale, shift = bn_scale_shift(self._weights[op.name], op.attrs["epsilon"])
-        return [self.buffers[op.inputs[0]], self._upload(scale, f"scale of {op.name!r}"),
-                self._upload(shift, f"shift of {op.name!r}"), out, *_i(xs[1], numel(xs[2:])), *_epilogue(chain)]
+        return [
+            self.buffers[op.inputs[0]],
+            self._upload(scale, f"scale of {op.name!r}"),
+            self._upload(shift, f"shift of {op.name!r}"),
+            out,
+            *_i(xs[1], numel(xs[2:])),
+            *_epilogue(chain),
+        ]
 
-    def _args_copy_slice(self, pk: PlannedKernel, chain: list[Operator], op: Operator,
-                         out: cl.Buffer | None) -> list[Any]:
+    def _args_copy_slice(
+        self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer | None
+    ) -> list[Any]:
         if op.type in ("reshape", "flatten"):
             total = numel(self._shape(op.inputs[0]))
             return [self.buffers[op.inputs[0]], out, *_i(total, total, 0, total, 0)]
@@ -365,17 +451,18 @@ class GraphRunner:
     def _args_transpose(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
         xs, ys = self._shape(op.inputs[0]), self._shape(op.outputs[0])
         o = as_rank4(ys, "output", op)
-        strides = [numel(xs[i + 1:]) for i in range(len(xs))]  # contiguous, in elements
+        strides = [numel(xs[i + 1 :]) for i in range(len(xs))]  # contiguous, in elements
         s = [0] * (4 - len(xs)) + [strides[p] for p in op.attrs["perm"]]
         return [self.buffers[op.inputs[0]], out, *_i(o[1], o[2], o[3], *s)]
 
     def _args_softmax(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
         xs = self._shape(op.inputs[0])
         axis = op.attrs["axis"]
-        return [self.buffers[op.inputs[0]], out, *_i(xs[axis], numel(xs[axis + 1:]))]
+        return [self.buffers[op.inputs[0]], out, *_i(xs[axis], numel(xs[axis + 1 :]))]
 
-    def _args_channel_shuffle(self, pk: PlannedKernel, chain: list[Operator], op: Operator,
-                              out: cl.Buffer) -> list[Any]:
+    def _args_channel_shuffle(
+        self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer
+    ) -> list[Any]:
         _, c, h, w_ = self._shape(op.inputs[0])
         return [self.buffers[op.inputs[0]], out, *_i(c, op.attrs["groups"], h * w_)]
 
@@ -384,9 +471,13 @@ class GraphRunner:
         _, _, oh, ow = self._shape(op.outputs[0])
         a = op.attrs
         # ONNX Runtime derives the scales from the requested sizes in float32: keep its rounding.
-        return [self.buffers[op.inputs[0]], out,
-                *_i(ih, iw, oh, ow, int(a["mode"] == "linear"), int(a["align_corners"])),
-                np.float32(oh) / np.float32(ih), np.float32(ow) / np.float32(iw)]
+        return [
+            self.buffers[op.inputs[0]],
+            out,
+            *_i(ih, iw, oh, ow, int(a["mode"] == "linear"), int(a["align_corners"])),
+            np.float32(oh) / np.float32(ih),
+            np.float32(ow) / np.float32(iw),
+        ]
 
     # -- running -------------------------------------------------------------------------------
 
@@ -397,8 +488,10 @@ class GraphRunner:
                 raise BackendError(f"opencl backend: no value given for graph input {name!r}")
             arr = np.ascontiguousarray(feeds[name], dtype=self.dtype)
             if arr.shape != self._shape(name):
-                raise BackendError(f"opencl backend: input {name!r} has shape {list(arr.shape)}, the graph "
-                                   f"declares {list(self._shape(name))}")
+                raise BackendError(
+                    f"opencl backend: input {name!r} has shape {list(arr.shape)}, the graph "
+                    f"declares {list(self._shape(name))}"
+                )
             arrays[name] = arr
         return arrays
 
@@ -411,8 +504,9 @@ class GraphRunner:
             for name, arr in host.items():
                 cl.enqueue_copy(self.queue, self.buffers[name], arr, is_blocking=False)
             for launch in self.launches:
-                events.append(cl.enqueue_nd_range_kernel(self.queue, launch.kernel, launch.global_size,
-                                                         launch.local_size))
+                events.append(
+                    cl.enqueue_nd_range_kernel(self.queue, launch.kernel, launch.global_size, launch.local_size)
+                )
             for name, arr in outputs.items():
                 cl.enqueue_copy(self.queue, arr, self.buffers[name], is_blocking=False)
             self.queue.finish()
@@ -434,7 +528,7 @@ class GraphRunner:
             return RunTiming(wall_ms, 0.0, [])
         starts = [ev.profile.start for ev in events]
         ends = [ev.profile.end for ev in events]
-        kernel_ms = [max(0, e - s) / 1e6 for s, e in zip(starts, ends)]
+        kernel_ms = [max(0, e - s) / 1e6 for s, e in zip(starts, ends, strict=True)]
         return RunTiming(wall_ms, max(0, max(ends) - min(starts)) / 1e6, kernel_ms)
 
     def release(self) -> None:
@@ -447,8 +541,13 @@ class GraphRunner:
         self._owned.clear()
 
 
-def run_graph(found: FoundDevice, graph: Graph, feeds: Mapping[str, np.ndarray] | None = None,
-              precision: str = "fp32", weight_seed: int = WEIGHT_SEED) -> dict[str, np.ndarray]:
+def run_graph(
+    found: FoundDevice,
+    graph: Graph,
+    feeds: Mapping[str, np.ndarray] | None = None,
+    precision: str = "fp32",
+    weight_seed: int = WEIGHT_SEED,
+) -> dict[str, np.ndarray]:
     """Load and run a graph once on a device (inputs from ``make_inputs`` unless given)."""
     runner = GraphRunner(found, graph, precision=precision, weight_seed=weight_seed)
     try:

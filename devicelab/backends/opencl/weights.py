@@ -19,8 +19,9 @@ def bn_scale_shift(bn: dict[str, np.ndarray], epsilon: float) -> tuple[np.ndarra
     return scale, shift
 
 
-def fold_batch_norm(weight: np.ndarray, bias: np.ndarray | None, bn: dict[str, np.ndarray] | None,
-                    epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+def fold_batch_norm(
+    weight: np.ndarray, bias: np.ndarray | None, bn: dict[str, np.ndarray] | None, epsilon: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Weight (output channels first) and bias with a following batch norm folded in (float64);
     a missing bias is zero."""
     w = weight.astype(np.float64)
@@ -31,8 +32,9 @@ def fold_batch_norm(weight: np.ndarray, bias: np.ndarray | None, bn: dict[str, n
     return w * scale.reshape((-1,) + (1,) * (w.ndim - 1)), b * scale + shift
 
 
-def conv_blocked(weight: np.ndarray, bias: np.ndarray, groups: int, ocb: int,
-                 dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+def conv_blocked(
+    weight: np.ndarray, bias: np.ndarray, groups: int, ocb: int, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
     """A (cout, cin_g, kh, kw) weight as [group][block][cin_g][kh][kw][ocb] and its bias as
     [group][block * ocb], zero-padded to whole blocks of ``ocb`` output channels."""
     cout, cin_g, kh, kw = weight.shape
@@ -46,8 +48,9 @@ def conv_blocked(weight: np.ndarray, bias: np.ndarray, groups: int, ocb: int,
     return np.ascontiguousarray(w, dtype=dtype), np.ascontiguousarray(b, dtype=dtype)
 
 
-def fc_padded(weight_out_in: np.ndarray, bias: np.ndarray, vector_width: int,
-              dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+def fc_padded(
+    weight_out_in: np.ndarray, bias: np.ndarray, vector_width: int, dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
     """An (out, in) weight as [in][npad] and its bias as [npad], npad = out rounded up to the
     vector width, zero-padded."""
     nout, k = weight_out_in.shape

@@ -70,8 +70,9 @@ def run_graph(found: devices.FoundDevice) -> Callable[[Graph], SingleRun]:
     return run
 
 
-def one_op(input_shape: tuple[int, ...], build: Callable[[GraphBuilder, str], str | list[str]],
-           name: str = "case") -> Graph:
+def one_op(
+    input_shape: tuple[int, ...], build: Callable[[GraphBuilder, str], str | list[str]], name: str = "case"
+) -> Graph:
     """A graph of the operators ``build`` adds to a builder with one input."""
     b = GraphBuilder(name, input_shape)
     out = build(b, b.input)

@@ -30,8 +30,15 @@ def activation(kind: str, x: np.ndarray, **attrs: float | None) -> np.ndarray:
     return ACTIVATIONS[kind](x)
 
 
-def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: list[int], pads: list[int],
-           dilation: list[int], groups: int) -> np.ndarray:
+def conv2d(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None,
+    stride: list[int],
+    pads: list[int],
+    dilation: list[int],
+    groups: int,
+) -> np.ndarray:
     """NCHW convolution; w is (cout, cin / groups, kh, kw), pads [top, left, bottom, right]."""
     x = x.astype(np.float64)
     n, cin, h, wd = x.shape
@@ -44,12 +51,12 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: list[int]
     y = np.zeros((n, cout, oh, ow))
     cout_g = cout // groups
     for g in range(groups):
-        xs = xp[:, g * cin_g:(g + 1) * cin_g]
-        wg = w[g * cout_g:(g + 1) * cout_g].astype(np.float64)
+        xs = xp[:, g * cin_g : (g + 1) * cin_g]
+        wg = w[g * cout_g : (g + 1) * cout_g].astype(np.float64)
         for ky in range(kh):
             for kx in range(kw):
-                patch = xs[:, :, ky * dh: ky * dh + sh * (oh - 1) + 1: sh, kx * dw: kx * dw + sw * (ow - 1) + 1: sw]
-                y[:, g * cout_g:(g + 1) * cout_g] += np.einsum("nchw,oc->nohw", patch, wg[:, :, ky, kx])
+                patch = xs[:, :, ky * dh : ky * dh + sh * (oh - 1) + 1 : sh, kx * dw : kx * dw + sw * (ow - 1) + 1 : sw]
+                y[:, g * cout_g : (g + 1) * cout_g] += np.einsum("nchw,oc->nohw", patch, wg[:, :, ky, kx])
     if b is not None:
         y += b.reshape(1, -1, 1, 1)
     return y
@@ -58,12 +65,20 @@ def conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: list[int]
 def batch_norm(x: np.ndarray, p: dict[str, np.ndarray], eps: float) -> np.ndarray:
     """Inference batch norm over axis 1."""
     shape = (1, -1) + (1,) * (x.ndim - 2)
-    return ((x - p["mean"].reshape(shape)) / np.sqrt(p["var"].reshape(shape) + eps) * p["scale"].reshape(shape)
-            + p["bias"].reshape(shape))
+    return (x - p["mean"].reshape(shape)) / np.sqrt(p["var"].reshape(shape) + eps) * p["scale"].reshape(shape) + p[
+        "bias"
+    ].reshape(shape)
 
 
-def pool2d(x: np.ndarray, kind: str, kernel: list[int], stride: list[int], pads: list[int], out_hw: tuple[int, int],
-           count_include_pad: bool = False) -> np.ndarray:
+def pool2d(
+    x: np.ndarray,
+    kind: str,
+    kernel: list[int],
+    stride: list[int],
+    pads: list[int],
+    out_hw: tuple[int, int],
+    count_include_pad: bool = False,
+) -> np.ndarray:
     """Max or average pooling with ONNX's padding rules (output size given)."""
     n, c, h, w = x.shape
     oh, ow = out_hw

@@ -11,9 +11,20 @@ import sys
 from devicelab.backends import registry
 from devicelab.backends.opencl import devices, discover
 
-HARDWARE_KEYS = {"compute_units", "max_work_group_size", "max_work_item_sizes", "wave_size", "local_mem_size",
-                 "fp16", "driver_version", "platform", "name", "device_type", "preferred_vector_width_float",
-                 "runtime"}
+HARDWARE_KEYS = {
+    "compute_units",
+    "max_work_group_size",
+    "max_work_item_sizes",
+    "wave_size",
+    "local_mem_size",
+    "fp16",
+    "driver_version",
+    "platform",
+    "name",
+    "device_type",
+    "preferred_vector_width_float",
+    "runtime",
+}
 
 
 def test_discover_lists_devices_with_their_limits(found) -> None:
@@ -35,7 +46,7 @@ def test_discover_lists_devices_with_their_limits(found) -> None:
 
 def test_identity_names_machine_platform_and_device_and_is_stable(found) -> None:
     assert found.identity.startswith("opencl:")
-    machine, platform, device = found.identity[len("opencl:"):].split("/", 2)
+    machine, platform, device = found.identity[len("opencl:") :].split("/", 2)
     assert machine and platform == found.limits.platform and device.startswith(found.limits.name)
     assert [d.identity for d in discover()] == [d.identity for d in discover()]
 
@@ -59,14 +70,17 @@ def test_registry_offers_the_opencl_backend(found) -> None:
 def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     import os
 
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env={**os.environ, **env}
+    )
 
 
 def test_no_platform_means_no_devices_and_a_logged_reason(tmp_path) -> None:
-    code = ("import logging; logging.basicConfig(level=logging.INFO)\n"
-            "from devicelab.backends import registry\n"
-            "print(len(registry.discover_all(('opencl',))))\n")
+    code = (
+        "import logging; logging.basicConfig(level=logging.INFO)\n"
+        "from devicelab.backends import registry\n"
+        "print(len(registry.discover_all(('opencl',))))\n"
+    )
     done = _python(code, OCL_ICD_VENDORS=str(tmp_path))  # an ICD directory with no driver in it
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0"
@@ -74,11 +88,13 @@ def test_no_platform_means_no_devices_and_a_logged_reason(tmp_path) -> None:
 
 
 def test_missing_pyopencl_makes_the_backend_unavailable_with_a_reason() -> None:
-    code = ("import sys, logging; logging.basicConfig(level=logging.INFO)\n"
-            "sys.modules['pyopencl'] = None  # as if it were not installed\n"
-            "from devicelab.backends import registry\n"
-            "try:\n    registry.backend_for('opencl')\nexcept registry.BackendUnavailable as e:\n    print(e)\n"
-            "print(len(registry.discover_all(('opencl',))))\n")
+    code = (
+        "import sys, logging; logging.basicConfig(level=logging.INFO)\n"
+        "sys.modules['pyopencl'] = None  # as if it were not installed\n"
+        "from devicelab.backends import registry\n"
+        "try:\n    registry.backend_for('opencl')\nexcept registry.BackendUnavailable as e:\n    print(e)\n"
+        "print(len(registry.discover_all(('opencl',))))\n"
+    )
     done = _python(code)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()

@@ -34,7 +34,7 @@ def _check(found, graph: Graph) -> None:
         got = runner.run(feeds)
     finally:
         runner.release()
-    for name, want in zip(graph.outputs, _reference(graph, feeds)):
+    for name, want in zip(graph.outputs, _reference(graph, feeds), strict=True):
         assert got[name].shape == want.shape
         assert np.isfinite(want).all()
         err = float(np.abs(got[name].astype(np.float64) - want).max() / np.abs(want).max())

@@ -11,8 +11,19 @@ import pytest
 from devicelab.backends.opencl.plan import KERNELS
 from devicelab.backends.opencl.programs import kernel_functions, kernel_source
 
-FORBIDDEN = ("barrier", "__local", "local ", "get_local_id", "get_local_size", "get_group_id", "get_num_groups",
-             "get_global_size", "get_global_offset", "#define", "#include")
+FORBIDDEN = (
+    "barrier",
+    "__local",
+    "local ",
+    "get_local_id",
+    "get_local_size",
+    "get_group_id",
+    "get_num_groups",
+    "get_global_size",
+    "get_global_offset",
+    "#define",
+    "#include",
+)
 HELPER = re.compile(r"^real_v ll_act\(.*?^}\n", re.DOTALL | re.MULTILINE)
 
 
@@ -33,7 +44,14 @@ def test_one_kernel_with_global_sizes_as_arguments(name: str) -> None:
 def test_the_shared_helper_is_the_same_text_everywhere() -> None:
     helpers = {name: HELPER.findall(kernel_source(name)) for name in KERNELS}
     with_helper = {name: h[0] for name, h in helpers.items() if h}
-    assert set(with_helper) >= {"conv2d", "conv2d_1x1", "depthwise_conv2d", "fully_connected", "binary",
-                                "activation", "scale_shift"}
+    assert set(with_helper) >= {
+        "conv2d",
+        "conv2d_1x1",
+        "depthwise_conv2d",
+        "fully_connected",
+        "binary",
+        "activation",
+        "scale_shift",
+    }
     assert all(len(h) <= 1 for h in helpers.values())
     assert len(set(with_helper.values())) == 1

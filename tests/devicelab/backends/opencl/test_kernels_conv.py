@@ -14,10 +14,18 @@ from tests.devicelab.backends.opencl.conftest import assert_close, one_op
 
 CONV_CASES: list[tuple[str, tuple[int, ...], dict[str, Any], str]] = [
     ("odd_sizes", (1, 5, 9, 11), dict(out_channels=7, kernel=3, pad="same"), "conv2d"),
-    ("stride2_asym_groups", (2, 6, 13, 10), dict(out_channels=10, kernel=3, stride=2, pad=[0, 1, 2, 1], groups=2),
-     "conv2d"),
-    ("dilated_rect_groups4", (1, 8, 7, 9), dict(out_channels=12, kernel=(3, 5), stride=(1, 2), dilation=2,
-                                                pad=[2, 4, 2, 4], groups=4), "conv2d"),
+    (
+        "stride2_asym_groups",
+        (2, 6, 13, 10),
+        dict(out_channels=10, kernel=3, stride=2, pad=[0, 1, 2, 1], groups=2),
+        "conv2d",
+    ),
+    (
+        "dilated_rect_groups4",
+        (1, 8, 7, 9),
+        dict(out_channels=12, kernel=(3, 5), stride=(1, 2), dilation=2, pad=[2, 4, 2, 4], groups=4),
+        "conv2d",
+    ),
     ("one_pixel_input", (1, 3, 1, 1), dict(out_channels=5, kernel=3, pad=1), "conv2d"),
     ("stem_same_tf", (1, 3, 37, 35), dict(out_channels=32, kernel=3, stride=2, pad="same_tf", bias=True), "conv2d"),
     ("wide_rows", (1, 4, 5, 41), dict(out_channels=9, kernel=3, pad="same", bias=True), "conv2d"),
@@ -27,8 +35,12 @@ CONV_CASES: list[tuple[str, tuple[int, ...], dict[str, Any], str]] = [
     ("pw_groups", (2, 12, 4, 4), dict(out_channels=20, kernel=1, groups=4, bias=True), "conv2d_1x1"),
     ("pw_one_pixel", (1, 7, 1, 1), dict(out_channels=5, kernel=1), "conv2d_1x1"),
     ("pw_wide", (1, 24, 17, 17), dict(out_channels=36, kernel=1, bias=True), "conv2d_1x1"),
-    ("grouped_as_depthwise", (1, 6, 8, 9), dict(out_channels=12, kernel=3, groups=6, pad="same", bias=True),
-     "depthwise_conv2d"),
+    (
+        "grouped_as_depthwise",
+        (1, 6, 8, 9),
+        dict(out_channels=12, kernel=3, groups=6, pad="same", bias=True),
+        "depthwise_conv2d",
+    ),
 ]
 
 
@@ -65,9 +77,18 @@ def test_depthwise_matches_numpy(run_graph, case) -> None:
 
 
 FUSED_ACTS: list[tuple[str, dict[str, Any]]] = [
-    ("relu", {}), ("relu6", {}), ("hard_swish", {}), ("hard_sigmoid", {}), ("sigmoid", {}), ("swish", {}),
-    ("tanh", {}), ("gelu", {}), ("leaky_relu", {"alpha": 0.2}), ("elu", {"alpha": 0.7}),
-    ("clip", {"min": -0.5, "max": 0.25}), ("clip", {"min": None, "max": 0.1}),
+    ("relu", {}),
+    ("relu6", {}),
+    ("hard_swish", {}),
+    ("hard_sigmoid", {}),
+    ("sigmoid", {}),
+    ("swish", {}),
+    ("tanh", {}),
+    ("gelu", {}),
+    ("leaky_relu", {"alpha": 0.2}),
+    ("elu", {"alpha": 0.7}),
+    ("clip", {"min": -0.5, "max": 0.25}),
+    ("clip", {"min": None, "max": 0.1}),
 ]
 
 

@@ -33,16 +33,19 @@ def test_binary_broadcasts_like_numpy(run_graph, op: str, shapes) -> None:
     other = b.add_input("other", sb)
     graph = b.build(b.op(op, [b.input, other], name="bin"))
     rng = np.random.default_rng(7)
-    feeds = {"input": rng.standard_normal(sa).astype(np.float32),
-             "other": rng.uniform(0.5, 2.0, sb).astype(np.float32)}  # no divisor near zero
+    feeds = {
+        "input": rng.standard_normal(sa).astype(np.float32),
+        "other": rng.uniform(0.5, 2.0, sb).astype(np.float32),
+    }  # no divisor near zero
     r = run_graph(graph, feeds)
     assert [k.kernel for k in r.runner.plan] == ["binary"]
     assert_close(r.out, NUMPY_BINARY[op](feeds["input"].astype(np.float64), feeds["other"]))
 
 
 @pytest.mark.parametrize("const_first", [False, True])
-@pytest.mark.parametrize("op,const_shape,value", [("sub", [1, 5, 1, 1], None), ("div", [1], None),
-                                                  ("add", [1], 3.0), ("mul", [7], None)])
+@pytest.mark.parametrize(
+    "op,const_shape,value", [("sub", [1, 5, 1, 1], None), ("div", [1], None), ("add", [1], 3.0), ("mul", [7], None)]
+)
 def test_binary_with_a_constant_operand(run_graph, op, const_shape, value, const_first) -> None:
     attrs: dict[str, Any] = {"const_shape": const_shape, "const_first": const_first}
     if value is not None:
@@ -66,9 +69,18 @@ def test_add_absorbs_the_following_relu(run_graph) -> None:
 
 
 ACTS: list[tuple[str, dict[str, Any]]] = [
-    ("relu", {}), ("relu6", {}), ("hard_swish", {}), ("hard_sigmoid", {}), ("sigmoid", {}), ("swish", {}),
-    ("tanh", {}), ("gelu", {}), ("leaky_relu", {"alpha": 0.1}), ("elu", {"alpha": 1.5}),
-    ("clip", {"min": -1.0, "max": 2.0}), ("clip", {"min": 0.5, "max": None}),
+    ("relu", {}),
+    ("relu6", {}),
+    ("hard_swish", {}),
+    ("hard_sigmoid", {}),
+    ("sigmoid", {}),
+    ("swish", {}),
+    ("tanh", {}),
+    ("gelu", {}),
+    ("leaky_relu", {"alpha": 0.1}),
+    ("elu", {"alpha": 1.5}),
+    ("clip", {"min": -1.0, "max": 2.0}),
+    ("clip", {"min": 0.5, "max": None}),
 ]
 
 
@@ -91,7 +103,10 @@ def test_batch_norm_after_a_shared_tensor_runs_scale_shift(run_graph) -> None:
     x = (np.random.default_rng(6).standard_normal((2, 3, 5, 23)) * 6).astype(np.float32)
     r = run_graph(one_op((2, 3, 5, 23), build), {"input": x})
     assert [(k.kernel, k.ops) for k in r.runner.plan] == [
-        ("conv2d", ("conv",)), ("scale_shift", ("bn", "act")), ("binary", ("add",))]
+        ("conv2d", ("conv",)),
+        ("scale_shift", ("bn", "act")),
+        ("binary", ("add",)),
+    ]
     y = ref.conv2d(x, r.weights["conv"]["weight"], None, [1, 1], [1, 1, 1, 1], [1, 1], 1)
     z = np.clip(ref.batch_norm(y, r.weights["bn"], 1e-5), 0, 6)
     assert_close(r.out, y + z)

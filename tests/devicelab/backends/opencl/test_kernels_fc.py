@@ -11,8 +11,9 @@ from tests.devicelab.backends.opencl import reference as ref
 from tests.devicelab.backends.opencl.conftest import assert_close, one_op
 
 
-@pytest.mark.parametrize("shape,out,bias", [((1, 1280), 1000, True), ((3, 37), 11, False), ((1, 5), 1, True),
-                                            ((2, 64), 16, True)])
+@pytest.mark.parametrize(
+    "shape,out,bias", [((1, 1280), 1000, True), ((3, 37), 11, False), ((1, 5), 1, True), ((2, 64), 16, True)]
+)
 def test_fc_2d_matches_numpy(run_graph, shape, out, bias) -> None:
     r = run_graph(one_op(shape, lambda b, x: b.fc(x, out, bias=bias, name="fc")))
     assert [k.kernel for k in r.runner.plan] == ["fully_connected"]
@@ -30,8 +31,9 @@ def test_fc_on_3d_input_uses_the_matmul_layout(run_graph) -> None:
 
 def test_fc_folds_batch_norm_and_activation(run_graph) -> None:
     x = (np.random.default_rng(2).standard_normal((3, 40)) * 4).astype(np.float32)
-    r = run_graph(one_op((3, 40), lambda b, x: b.relu6(b.bn(b.fc(x, 21, name="fc"), name="bn"), name="act")),
-                  {"input": x})
+    r = run_graph(
+        one_op((3, 40), lambda b, x: b.relu6(b.bn(b.fc(x, 21, name="fc"), name="bn"), name="act")), {"input": x}
+    )
     assert [(k.kernel, k.ops) for k in r.runner.plan] == [("fully_connected", ("fc", "bn", "act"))]
     w = r.weights["fc"]
     y = ref.batch_norm(x.astype(np.float64) @ w["weight"].T + w["bias"], r.weights["bn"], 1e-5)
@@ -39,8 +41,9 @@ def test_fc_folds_batch_norm_and_activation(run_graph) -> None:
     assert_close(r.out, np.clip(y, 0, 6))
 
 
-@pytest.mark.parametrize("a,b", [((4, 7), (7, 5)), ((2, 3, 6, 5), (2, 3, 5, 9)), ((2, 1, 6, 5), (3, 5, 4)),
-                                 ((1, 5), (3, 5, 2))])
+@pytest.mark.parametrize(
+    "a,b", [((4, 7), (7, 5)), ((2, 3, 6, 5), (2, 3, 5, 9)), ((2, 1, 6, 5), (3, 5, 4)), ((1, 5), (3, 5, 2))]
+)
 def test_matmul_broadcasts_batches(run_graph, a, b) -> None:
     gb = GraphBuilder("mm", a)
     other = gb.add_input("other", b)

@@ -15,8 +15,12 @@ CASES = [
     ("max_asym", "max", (1, 4, 7, 8), dict(kernel=(2, 3), stride=(1, 2), pad=[0, 1, 1, 2])),
     ("avg_exclude_pad", "avg", (1, 6, 9, 9), dict(kernel=3, stride=1, pad=1)),
     ("avg_include_pad", "avg", (1, 6, 9, 9), dict(kernel=3, stride=1, pad=1, count_include_pad=True)),
-    ("avg_ceil_include_pad", "avg", (1, 3, 10, 11), dict(kernel=3, stride=2, pad=1, ceil_mode=True,
-                                                        count_include_pad=True)),
+    (
+        "avg_ceil_include_pad",
+        "avg",
+        (1, 3, 10, 11),
+        dict(kernel=3, stride=2, pad=1, ceil_mode=True, count_include_pad=True),
+    ),
     ("avg_1x1_window", "avg", (1, 5, 6, 6), dict(kernel=1, stride=2)),
     ("one_pixel", "max", (1, 3, 1, 1), dict(kernel=1, stride=1)),
 ]
@@ -29,8 +33,9 @@ def test_pool_matches_numpy(run_graph, case) -> None:
     r = run_graph(one_op(shape, lambda b, x: getattr(b, method)(x, name="pool", **kwargs)))
     assert [k.kernel for k in r.runner.plan] == ["pool2d"]
     a = r.graph.op("pool").attrs
-    want = ref.pool2d(r.x, kind, a["kernel"], a["stride"], a["pads"], r.out.shape[2:],
-                      a.get("count_include_pad", False))
+    want = ref.pool2d(
+        r.x, kind, a["kernel"], a["stride"], a["pads"], r.out.shape[2:], a.get("count_include_pad", False)
+    )
     assert_close(r.out, want)
 
 

@@ -12,9 +12,16 @@ REDUCE = {"reduce_mean": np.mean, "reduce_max": np.max, "reduce_sum": np.sum}
 
 
 @pytest.mark.parametrize("op", list(REDUCE))
-@pytest.mark.parametrize("shape,axes,keepdims", [((2, 5, 7, 3), [2, 3], True), ((2, 5, 7, 3), [1], False),
-                                                 ((3, 4, 5), [0, 2], True), ((6, 9), [1], False),
-                                                 ((2, 3, 4, 5), [0, 1, 2, 3], False)])
+@pytest.mark.parametrize(
+    "shape,axes,keepdims",
+    [
+        ((2, 5, 7, 3), [2, 3], True),
+        ((2, 5, 7, 3), [1], False),
+        ((3, 4, 5), [0, 2], True),
+        ((6, 9), [1], False),
+        ((2, 3, 4, 5), [0, 1, 2, 3], False),
+    ],
+)
 def test_reduce_matches_numpy(run_graph, op, shape, axes, keepdims) -> None:
     r = run_graph(one_op(shape, lambda b, x: b.op(op, [x], name="red", axes=axes, keepdims=keepdims)))
     assert [k.kernel for k in r.runner.plan] == ["reduce"]

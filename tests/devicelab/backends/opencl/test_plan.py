@@ -39,8 +39,14 @@ def test_mobilenet_v2_fuses_conv_bn_relu6_and_covers_every_operator_once() -> No
     assert fused.count(("conv2d", "batch_norm", "relu6")) == 18  # stem, expansions, head
     assert fused.count(("depthwise_conv2d", "batch_norm", "relu6")) == 17
     assert fused.count(("conv2d", "batch_norm")) == 17  # linear bottleneck projections
-    assert {k.kernel for k in plan} == {"conv2d", "conv2d_1x1", "depthwise_conv2d", "binary", "global_pool",
-                                        "fully_connected"}
+    assert {k.kernel for k in plan} == {
+        "conv2d",
+        "conv2d_1x1",
+        "depthwise_conv2d",
+        "binary",
+        "global_pool",
+        "fully_connected",
+    }
 
 
 def test_an_operator_is_absorbed_only_by_its_producers_sole_consumer() -> None:
@@ -49,7 +55,10 @@ def test_an_operator_is_absorbed_only_by_its_producers_sole_consumer() -> None:
         return b.add(b.relu(b.bn(y, name="bn"), name="relu"), y, name="add")
 
     assert _kernels(one_op((1, 4, 8, 8), shared)) == [
-        ("conv2d", ("conv",)), ("scale_shift", ("bn", "relu")), ("binary", ("add",))]
+        ("conv2d", ("conv",)),
+        ("scale_shift", ("bn", "relu")),
+        ("binary", ("add",)),
+    ]
 
     b = GraphBuilder("out", (1, 4, 8, 8))
     y = b.conv(b.input, 8, 1, name="conv")
@@ -78,7 +87,12 @@ def test_kernel_choice_for_convolutions() -> None:
         return b.dwconv(y, 3, name="dw")
 
     assert [k for k, _ in _kernels(one_op((1, 6, 9, 9), convs))] == [
-        "depthwise_conv2d", "conv2d_1x1", "conv2d", "conv2d", "depthwise_conv2d"]
+        "depthwise_conv2d",
+        "conv2d_1x1",
+        "conv2d",
+        "conv2d",
+        "depthwise_conv2d",
+    ]
 
 
 def test_concat_and_split_run_one_copy_per_part() -> None:
@@ -88,8 +102,12 @@ def test_concat_and_split_run_one_copy_per_part() -> None:
 
     plan = kernels_for_graph(one_op((1, 6, 4, 4), build))
     assert [(k.name, k.kernel, k.part) for k in plan] == [
-        ("split#0", "copy_slice", 0), ("split#1", "copy_slice", 1), ("split#2", "copy_slice", 2),
-        ("cat#0", "copy_slice", 0), ("cat#1", "copy_slice", 1)]
+        ("split#0", "copy_slice", 0),
+        ("split#1", "copy_slice", 1),
+        ("split#2", "copy_slice", 2),
+        ("cat#0", "copy_slice", 0),
+        ("cat#1", "copy_slice", 1),
+    ]
     assert [k.global_size for k in plan] == [(8, 1), (12, 1), (4, 1), (4, 1), (8, 1)]  # ceil(part*16 / 4)
 
 
@@ -103,7 +121,7 @@ def test_global_sizes_follow_the_tiling(found) -> None:
     vw = KernelConfig.for_device(found.limits).vector_width
     assert k.global_size[0] == -(-56 * 56 // vw)
     assert k.local_size is not None
-    assert all(n % l == 0 and n >= g for n, l, g in zip(k.launch_size, k.local_size, k.global_size))
+    assert all(n % loc == 0 and n >= g for n, loc, g in zip(k.launch_size, k.local_size, k.global_size, strict=True))
     json.dumps(k.as_dict())
 
 
@@ -131,12 +149,17 @@ def test_local_size_keeps_every_compute_unit_busy() -> None:
 
 def test_broadcast_layout_merges_axes() -> None:
     op = Operator("x", "mul", [], [])
-    assert broadcast_layout((2, 5, 7, 9), (2, 5, 7, 9), (2, 5, 7, 9), op) == ((1, 1, 1, 630), (0, 0, 0, 1),
-                                                                               (0, 0, 0, 1))
-    assert broadcast_layout((1, 6, 5, 7), (1, 6, 5, 7), (1, 6, 1, 1), op) == ((1, 1, 6, 35), (0, 0, 35, 1),
-                                                                               (0, 0, 1, 0))
-    assert broadcast_layout((2, 3, 4, 5), (2, 1, 4, 5), (1, 3, 1, 5), op) == ((2, 3, 4, 5), (20, 0, 5, 1),
-                                                                               (0, 5, 0, 1))
+    assert broadcast_layout((2, 5, 7, 9), (2, 5, 7, 9), (2, 5, 7, 9), op) == (
+        (1, 1, 1, 630),
+        (0, 0, 0, 1),
+        (0, 0, 0, 1),
+    )
+    assert broadcast_layout((1, 6, 5, 7), (1, 6, 5, 7), (1, 6, 1, 1), op) == (
+        (1, 1, 6, 35),
+        (0, 0, 35, 1),
+        (0, 0, 1, 0),
+    )
+    assert broadcast_layout((2, 3, 4, 5), (2, 1, 4, 5), (1, 3, 1, 5), op) == ((2, 3, 4, 5), (20, 0, 5, 1), (0, 5, 0, 1))
     with pytest.raises(PlanError, match="axes"):
         broadcast_layout((2, 2, 2, 2, 2), (2, 1, 2, 1, 2), (1, 2, 1, 2, 1), op)
 

@@ -4,6 +4,7 @@ progress reported, the kernel plan and thread settings recorded, bad requests re
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -87,15 +88,30 @@ def test_progress_is_monotonic_and_ends_done(result) -> None:
 def test_environment_records_settings_build_and_plan(result) -> None:
     res, _ = result
     env = res.environment
-    for key in ("runtime", "device", "driver_version", "precision", "threads_requested", "compute_units",
-                "POCL_MAX_PTHREAD_COUNT", "build_options", "programs_built", "programs_cached", "buffer_bytes",
-                "weight_bytes", "kernels", "plan", "device_span", "kernel_config"):
+    for key in (
+        "runtime",
+        "device",
+        "driver_version",
+        "precision",
+        "threads_requested",
+        "compute_units",
+        "POCL_MAX_PTHREAD_COUNT",
+        "build_options",
+        "programs_built",
+        "programs_cached",
+        "buffer_bytes",
+        "weight_bytes",
+        "kernels",
+        "plan",
+        "device_span",
+        "kernel_config",
+    ):
         assert key in env, key
     distinct = {k["kernel"] for k in env["plan"]}
     assert env["programs_built"] + env["programs_cached"] == len(distinct)
     assert env["kernels"] == len(env["plan"]) and env["threads_requested"] == 1
     for k in env["plan"]:
-        assert all(n % l == 0 for n, l in zip(k["launch_size"], k["local_size"]))
+        assert all(n % loc == 0 for n, loc in zip(k["launch_size"], k["local_size"], strict=True))
 
 
 def test_programs_are_cached_for_the_device(found, result) -> None:
@@ -104,11 +120,14 @@ def test_programs_are_cached_for_the_device(found, result) -> None:
     assert again.environment["programs_cached"] == len({k["kernel"] for k in again.environment["plan"]})
 
 
-@pytest.mark.parametrize("settings,match", [
-    (ProfileSettings(backend="cpu", runs=1), "backend"),
-    (ProfileSettings(backend="opencl", cores=(0,), runs=1), "cores"),
-    (ProfileSettings(backend="opencl", precision="int8", runs=1), "int8"),
-])
+@pytest.mark.parametrize(
+    "settings,match",
+    [
+        (ProfileSettings(backend="cpu", runs=1), "backend"),
+        (ProfileSettings(backend="opencl", cores=(0,), runs=1), "cores"),
+        (ProfileSettings(backend="opencl", precision="int8", runs=1), "int8"),
+    ],
+)
 def test_bad_settings_are_refused(found, settings, match) -> None:
     with pytest.raises(ValueError, match=match):
         profile(device_info(found), small_net(), settings)
@@ -141,17 +160,36 @@ def test_a_graph_the_backend_cannot_run_is_a_backend_error(found) -> None:
 
 def test_threads_apply_when_opencl_starts_in_the_process(found) -> None:
     code = (
-        "from devicelab.backends.opencl import devices, device_info, profile\n"
-        "from devicelab.backends.base import ProfileSettings\n"
+        "from devicelab.backends.base import DeviceInfo, ProfileSettings\n"
+        "from devicelab.backends.opencl import profile\n"
         "from tests.devicelab.backends.opencl.test_profile import small_net\n"
         "s = ProfileSettings(backend='opencl', threads=1, warmup_runs=0, runs=1)\n"
-        "info = device_info(devices.find_device(" + repr(found.identity) + "))\n"
+        "info = DeviceInfo('opencl', " + repr(found.identity) + ", 'device')  # OpenCL untouched so far\n"
         "env = profile(info, small_net(), s).environment\n"
-        "print(env['POCL_MAX_PTHREAD_COUNT'], env['compute_units'])\n"
+        "print(env['POCL_MAX_PTHREAD_COUNT'], env['compute_units'], 'threads_note' in env)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "POCL_MAX_PTHREAD_COUNT"},
+    )
     assert done.returncode == 0, done.stderr
-    env_value, units = done.stdout.split()
+    env_value, units, noted = done.stdout.split()
     assert env_value == "1"
-    if "Portable Computing Language" in found.limits.platform and found.limits.device_type == "cpu":
-        assert units == "1"  # PoCL's CPU device sized its thread pool from the setting
+    if _is_pocl_cpu(found):
+        assert (units, noted) == ("1", "False")  # PoCL's CPU device sized its thread pool from the setting
+
+
+def test_threads_cannot_change_once_opencl_is_up_and_the_result_says_so(found, result) -> None:
+    res, _ = result  # this process initialized OpenCL before asking for one thread
+    env = res.environment
+    assert env["compute_units"] == found.limits.compute_units
+    if _is_pocl_cpu(found) and found.limits.compute_units != 1:
+        assert "threads_note" in env
+
+
+def _is_pocl_cpu(found) -> bool:
+    """The device is PoCL's CPU device, whose thread pool POCL_MAX_PTHREAD_COUNT sizes."""
+    return "Portable Computing Language" in found.limits.platform and found.limits.device_type == "cpu"

@@ -1,0 +1,23 @@
+# One image for the web server and the workers (the production shape of docker-compose.yml).
+FROM python:3.11-slim-bookworm
+
+# PoCL gives the worker an OpenCL device on the CPU; a GPU host mounts its vendor ICD instead.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      pocl-opencl-icd ocl-icd-libopencl1 clinfo curl procps \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY devicelab devicelab
+COPY server server
+COPY workers workers
+COPY latencylab latencylab
+COPY migrations migrations
+RUN pip install --no-cache-dir .
+
+ENV LATENCYLAB_VAR_DIR=/var/lib/latencylab \
+    PYTHONUNBUFFERED=1
+RUN mkdir -p /var/lib/latencylab
+EXPOSE 8000
+CMD ["gunicorn", "server.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
