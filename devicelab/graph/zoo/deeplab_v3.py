@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
-from devicelab.graph.zoo.mobilenet_v2 import conv_bn_act, mobilenet_v2_features
+from devicelab.graph.zoo.blocks import conv_bn_act
+from devicelab.graph.zoo.mobilenet_v2 import mobilenet_v2_features
 from devicelab.graph.zoo.registry import register
 
 NUM_CLASSES = 21  # PASCAL VOC 2012: 20 classes and background

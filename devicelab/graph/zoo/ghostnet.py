@@ -6,7 +6,7 @@ import math
 
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
-from devicelab.graph.zoo.mobilenet_v3 import conv_bn_act, make_divisible, squeeze_excite
+from devicelab.graph.zoo.blocks import conv_bn_act, make_divisible, squeeze_excite
 from devicelab.graph.zoo.registry import register
 
 # Per stage: (kernel, expansion size, output, SE ratio, stride) per bottleneck, the official cfgs.

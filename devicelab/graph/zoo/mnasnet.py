@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
-from devicelab.graph.zoo.mobilenet_v2 import conv_bn_act, dw_bn_act, inverted_residual
+from devicelab.graph.zoo.blocks import conv_bn_act, dw_bn_act
+from devicelab.graph.zoo.mobilenet_v2 import inverted_residual
 from devicelab.graph.zoo.registry import register
 
 INPUT = (1, 3, 224, 224)

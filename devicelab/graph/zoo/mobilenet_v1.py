@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
-from devicelab.graph.zoo.mobilenet_v2 import conv_bn_act, dw_bn_act
+from devicelab.graph.zoo.blocks import conv_bn_act, dw_bn_act
 from devicelab.graph.zoo.registry import register
 
 # (pointwise output channels, depthwise stride) of the 13 separable blocks.
@@ -34,11 +34,11 @@ def build_mobilenet_v1(name: str, width: float = 1.0, resolution: int = 224) -> 
     """MobileNet-V1 classifier; channel counts are ``int(c * width)`` as in Keras / TF-slim."""
     b = GraphBuilder(name, (1, 3, resolution, resolution))
     with b.scope("stem"):
-        x = conv_bn_act(b, b.input, int(32 * width), 3, stride=2, pad="same_tf")
+        x = conv_bn_act(b, b.input, int(32 * width), 3, stride=2, act="relu6", pad="same_tf")
     for i, (c, s) in enumerate(SEPARABLE_BLOCKS):
         with b.scope(f"block{i}"):
-            x = dw_bn_act(b, x, 3, stride=s, pad="same_tf")
-            x = conv_bn_act(b, x, int(c * width), 1, pad="same_tf")
+            x = dw_bn_act(b, x, 3, stride=s, act="relu6", pad="same_tf")
+            x = conv_bn_act(b, x, int(c * width), 1, act="relu6", pad="same_tf")
     return b.build(b.classifier(x, 1000))
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from devicelab.graph.builder import GraphBuilder, Padding
 from devicelab.graph.ir import Graph
+from devicelab.graph.zoo.blocks import conv_bn_act, dw_bn_act, make_divisible
 from devicelab.graph.zoo.registry import register
 
 # (expansion t, output channels c, repeats n, first stride s): Table 2 of the paper.
@@ -20,46 +21,6 @@ INVERTED_RESIDUAL_SETTING = (
     (6, 160, 3, 2),
     (6, 320, 1, 1),
 )
-
-
-def make_divisible(value: float, divisor: int = 8, min_value: int | None = None) -> int:
-    """Round a channel count to a multiple of ``divisor``, never dropping more than 10%.
-
-    The rule of torchvision's and TF-slim's MobileNets (``_make_divisible``).
-    """
-    min_value = divisor if min_value is None else min_value
-    new = max(min_value, int(value + divisor / 2) // divisor * divisor)
-    if new < 0.9 * value:
-        new += divisor
-    return new
-
-
-def conv_bn_act(
-    b: GraphBuilder,
-    x: str,
-    out_channels: int,
-    kernel: int,
-    stride: int = 1,
-    act: str | None = "relu6",
-    pad: Padding = "same",
-) -> str:
-    """Convolution without bias, batch norm, then an activation (or none)."""
-    y = b.bn(b.conv(x, out_channels, kernel, stride=stride, pad=pad, bias=False))
-    return b.act(y, act) if act else y
-
-
-def dw_bn_act(
-    b: GraphBuilder,
-    x: str,
-    kernel: int,
-    stride: int = 1,
-    dilation: int = 1,
-    act: str | None = "relu6",
-    pad: Padding = "same",
-) -> str:
-    """Depthwise convolution without bias, batch norm, then an activation (or none)."""
-    y = b.bn(b.dwconv(x, kernel, stride=stride, dilation=dilation, pad=pad, bias=False))
-    return b.act(y, act) if act else y
 
 
 def inverted_residual(
@@ -101,7 +62,7 @@ def mobilenet_v2_features(
     """
     stride_so_far, rate = 2, 1
     with b.scope("stem"):
-        x = conv_bn_act(b, x, make_divisible(32 * width), 3, stride=2, pad=pad)
+        x = conv_bn_act(b, x, make_divisible(32 * width), 3, stride=2, act="relu6", pad=pad)
     block = 0
     for t, c, n, s in INVERTED_RESIDUAL_SETTING:
         out = make_divisible(c * width)
@@ -118,7 +79,7 @@ def mobilenet_v2_features(
     if final_conv:
         with b.scope("head"):
             # The last layer is never narrowed below 1280 (Section 6.1 of the paper).
-            x = conv_bn_act(b, x, make_divisible(1280 * max(1.0, width)), 1, pad=pad)
+            x = conv_bn_act(b, x, make_divisible(1280 * max(1.0, width)), 1, act="relu6", pad=pad)
     return x
 
 

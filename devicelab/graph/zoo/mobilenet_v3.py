@@ -1,55 +1,13 @@
 """MobileNetV3 Large and Small, following torchvision's ``models/mobilenetv3.py`` layer for layer.
 
-This module also holds the small building blocks (``make_divisible``, ``conv_bn_act``,
-``squeeze_excite``) that the other part-B zoo families reuse, so each family file only
-describes its own topology.
 """
 
 from __future__ import annotations
 
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
+from devicelab.graph.zoo.blocks import conv_bn_act, make_divisible, squeeze_excite
 from devicelab.graph.zoo.registry import register
-
-# -- shared building blocks ------------------------------------------------------------------
-
-
-def make_divisible(value: float, divisor: int, min_value: int | None = None) -> int:
-    """TF-slim's channel rounding: nearest multiple of ``divisor``, never more than 10% below."""
-    if min_value is None:
-        min_value = divisor
-    new_value = max(min_value, int(value + divisor / 2) // divisor * divisor)
-    if new_value < 0.9 * value:
-        new_value += divisor
-    return new_value
-
-
-def conv_bn_act(b: GraphBuilder, x: str, out_channels: int, kernel: int, stride: int = 1, groups: int = 1,
-                act: str | None = None, eps: float = 1e-5, pad: str | int = "same") -> str:
-    """Conv (no bias) + batch norm + optional activation, PyTorch padding ``(k - 1) // 2``.
-
-    A convolution with one group per input channel is written as ``depthwise_conv2d`` (with a
-    channel multiplier when it widens), which is how the IR and the latency predictors see it.
-    """
-    cin = b.channels(x)
-    if groups > 1 and groups == cin and out_channels % cin == 0:
-        y = b.dwconv(x, kernel, stride, pad=pad, multiplier=out_channels // cin)
-    else:
-        y = b.conv(x, out_channels, kernel, stride, pad=pad, groups=groups)
-    y = b.bn(y, epsilon=eps)
-    return b.act(y, act) if act else y
-
-
-def squeeze_excite(b: GraphBuilder, x: str, squeeze_channels: int, act: str = "relu",
-                   gate: str = "sigmoid") -> str:
-    """Squeeze-and-excitation as torchvision writes it: pool, 1x1 conv (bias), act, 1x1 conv (bias), gate, scale."""
-    channels = b.channels(x)
-    with b.scope("se"):
-        s = b.global_avg_pool(x)
-        s = b.act(b.conv(s, squeeze_channels, 1, bias=True, name="fc1"), act)
-        s = b.act(b.conv(s, channels, 1, bias=True, name="fc2"), gate)
-        return b.mul(x, s)
-
 
 # -- MobileNetV3 -----------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
-from devicelab.graph.zoo.mobilenet_v3 import conv_bn_act
+from devicelab.graph.zoo.blocks import conv_bn_act
 from devicelab.graph.zoo.registry import register
 
 _EPS = 1e-3  # the official nets call set_bn_param(momentum=0.1, eps=1e-3)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
-from devicelab.graph.zoo.mobilenet_v3 import conv_bn_act, squeeze_excite
+from devicelab.graph.zoo.blocks import conv_bn_act, squeeze_excite
 from devicelab.graph.zoo.registry import register
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from devicelab.backends import cpu
+from devicelab.backends import cpu, ort_profile
 from devicelab.backends.base import BackendError, DeviceInfo, ProfileResult, ProfileSettings
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
@@ -215,8 +215,8 @@ def _head_graph() -> Graph:
 def test_mapping_fused_conv_and_an_inlined_function() -> None:
     # ORT_ENABLE_EXTENDED style (what an ARM host runs): FusedConv keeps the conv's name and
     # writes the ReLU's output; the inlined HardSwish is an anonymous HardSigmoid + Mul.
-    K = cpu.KernelNode
-    nodes = cpu.topological([
+    K = ort_profile.KernelNode
+    nodes = ort_profile.topological([
         K("c", "FusedConv", "com.microsoft", ["input", "c::weight"], ["r"], "Relu"),
         K("gap", "GlobalAveragePool", "", ["r"], ["gap"]),
         K("fl", "Flatten", "", ["gap"], ["fl"]),
@@ -224,7 +224,7 @@ def test_mapping_fused_conv_and_an_inlined_function() -> None:
         K("HardSigmoid#4", "HardSigmoid", "", ["fc"], ["_inlfunc_HardSwish_HS_X"]),
         K("Mul#5", "Mul", "", ["fc", "_inlfunc_HardSwish_HS_X"], ["hs"]),
     ])
-    km = cpu.map_kernels(_head_graph(), nodes)
+    km = ort_profile.map_kernels(_head_graph(), nodes)
     assert km.owner == {"c": "c", "gap": "gap", "fl": "fl", "fc": "fc", "HardSigmoid#4": "hs", "Mul#5": "hs"}
     assert km.fused_into == {"n": "c", "r": "c"}
 
@@ -232,8 +232,8 @@ def test_mapping_fused_conv_and_an_inlined_function() -> None:
 def test_mapping_nchwc_kernels_named_after_their_epilogue() -> None:
     # ORT_ENABLE_ALL on x86: the NCHWc Conv is named after the ReLU it absorbed, tensors are
     # renamed reorder_token_*, and a ReorderOutput hands the result back in NCHW.
-    K = cpu.KernelNode
-    nodes = cpu.topological([
+    K = ort_profile.KernelNode
+    nodes = ort_profile.topological([
         K("r_nchwc", "Conv", "com.microsoft.nchwc", ["input", "reorder"], ["t0"], "Relu"),
         K("gap_nchwc", "GlobalAveragePool", "com.microsoft.nchwc", ["t0"], ["t1"]),
         K("ReorderOutput", "ReorderOutput", "com.microsoft.nchwc", ["t1"], ["gap"]),
@@ -241,7 +241,7 @@ def test_mapping_nchwc_kernels_named_after_their_epilogue() -> None:
         K("fc", "Gemm", "", ["fl", "fc::weight", "fc::bias"], ["fc"]),
         K("hs", "HardSwish", "", ["fc"], ["hs"]),
     ])
-    km = cpu.map_kernels(_head_graph(), nodes)
+    km = ort_profile.map_kernels(_head_graph(), nodes)
     assert km.owner["r_nchwc"] == "c" and km.owner["gap_nchwc"] == "gap"
     assert km.owner["ReorderOutput"] is None
     assert km.fused_into == {"n": "r_nchwc", "r": "r_nchwc"}
@@ -253,14 +253,14 @@ def test_mapping_residual_add_goes_to_the_conv_that_runs_last() -> None:
     x = b.relu(b.conv(b.input, 8, 3, name="c1"), name="r1")
     y = b.bn(b.conv(x, 8, 3, name="c2"), name="b2")
     graph = b.build(b.relu(b.add(y, x, name="add"), name="r2"))
-    K = cpu.KernelNode
-    nodes = cpu.topological([
+    K = ort_profile.KernelNode
+    nodes = ort_profile.topological([
         K("ReorderOutput", "ReorderOutput", "com.microsoft.nchwc", ["t1"], ["r2"]),  # order on purpose
         K("r1_nchwc", "Conv", "com.microsoft.nchwc", ["input", "w1"], ["t0"], "Relu"),
         K("b2_nchwc", "Conv", "com.microsoft.nchwc", ["t0", "w2", "", "t0"], ["t1"], "Relu"),
     ])
     assert [n.name for n in nodes] == ["r1_nchwc", "b2_nchwc", "ReorderOutput"]
-    km = cpu.map_kernels(graph, nodes)
+    km = ort_profile.map_kernels(graph, nodes)
     assert km.owner == {"r1_nchwc": "c1", "b2_nchwc": "c2", "ReorderOutput": None}
     assert km.fused_into == {"r1": "r1_nchwc", "b2": "b2_nchwc", "add": "b2_nchwc", "r2": "b2_nchwc"}
 
@@ -269,5 +269,5 @@ def test_anonymous_and_duplicate_nodes_get_unique_names() -> None:
     h = onnx.helper
     graph = h.make_graph([h.make_node("Relu", ["x"], ["a"]), h.make_node("Relu", ["a"], ["b"], name="r"),
                           h.make_node("Relu", ["b"], ["c"], name="r")], "g", [], [])
-    named = cpu.name_nodes_uniquely(h.make_model(graph))
+    named = ort_profile.name_nodes_uniquely(h.make_model(graph))
     assert [n.name for n in named.graph.node] == ["Relu#0", "r", "r#2"]

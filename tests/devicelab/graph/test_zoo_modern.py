@@ -13,7 +13,7 @@ import pytest
 from devicelab.graph import zoo
 from devicelab.graph.ir import Graph
 from devicelab.graph.jsonio import graph_from_json, graph_to_dict, graph_to_json
-from devicelab.graph.zoo.mobilenet_v3 import make_divisible
+from devicelab.graph.zoo.blocks import make_divisible
 from devicelab.graph.zoo.regnet import regnet_stages
 
 
