@@ -3,16 +3,19 @@
 The kernel contract (``kernels/<name>.cl``), kept so a later step can fuse independent kernels
 source-to-source (ParallelFusion, section 4.2):
 
-* one file per kernel, holding exactly one ``__kernel`` function named like the file, plus at
-  most the shared helper ``ll_act`` whose text is identical in every file that has it;
+* one file per kernel, holding exactly one ``__kernel`` function named like the file (plus the
+  shared helpers below);
 * a 2-D ND-range; the first two arguments ``gs0, gs1`` are the logical global sizes and the
   body starts with ``if (get_global_id(0) >= gs0 || get_global_id(1) >= gs1) return;``, so a
   launch may round its global size up to any work-group multiple;
 * only ``get_global_id`` among the work-item built-ins; no barriers, no local memory (a fused
   kernel may cut work-groups anywhere, and CPU devices emulate local memory in global memory);
 * types and widths come from build options: ``real`` (float or half), ``real_v`` / ``vload_v``
-  / ``vstore_v`` / ``VW`` (the vector of ``VW`` reals), ``OCB`` (output channels per
-  work-item). fp16 prepends the ``cl_khr_fp16`` pragma.
+  / ``vstore_v`` / ``VW`` (the vector of ``VW`` reals), ``int_v`` with ``LANES`` (0 .. VW-1) and
+  ``EVEN_LANES`` (0, 2, .. 2VW-2) for masks and shuffles, ``OCB`` (output channels per
+  work-item). fp16 prepends the ``cl_khr_fp16`` pragma;
+* shared helpers (``ll_act``, ``ll_row``) are plain functions whose text is identical in every
+  file that has them, so a fusing step keeps one copy of each.
 """
 
 from __future__ import annotations
@@ -55,6 +58,10 @@ def build_options(config: KernelConfig, precision: str) -> tuple[str, ...]:
     except KeyError:
         raise BackendError(f"opencl backend: precision {precision!r} is not one of {sorted(PRECISIONS)}") from None
     vw = config.vector_width
+    # select() and shuffle2() want integer vectors with the reals' element size
+    lane_int, lane_uint = ("short", "ushort") if precision == "fp16" else ("int", "uint")
+    lanes = ",".join(str(i) for i in range(vw))
+    even = ",".join(str(2 * i) for i in range(vw))
     return (
         "-cl-mad-enable",
         f"-Dreal={real}",
@@ -63,6 +70,9 @@ def build_options(config: KernelConfig, precision: str) -> tuple[str, ...]:
         f"-Dvstore_v=vstore{vw}",
         f"-DVW={vw}",
         f"-DOCB={config.out_channels_per_item}",
+        f"-Dint_v={lane_int}{vw}",
+        f"-DLANES=({lane_int}{vw})({lanes})",
+        f"-DEVEN_LANES=({lane_uint}{vw})({even})",
     )
 
 

@@ -1,8 +1,8 @@
 // conv2d: general 2-D convolution (any kernel, stride, dilation, asymmetric padding, groups)
 // with fused bias and activation; batch norm is folded into w and bias on the host. NCHW.
 // A work-item computes VW consecutive output columns of one output row for OCB output channels
-// of one image and group. Inner input rows are read as one vector when the stride is 1 and the
-// span lies inside the row; otherwise lane by lane, padding read as zero.
+// of one image and group: each input vector (ll_row, padding read as zero) feeds OCB
+// multiply-adds.
 // Weights are blocked [group][block][cin_g][kh][kw][OCB], bias [group][block * OCB], zero-padded.
 // Work: gs0 = oh * xtiles (xtiles = ceil(ow / VW)), gs1 = n * groups * nblk.
 
@@ -24,6 +24,32 @@ real_v ll_act(real_v v, const int act, const float alpha, const float beta)
     case 11: return (real_v)0.5 * v * ((real_v)1 + erf(v * (real_v)0.7071067811865476));
     default: return v;
     }
+}
+
+// ll_row: the VW inputs plane[iy][ixs + l * sw] (l < VW) of one row, zero outside [0, iw).
+// Strides 1 and 2 use whole-vector loads that may run past the row's ends but never past the
+// plane's, and mask the lanes outside the row; anything else is read lane by lane. Shared
+// helper: this text is identical in every kernel file that has it.
+__attribute__((always_inline)) real_v ll_row(__global const real* plane, const int iy, const int iw, const int plane_size, const int ixs,
+              const int sw)
+{
+    const int off = iy * iw + ixs;
+    if (sw == 1 && off >= 0 && off + VW <= plane_size) {
+        const int_v ix = (int_v)ixs + LANES;
+        return select((real_v)0, vload_v(0, plane + off), (ix >= (int_v)0) & (ix < (int_v)iw));
+    }
+    if (sw == 2 && off >= 0 && off + 2 * VW <= plane_size) {
+        const int_v ix = (int_v)ixs + LANES * (int_v)2;
+        const real_v v = shuffle2(vload_v(0, plane + off), vload_v(0, plane + off + VW), EVEN_LANES);
+        return select((real_v)0, v, (ix >= (int_v)0) & (ix < (int_v)iw));
+    }
+    real t[VW];
+#pragma unroll
+    for (int l = 0; l < VW; ++l) {
+        const int ix = ixs + l * sw;
+        t[l] = (ix >= 0 && ix < iw) ? plane[iy * iw + ix] : (real)0;
+    }
+    return vload_v(0, t);
 }
 
 __kernel void conv2d(const int gs0, const int gs1,
@@ -55,22 +81,9 @@ __kernel void conv2d(const int gs0, const int gs1,
         for (int ky = 0; ky < kh; ++ky) {
             const int iy = iy0 + ky * dh;
             if (iy < 0 || iy >= ih) continue;
-            __global const real* row = xg + ((size_t)ic * ih + iy) * iw;
             __global const real* wr = wb + ((ic * kh + ky) * kw) * OCB;
             for (int kx = 0; kx < kw; ++kx) {
-                const int ixs = ix0 + kx * dw;
-                real_v v;
-                if (sw == 1 && ixs >= 0 && ixs + VW <= iw) {
-                    v = vload_v(0, row + ixs);
-                } else {
-                    real t[VW];
-                    #pragma unroll
-                    for (int l = 0; l < VW; ++l) {
-                        const int ix = ixs + l * sw;
-                        t[l] = (ix >= 0 && ix < iw) ? row[ix] : (real)0;
-                    }
-                    v = vload_v(0, t);
-                }
+                const real_v v = ll_row(xg + (size_t)ic * ih * iw, iy, iw, ih * iw, ix0 + kx * dw, sw);
                 __global const real* wk = wr + kx * OCB;
 #pragma unroll
                 for (int j = 0; j < OCB; ++j) acc[j] += (real_v)wk[j] * v;

@@ -1,7 +1,7 @@
 // depthwise_conv2d: depthwise convolution (channel multiplier, any kernel, stride, dilation,
 // asymmetric padding) with fused bias and activation; batch norm is folded on the host. NCHW.
 // Output channel oc reads input channel oc / mult. A work-item computes VW consecutive output
-// columns of one output row of one channel.
+// columns of one output row of one channel, reading input rows as vectors (ll_row).
 // Weights are [cout][kh][kw], bias [cout].
 // Work: gs0 = oh * xtiles (xtiles = ceil(ow / VW)), gs1 = n * cout.
 
@@ -23,6 +23,32 @@ real_v ll_act(real_v v, const int act, const float alpha, const float beta)
     case 11: return (real_v)0.5 * v * ((real_v)1 + erf(v * (real_v)0.7071067811865476));
     default: return v;
     }
+}
+
+// ll_row: the VW inputs plane[iy][ixs + l * sw] (l < VW) of one row, zero outside [0, iw).
+// Strides 1 and 2 use whole-vector loads that may run past the row's ends but never past the
+// plane's, and mask the lanes outside the row; anything else is read lane by lane. Shared
+// helper: this text is identical in every kernel file that has it.
+__attribute__((always_inline)) real_v ll_row(__global const real* plane, const int iy, const int iw, const int plane_size, const int ixs,
+              const int sw)
+{
+    const int off = iy * iw + ixs;
+    if (sw == 1 && off >= 0 && off + VW <= plane_size) {
+        const int_v ix = (int_v)ixs + LANES;
+        return select((real_v)0, vload_v(0, plane + off), (ix >= (int_v)0) & (ix < (int_v)iw));
+    }
+    if (sw == 2 && off >= 0 && off + 2 * VW <= plane_size) {
+        const int_v ix = (int_v)ixs + LANES * (int_v)2;
+        const real_v v = shuffle2(vload_v(0, plane + off), vload_v(0, plane + off + VW), EVEN_LANES);
+        return select((real_v)0, v, (ix >= (int_v)0) & (ix < (int_v)iw));
+    }
+    real t[VW];
+#pragma unroll
+    for (int l = 0; l < VW; ++l) {
+        const int ix = ixs + l * sw;
+        t[l] = (ix >= 0 && ix < iw) ? plane[iy * iw + ix] : (real)0;
+    }
+    return vload_v(0, t);
 }
 
 __kernel void depthwise_conv2d(const int gs0, const int gs1,
@@ -50,21 +76,8 @@ __kernel void depthwise_conv2d(const int gs0, const int gs1,
     for (int ky = 0; ky < kh; ++ky) {
         const int iy = iy0 + ky * dh;
         if (iy < 0 || iy >= ih) continue;
-        __global const real* row = xp + (size_t)iy * iw;
         for (int kx = 0; kx < kw; ++kx) {
-            const int ixs = ix0 + kx * dw;
-            real_v v;
-            if (sw == 1 && ixs >= 0 && ixs + VW <= iw) {
-                v = vload_v(0, row + ixs);
-            } else {
-                real t[VW];
-                #pragma unroll
-                for (int l = 0; l < VW; ++l) {
-                    const int ix = ixs + l * sw;
-                    t[l] = (ix >= 0 && ix < iw) ? row[ix] : (real)0;
-                }
-                v = vload_v(0, t);
-            }
+            const real_v v = ll_row(xp, iy, iw, ih * iw, ix0 + kx * dw, sw);
             acc += (real_v)wk[ky * kw + kx] * v;
         }
     }
