@@ -115,8 +115,9 @@ def cpu_model_name(proc: Path = Path("/proc")) -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
-def physical_core_count(online: list[int], sys_cpu: Path = Path("/sys/devices/system/cpu"),
-                        proc: Path = Path("/proc")) -> int:
+def physical_core_count(
+    online: list[int], sys_cpu: Path = Path("/sys/devices/system/cpu"), proc: Path = Path("/proc")
+) -> int:
     """Distinct (package, core) pairs among the online CPUs; SMT siblings count once."""
     pairs: set[tuple[str, str]] = set()
     for cpu in online:

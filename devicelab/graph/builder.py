@@ -22,8 +22,9 @@ from devicelab.graph.ops import Shape
 Padding = str | int | Sequence[int]
 
 
-def conv_pads(size: tuple[int, int], kernel: tuple[int, int], stride: tuple[int, int],
-              dilation: tuple[int, int], pad: Padding) -> list[int]:
+def conv_pads(
+    size: tuple[int, int], kernel: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int], pad: Padding
+) -> list[int]:
     """[top, left, bottom, right] pads for a padding rule.
 
     ``"same"`` pads ``dilation * (k - 1) / 2`` on both sides (PyTorch style, odd kernels);
@@ -135,24 +136,59 @@ class GraphBuilder:
 
     # -- layers ------------------------------------------------------------------------------
 
-    def conv(self, x: str, out_channels: int, kernel: int | Sequence[int], stride: int | Sequence[int] = 1,
-             pad: Padding = "same", groups: int = 1, dilation: int | Sequence[int] = 1, bias: bool = False,
-             name: str | None = None) -> str:
+    def conv(
+        self,
+        x: str,
+        out_channels: int,
+        kernel: int | Sequence[int],
+        stride: int | Sequence[int] = 1,
+        pad: Padding = "same",
+        groups: int = 1,
+        dilation: int | Sequence[int] = 1,
+        bias: bool = False,
+        name: str | None = None,
+    ) -> str:
         """Convolution; ``groups == in_channels == out_channels`` still gives a conv2d (use dwconv)."""
         k, s, d = _pair(kernel), _pair(stride), _pair(dilation)
         size = self.shape(x)[2:4]
-        return self.op("conv2d", [x], name, out_channels=out_channels, kernel=list(k), stride=list(s),
-                       pads=conv_pads((size[0], size[1]), k, s, d, pad), dilation=list(d), groups=groups, bias=bias)
+        return self.op(
+            "conv2d",
+            [x],
+            name,
+            out_channels=out_channels,
+            kernel=list(k),
+            stride=list(s),
+            pads=conv_pads((size[0], size[1]), k, s, d, pad),
+            dilation=list(d),
+            groups=groups,
+            bias=bias,
+        )
 
-    def dwconv(self, x: str, kernel: int | Sequence[int], stride: int | Sequence[int] = 1, pad: Padding = "same",
-               dilation: int | Sequence[int] = 1, multiplier: int = 1, bias: bool = False,
-               name: str | None = None) -> str:
+    def dwconv(
+        self,
+        x: str,
+        kernel: int | Sequence[int],
+        stride: int | Sequence[int] = 1,
+        pad: Padding = "same",
+        dilation: int | Sequence[int] = 1,
+        multiplier: int = 1,
+        bias: bool = False,
+        name: str | None = None,
+    ) -> str:
         """Depthwise convolution."""
         k, s, d = _pair(kernel), _pair(stride), _pair(dilation)
         size = self.shape(x)[2:4]
-        return self.op("depthwise_conv2d", [x], name, kernel=list(k), stride=list(s),
-                       pads=conv_pads((size[0], size[1]), k, s, d, pad), dilation=list(d),
-                       multiplier=multiplier, bias=bias)
+        return self.op(
+            "depthwise_conv2d",
+            [x],
+            name,
+            kernel=list(k),
+            stride=list(s),
+            pads=conv_pads((size[0], size[1]), k, s, d, pad),
+            dilation=list(d),
+            multiplier=multiplier,
+            bias=bias,
+        )
 
     def fc(self, x: str, out_features: int, bias: bool = True, name: str | None = None) -> str:
         """Fully connected layer over the last axis."""
@@ -194,25 +230,57 @@ class GraphBuilder:
         """Split into pieces."""
         return self.op_multi("split", [x], name, axis=axis, sizes=list(sizes))
 
-    def max_pool(self, x: str, kernel: int | Sequence[int], stride: int | Sequence[int] | None = None,
-                 pad: Padding = 0, ceil_mode: bool = False, name: str | None = None) -> str:
+    def max_pool(
+        self,
+        x: str,
+        kernel: int | Sequence[int],
+        stride: int | Sequence[int] | None = None,
+        pad: Padding = 0,
+        ceil_mode: bool = False,
+        name: str | None = None,
+    ) -> str:
         """Max pooling; stride defaults to the kernel size."""
         return self._pool("max_pool2d", x, kernel, stride, pad, ceil_mode, name, {})
 
-    def avg_pool(self, x: str, kernel: int | Sequence[int], stride: int | Sequence[int] | None = None,
-                 pad: Padding = 0, ceil_mode: bool = False, count_include_pad: bool = False,
-                 name: str | None = None) -> str:
+    def avg_pool(
+        self,
+        x: str,
+        kernel: int | Sequence[int],
+        stride: int | Sequence[int] | None = None,
+        pad: Padding = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = False,
+        name: str | None = None,
+    ) -> str:
         """Average pooling; stride defaults to the kernel size."""
-        return self._pool("avg_pool2d", x, kernel, stride, pad, ceil_mode, name,
-                          {"count_include_pad": count_include_pad})
+        return self._pool(
+            "avg_pool2d", x, kernel, stride, pad, ceil_mode, name, {"count_include_pad": count_include_pad}
+        )
 
-    def _pool(self, op_type: str, x: str, kernel: int | Sequence[int], stride: int | Sequence[int] | None,
-              pad: Padding, ceil_mode: bool, name: str | None, extra: dict[str, Any]) -> str:
+    def _pool(
+        self,
+        op_type: str,
+        x: str,
+        kernel: int | Sequence[int],
+        stride: int | Sequence[int] | None,
+        pad: Padding,
+        ceil_mode: bool,
+        name: str | None,
+        extra: dict[str, Any],
+    ) -> str:
         k = _pair(kernel)
         s = k if stride is None else _pair(stride)
         size = self.shape(x)[2:4]
-        return self.op(op_type, [x], name, kernel=list(k), stride=list(s),
-                       pads=conv_pads((size[0], size[1]), k, s, (1, 1), pad), ceil_mode=ceil_mode, **extra)
+        return self.op(
+            op_type,
+            [x],
+            name,
+            kernel=list(k),
+            stride=list(s),
+            pads=conv_pads((size[0], size[1]), k, s, (1, 1), pad),
+            ceil_mode=ceil_mode,
+            **extra,
+        )
 
     def global_avg_pool(self, x: str, name: str | None = None) -> str:
         """Global average pooling to N x C x 1 x 1."""
@@ -234,8 +302,9 @@ class GraphBuilder:
         """Channel shuffle."""
         return self.op("channel_shuffle", [x], name, groups=groups)
 
-    def resize(self, x: str, size: Sequence[int], mode: str = "linear", align_corners: bool = False,
-               name: str | None = None) -> str:
+    def resize(
+        self, x: str, size: Sequence[int], mode: str = "linear", align_corners: bool = False, name: str | None = None
+    ) -> str:
         """Resize H and W to ``size``."""
         return self.op("resize", [x], name, size=list(size), mode=mode, align_corners=align_corners)
 

@@ -126,8 +126,7 @@ class Graph:
 
     def sorted(self) -> Graph:
         """A copy whose operator list is in topological order."""
-        return Graph(self.name, dict(self.tensors), list(self.inputs), list(self.outputs),
-                     self.topological_order())
+        return Graph(self.name, dict(self.tensors), list(self.inputs), list(self.outputs), self.topological_order())
 
     # -- checking ----------------------------------------------------------------------------
 
@@ -150,7 +149,10 @@ class Graph:
                 if t not in written:
                     raise GraphError(
                         f"reads tensor {t!r} before any operator writes it (not in topological order, "
-                        "or a missing producer)", node=o.name, op=o.type)
+                        "or a missing producer)",
+                        node=o.name,
+                        op=o.type,
+                    )
             for t in o.outputs:
                 if t in written:
                     raise GraphError(f"writes tensor {t!r}, which is already written", node=o.name, op=o.type)
@@ -163,8 +165,10 @@ class Graph:
                     raise GraphError(f"writes tensor {t!r}, which the graph does not define", node=o.name, op=o.type)
                 if tuple(self.tensors[t].shape) != tuple(shape):
                     raise GraphError(
-                        f"output {t!r} is declared {list(self.tensors[t].shape)} but the inputs give "
-                        f"{list(shape)}", node=o.name, op=o.type)
+                        f"output {t!r} is declared {list(self.tensors[t].shape)} but the inputs give {list(shape)}",
+                        node=o.name,
+                        op=o.type,
+                    )
             o.attrs = attrs
         for t in self.outputs:
             if t not in written:
@@ -207,20 +211,22 @@ class Graph:
         """One plain row per operator: index, name, type, shapes, attrs, MACs, FLOPs, params."""
         rows = []
         for index, (o, c) in enumerate(self.costs()):
-            rows.append({
-                "index": index,
-                "name": o.name,
-                "type": o.type,
-                "category": o.category,
-                "inputs": list(o.inputs),
-                "outputs": list(o.outputs),
-                "input_shapes": [list(s) for s in self.input_shapes(o)],
-                "output_shapes": [list(s) for s in self.output_shapes(o)],
-                "attrs": dict(o.attrs),
-                "macs": c.macs,
-                "flops": c.flops,
-                "params": c.params,
-            })
+            rows.append(
+                {
+                    "index": index,
+                    "name": o.name,
+                    "type": o.type,
+                    "category": o.category,
+                    "inputs": list(o.inputs),
+                    "outputs": list(o.outputs),
+                    "input_shapes": [list(s) for s in self.input_shapes(o)],
+                    "output_shapes": [list(s) for s in self.output_shapes(o)],
+                    "attrs": dict(o.attrs),
+                    "macs": c.macs,
+                    "flops": c.flops,
+                    "params": c.params,
+                }
+            )
         return rows
 
     def summary(self) -> dict[str, Any]:

@@ -22,8 +22,7 @@ def graph_to_dict(graph: Graph) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "name": graph.name,
         "inputs": [
-            {"name": t, "shape": list(graph.tensors[t].shape), "dtype": graph.tensors[t].dtype}
-            for t in graph.inputs
+            {"name": t, "shape": list(graph.tensors[t].shape), "dtype": graph.tensors[t].dtype} for t in graph.inputs
         ],
         "outputs": list(graph.outputs),
         "operators": [
@@ -54,8 +53,7 @@ def graph_from_dict(doc: Any) -> Graph:
     """Read a graph document; raise ``GraphError`` naming the operator and reason when it is bad."""
     _expect(isinstance(doc, dict), "a graph document must be a JSON object")
     version = doc.get("schema_version")
-    _expect(version == SCHEMA_VERSION,
-            f"schema_version must be {SCHEMA_VERSION}, got {version!r}")
+    _expect(version == SCHEMA_VERSION, f"schema_version must be {SCHEMA_VERSION}, got {version!r}")
     name = doc.get("name", "graph")
     _expect(isinstance(name, str), "'name' must be a string")
     raw_inputs = doc.get("inputs")
@@ -65,9 +63,11 @@ def graph_from_dict(doc: Any) -> Graph:
     for i, spec in enumerate(raw_inputs):
         _expect(isinstance(spec, dict) and isinstance(spec.get("name"), str), f"inputs[{i}] needs a 'name'")
         shape = spec.get("shape")
-        _expect(isinstance(shape, list) and shape and all(isinstance(d, int) and d >= 1 for d in shape),
-                f"input shape {shape!r} must be a list of positive integers (no dynamic dimensions)",
-                node=spec["name"])
+        _expect(
+            isinstance(shape, list) and shape and all(isinstance(d, int) and d >= 1 for d in shape),
+            f"input shape {shape!r} must be a list of positive integers (no dynamic dimensions)",
+            node=spec["name"],
+        )
         dtype = spec.get("dtype", "float32")
         _expect(dtype in ops.DTYPES, f"dtype {dtype!r} is not one of {list(ops.DTYPES)}", node=spec["name"])
         tensors[spec["name"]] = Tensor(spec["name"], tuple(shape), dtype)
@@ -82,25 +82,49 @@ def graph_from_dict(doc: Any) -> Graph:
         _expect(isinstance(op_type, str), "operator needs a 'type'", node=op_name)
         ops.spec(op_type, op_name)
         op_inputs, op_outputs = raw.get("inputs"), raw.get("outputs")
-        _expect(isinstance(op_inputs, list) and all(isinstance(t, str) for t in op_inputs),
-                "'inputs' must be a list of tensor names", node=op_name, op=op_type)
-        _expect(isinstance(op_outputs, list) and op_outputs and all(isinstance(t, str) for t in op_outputs),
-                "'outputs' must be a non-empty list of tensor names", node=op_name, op=op_type)
+        _expect(
+            isinstance(op_inputs, list) and all(isinstance(t, str) for t in op_inputs),
+            "'inputs' must be a list of tensor names",
+            node=op_name,
+            op=op_type,
+        )
+        _expect(
+            isinstance(op_outputs, list) and op_outputs and all(isinstance(t, str) for t in op_outputs),
+            "'outputs' must be a non-empty list of tensor names",
+            node=op_name,
+            op=op_type,
+        )
         for t in op_inputs:
-            _expect(t in tensors, f"reads tensor {t!r} before it is written (list operators in topological "
-                    "order)", node=op_name, op=op_type)
+            _expect(
+                t in tensors,
+                f"reads tensor {t!r} before it is written (list operators in topological order)",
+                node=op_name,
+                op=op_type,
+            )
         attrs = raw.get("attrs", {})
         _expect(isinstance(attrs, dict), "'attrs' must be an object", node=op_name, op=op_type)
         canonical, shapes = ops.normalize_and_infer(op_type, attrs, [tensors[t].shape for t in op_inputs], op_name)
-        _expect(len(shapes) == len(op_outputs), f"has {len(op_outputs)} outputs, expected {len(shapes)}",
-                node=op_name, op=op_type)
+        _expect(
+            len(shapes) == len(op_outputs),
+            f"has {len(op_outputs)} outputs, expected {len(shapes)}",
+            node=op_name,
+            op=op_type,
+        )
         declared = raw.get("output_shapes")
         if declared is not None:
-            _expect(isinstance(declared, list) and len(declared) == len(shapes),
-                    "'output_shapes' must list one shape per output", node=op_name, op=op_type)
+            _expect(
+                isinstance(declared, list) and len(declared) == len(shapes),
+                "'output_shapes' must list one shape per output",
+                node=op_name,
+                op=op_type,
+            )
             for t, want, got in zip(op_outputs, declared, shapes):
-                _expect(list(want) == list(got),
-                        f"output {t!r} is declared {want} but its inputs give {list(got)}", node=op_name, op=op_type)
+                _expect(
+                    list(want) == list(got),
+                    f"output {t!r} is declared {want} but its inputs give {list(got)}",
+                    node=op_name,
+                    op=op_type,
+                )
         dtype = tensors[op_inputs[0]].dtype if op_inputs else "float32"
         for t, s in zip(op_outputs, shapes):
             _expect(t not in tensors, f"writes tensor {t!r}, which is already written", node=op_name, op=op_type)
@@ -109,8 +133,10 @@ def graph_from_dict(doc: Any) -> Graph:
     outputs = doc.get("outputs")
     if outputs is None:
         outputs = [operators[-1].outputs[-1]]
-    _expect(isinstance(outputs, list) and all(isinstance(t, str) for t in outputs),
-            "'outputs' must be a list of tensor names")
+    _expect(
+        isinstance(outputs, list) and all(isinstance(t, str) for t in outputs),
+        "'outputs' must be a list of tensor names",
+    )
     return Graph(name, tensors, inputs, list(outputs), operators).check()
 
 

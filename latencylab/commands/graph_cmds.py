@@ -33,12 +33,20 @@ def show_graph(args: argparse.Namespace) -> int:
         print_json(doc)
         return 0
     rows = [
-        (r["index"], r["name"], r["type"], "x".join(map(str, r["output_shapes"][0])), human(r["macs"]),
-         human(r["params"]))
+        (
+            r["index"],
+            r["name"],
+            r["type"],
+            "x".join(map(str, r["output_shapes"][0])),
+            human(r["macs"]),
+            human(r["params"]),
+        )
         for r in graph.op_table()
     ]
     print_table(["#", "name", "type", "output", "MACs", "params"], rows)
     s = graph.summary()
-    print(f"\n{s['name']}: {s['num_operators']} operators, {human(s['macs'])} MACs, "
-          f"{human(s['flops'])} FLOPs, {human(s['params'])} parameters")
+    print(
+        f"\n{s['name']}: {s['num_operators']} operators, {human(s['macs'])} MACs, "
+        f"{human(s['flops'])} FLOPs, {human(s['params'])} parameters"
+    )
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -23,6 +24,11 @@ def add_parsers(sub: Any) -> None:
     add = usub.add_parser("add", help="create a user in a team and print an API token")
     add.add_argument("name")
     add.add_argument("--team", required=True)
+    add.add_argument(
+        "--password",
+        action="store_true",
+        help="also set a password for the web dashboard (from LATENCYLAB_PASSWORD, else prompted)",
+    )
     add.set_defaults(func=add_user)
 
     from workers.run import add_arguments as add_worker_arguments
@@ -31,8 +37,10 @@ def add_parsers(sub: Any) -> None:
     add_worker_arguments(worker)
     worker.set_defaults(func=run_worker)
 
-    for name, helptext in (("up", "web server and one worker in the foreground"),
-                           ("demo", "like up, plus a demo user and real profiles of zoo models")):
+    for name, helptext in (
+        ("up", "web server and one worker in the foreground"),
+        ("demo", "like up, plus a demo user and real profiles of zoo models"),
+    ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--host", default=os.environ.get("LATENCYLAB_HOST", "127.0.0.1"))
         p.add_argument("--port", type=int, default=int(os.environ.get("LATENCYLAB_PORT", "8000")))
@@ -62,13 +70,38 @@ def migrate() -> None:
     call_command("migrate", interactive=False, verbosity=0)
 
 
+def _read_password() -> str | None:
+    """The dashboard password: LATENCYLAB_PASSWORD, else typed twice at a terminal; None if neither."""
+    password = os.environ.get("LATENCYLAB_PASSWORD")
+    if password:
+        return password
+    if not sys.stdin.isatty():
+        return None
+    import getpass
+
+    first = getpass.getpass("password: ")
+    return first if getpass.getpass("again: ") == first else ""
+
+
 def add_user(args: argparse.Namespace) -> int:
-    """``latencylab user add NAME --team TEAM``."""
+    """``latencylab user add NAME --team TEAM [--password]``."""
     setup_django()
+    from django.contrib.auth.password_validation import validate_password
     from django.core.exceptions import ValidationError
 
     from server.accounts.services import create_user_with_token
 
+    password = None
+    if args.password:
+        password = _read_password()
+        if password is None:
+            return fail("--password: set LATENCYLAB_PASSWORD or run in a terminal to type it")
+        if not password:
+            return fail("--password: the two passwords differ")
+        try:
+            validate_password(password)
+        except ValidationError as exc:
+            return fail("--password: " + " ".join(exc.messages))
     migrate()
     try:
         user, token = create_user_with_token(args.name, args.team)
@@ -76,6 +109,10 @@ def add_user(args: argparse.Namespace) -> int:
         return fail("; ".join(exc.messages))
     print(f"user {user.username} in team {args.team}")
     print(f"token: {token}")
+    if password is not None:
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        print("password set: log in to the dashboard at /accounts/login/")
     return 0
 
 
@@ -108,11 +145,31 @@ class Service:
     def start(self) -> None:
         """Start gunicorn and a worker; both inherit this process's environment."""
         env = dict(os.environ, DJANGO_SETTINGS_MODULE="server.settings")
-        web = [sys.executable, "-m", "gunicorn", "server.wsgi:application", "--bind", f"{self.host}:{self.port}",
-               "--workers", "2", "--access-logfile", "-", "--log-level", "warning"]
+        web = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "server.wsgi:application",
+            "--bind",
+            f"{self.host}:{self.port}",
+            "--workers",
+            "2",
+            "--access-logfile",
+            "-",
+            "--log-level",
+            "warning",
+        ]
         # The worker's grace for a running job is shorter than stop()'s SIGKILL deadline.
-        worker = [sys.executable, "-m", "latencylab.cli", "worker", "--shutdown-grace", "15",
-                  "--loglevel", self.worker_loglevel]
+        worker = [
+            sys.executable,
+            "-m",
+            "latencylab.cli",
+            "worker",
+            "--shutdown-grace",
+            "15",
+            "--loglevel",
+            self.worker_loglevel,
+        ]
         self.procs = [subprocess.Popen(web, env=env), subprocess.Popen(worker, env=env)]
 
     def alive(self) -> bool:
@@ -236,6 +293,10 @@ def demo(args: argparse.Namespace) -> int:
 
     migrate()
     user, token = create_user_with_token("demo", "demo")
+    # A fresh dashboard password each run, printed with the URL (the demo is a local playground).
+    password = secrets.token_urlsafe(9)
+    user.set_password(password)
+    user.save(update_fields=["password"])
     team = Team.objects.get(name="demo")
     service = Service(args.host, args.port, worker_loglevel="WARNING")
     service.start()
@@ -251,21 +312,33 @@ def demo(args: argparse.Namespace) -> int:
     for job in jobs:
         result = getattr(job, "result", None)
         if job.state == "succeeded" and result is not None:
-            rows.append((job.pk, job.model.name, f"{result.e2e_mean:.2f}", f"{result.e2e_p90:.2f}",
-                         f"{result.e2e_cv * 100:.1f}%", f"{result.load_ms:.0f}", job.state))
+            rows.append(
+                (
+                    job.pk,
+                    job.model.name,
+                    f"{result.e2e_mean:.2f}",
+                    f"{result.e2e_p90:.2f}",
+                    f"{result.e2e_cv * 100:.1f}%",
+                    f"{result.load_ms:.0f}",
+                    job.state,
+                )
+            )
         else:
             rows.append((job.pk, job.model.name, "-", "-", "-", "-", f"{job.state}: {job.failure_reason}"))
     print()
     print_table(["job", "model", "mean ms", "p90 ms", "CV", "load ms", "state"], rows)
     base = f"http://{args.host}:{args.port}"
     print(f"\nLatencyLab is up at {base}/  (API docs: {base}/api/docs/)")
+    print(f"Dashboard log-in: user 'demo', password {password}")
     print(f"API token for user 'demo' (team 'demo'): {token}")
     print(f"  curl -H 'Authorization: Token {token}' {base}/api/jobs/{jobs[0].pk}/")
     try:
         detail = _get_json(f"{base}/api/jobs/{jobs[0].pk}/", token)
         result = detail.get("result") or {}
-        print(f"API check: job {detail['id']} ({detail['state']}) returns {len(result.get('operators', []))} "
-              "per-operator timings")
+        print(
+            f"API check: job {detail['id']} ({detail['state']}) returns {len(result.get('operators', []))} "
+            "per-operator timings"
+        )
     except (OSError, ValueError, KeyError) as exc:
         print(f"API check failed: {exc}")
     if args.exit:

@@ -30,24 +30,37 @@ def list_zoo(args: argparse.Namespace) -> int:
     items = []
     for name, entry in sorted(zoo.entries().items()):
         graph = zoo.build(name)
-        items.append({
-            "name": name,
-            "family": entry.family,
-            "params": graph.params,
-            "macs": graph.macs,
-            "input_shape": list(entry.input_shape),
-            "num_operators": len(graph.operators),
-            "table1": entry.table1,
-            "reference_params": entry.reference_params,
-            "reference_macs": entry.reference_macs,
-            "source": entry.source,
-        })
+        items.append(
+            {
+                "name": name,
+                "family": entry.family,
+                "params": graph.params,
+                "macs": graph.macs,
+                "input_shape": list(entry.input_shape),
+                "num_operators": len(graph.operators),
+                "table1": entry.table1,
+                "reference_params": entry.reference_params,
+                "reference_macs": entry.reference_macs,
+                "source": entry.source,
+            }
+        )
     if args.json:
         print_json(items)
     else:
-        print_table(["name", "family", "input", "params", "MACs", "ops"],
-                    [(i["name"], i["family"], "x".join(map(str, i["input_shape"])), human(i["params"]),
-                      human(i["macs"]), i["num_operators"]) for i in items])
+        print_table(
+            ["name", "family", "input", "params", "MACs", "ops"],
+            [
+                (
+                    i["name"],
+                    i["family"],
+                    "x".join(map(str, i["input_shape"])),
+                    human(i["params"]),
+                    human(i["macs"]),
+                    i["num_operators"],
+                )
+                for i in items
+            ],
+        )
     return 0
 
 

@@ -26,11 +26,25 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_demo_on_embedded_defaults(tmp_path):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "LATENCYLAB_QUEUE_PREFIX", "DJANGO_SETTINGS_MODULE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "LATENCYLAB_QUEUE_PREFIX", "DJANGO_SETTINGS_MODULE")
+    }
     env["LATENCYLAB_VAR_DIR"] = str(tmp_path / "var")
-    cmd = [sys.executable, "-m", "latencylab.cli", "demo", "--exit", "--port", str(_free_port()),
-           "--models", "squeezenet_1_1,mobilenet_v3_small", "--runs", "5"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "latencylab.cli",
+        "demo",
+        "--exit",
+        "--port",
+        str(_free_port()),
+        "--models",
+        "squeezenet_1_1,mobilenet_v3_small",
+        "--runs",
+        "5",
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout

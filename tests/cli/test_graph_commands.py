@@ -62,8 +62,25 @@ def test_nas_sample_writes_n_models(tmp_path, capsys):
     files = sorted(tmp_path.glob("*.onnx"))
     assert len(files) == 3
     assert all(load_graph_file(f).tensors[load_graph_file(f).outputs[0]].shape == (1, 10) for f in files)
-    assert main(["nas", "sample", "--space", "synthetic", "--n", "2", "--seed", "1", "--out", str(tmp_path / "s"),
-                 "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "nas",
+                "sample",
+                "--space",
+                "synthetic",
+                "--n",
+                "2",
+                "--seed",
+                "1",
+                "--out",
+                str(tmp_path / "s"),
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     assert len(list((tmp_path / "s").glob("synthetic-1-*.json"))) == 2
 
 

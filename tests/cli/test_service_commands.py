@@ -17,15 +17,19 @@ from tests.cli.test_demo_command import _free_port
 
 
 def _embedded_env(tmp_path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "LATENCYLAB_QUEUE_PREFIX", "DJANGO_SETTINGS_MODULE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "LATENCYLAB_QUEUE_PREFIX", "DJANGO_SETTINGS_MODULE")
+    }
     env["LATENCYLAB_VAR_DIR"] = str(tmp_path / "var")
     return env
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "latencylab.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "latencylab.cli", *args], env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_user_add_prints_a_token_that_the_api_accepts(tmp_path):
@@ -52,8 +56,13 @@ def test_user_add_rejects_a_bad_name(tmp_path):
 def test_up_serves_the_api_with_a_registered_worker_and_stops_on_ctrl_c(tmp_path):
     env = _embedded_env(tmp_path)
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "latencylab.cli", "up", "--port", str(port)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "latencylab.cli", "up", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         schema = None
@@ -69,14 +78,20 @@ def test_up_serves_the_api_with_a_registered_worker_and_stops_on_ctrl_c(tmp_path
         db = tmp_path / "var" / "latencylab.sqlite3"
         online = 0
         while time.monotonic() < deadline and not online:
-            (online,) = sqlite3.connect(db).execute(
-                "select count(*) from devices_device where status = 'online' and kind = 'cpu'").fetchone()
+            (online,) = (
+                sqlite3.connect(db)
+                .execute("select count(*) from devices_device where status = 'online' and kind = 'cpu'")
+                .fetchone()
+            )
             time.sleep(0.5)
         assert online == 1
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out[-2000:]
-    (left,) = sqlite3.connect(tmp_path / "var" / "latencylab.sqlite3").execute(
-        "select count(*) from devices_device where status != 'offline'").fetchone()
+    (left,) = (
+        sqlite3.connect(tmp_path / "var" / "latencylab.sqlite3")
+        .execute("select count(*) from devices_device where status != 'offline'")
+        .fetchone()
+    )
     assert left == 0

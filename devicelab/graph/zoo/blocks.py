@@ -17,8 +17,17 @@ def make_divisible(value: float, divisor: int = 8, min_value: int | None = None)
     return new
 
 
-def conv_bn_act(b: GraphBuilder, x: str, out_channels: int, kernel: int, stride: int = 1, groups: int = 1,
-                act: str | None = None, eps: float = 1e-5, pad: Padding = "same") -> str:
+def conv_bn_act(
+    b: GraphBuilder,
+    x: str,
+    out_channels: int,
+    kernel: int,
+    stride: int = 1,
+    groups: int = 1,
+    act: str | None = None,
+    eps: float = 1e-5,
+    pad: Padding = "same",
+) -> str:
     """Conv (no bias) + batch norm + optional activation, PyTorch padding ``(k - 1) // 2``.
 
     A convolution with one group per input channel is written as ``depthwise_conv2d`` (with a
@@ -47,8 +56,7 @@ def dw_bn_act(
     return b.act(y, act) if act else y
 
 
-def squeeze_excite(b: GraphBuilder, x: str, squeeze_channels: int, act: str = "relu",
-                   gate: str = "sigmoid") -> str:
+def squeeze_excite(b: GraphBuilder, x: str, squeeze_channels: int, act: str = "relu", gate: str = "sigmoid") -> str:
     """Squeeze-and-excitation as torchvision writes it: pool, 1x1 conv (bias), act, 1x1 conv (bias), gate, scale."""
     channels = b.channels(x)
     with b.scope("se"):

@@ -12,8 +12,9 @@ def _bn_relu_conv(b: GraphBuilder, x: str, out_channels: int, kernel: int) -> st
     return b.conv(b.relu(b.bn(x)), out_channels, kernel)
 
 
-def densenet(name: str, growth: int, block_config: tuple[int, ...], init_features: int, bn_size: int = 4,
-             num_classes: int = 1000) -> Graph:
+def densenet(
+    name: str, growth: int, block_config: tuple[int, ...], init_features: int, bn_size: int = 4, num_classes: int = 1000
+) -> Graph:
     """torchvision's DenseNet for a growth rate, layers per block and stem width."""
     b = GraphBuilder(name, (1, 3, 224, 224))
     x = b.relu(b.bn(b.conv(b.input, init_features, 7, 2, pad=3, name="conv0"), name="norm0"))
@@ -35,8 +36,14 @@ def densenet(name: str, growth: int, block_config: tuple[int, ...], init_feature
     return b.build(b.fc(x, num_classes))
 
 
-@register("densenet121", "densenet", (1, 3, 224, 224), params=7_978_856, macs=2_834_000_000,
-          source="torchvision DenseNet121_Weights.IMAGENET1K_V1 meta (num_params, _ops GMACs)")
+@register(
+    "densenet121",
+    "densenet",
+    (1, 3, 224, 224),
+    params=7_978_856,
+    macs=2_834_000_000,
+    source="torchvision DenseNet121_Weights.IMAGENET1K_V1 meta (num_params, _ops GMACs)",
+)
 def densenet121() -> Graph:
     """torchvision densenet121: growth 32, blocks (6, 12, 24, 16), 64 stem features."""
     return densenet("densenet121", 32, (6, 12, 24, 16), 64)

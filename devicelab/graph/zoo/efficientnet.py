@@ -53,15 +53,27 @@ def efficientnet(name: str, width: float, depth: float, resolution: int, num_cla
 _TV_EFF = "torchvision EfficientNet_{}_Weights.IMAGENET1K_V1 meta (num_params, _ops GMACs at {}px)"
 
 
-@register("efficientnet_b0", "efficientnet", (1, 3, 224, 224), params=5_288_548, macs=386_000_000,
-          source=_TV_EFF.format("B0", 224))
+@register(
+    "efficientnet_b0",
+    "efficientnet",
+    (1, 3, 224, 224),
+    params=5_288_548,
+    macs=386_000_000,
+    source=_TV_EFF.format("B0", 224),
+)
 def efficientnet_b0() -> Graph:
     """torchvision efficientnet_b0 at 224x224."""
     return efficientnet("efficientnet_b0", 1.0, 1.0, 224)
 
 
-@register("efficientnet_b1", "efficientnet", (1, 3, 240, 240), params=7_794_184, macs=687_000_000,
-          source=_TV_EFF.format("B1", 240))
+@register(
+    "efficientnet_b1",
+    "efficientnet",
+    (1, 3, 240, 240),
+    params=7_794_184,
+    macs=687_000_000,
+    source=_TV_EFF.format("B1", 240),
+)
 def efficientnet_b1() -> Graph:
     """torchvision efficientnet_b1 at its native 240x240."""
     return efficientnet("efficientnet_b1", 1.0, 1.1, 240)

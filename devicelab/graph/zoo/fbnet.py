@@ -32,8 +32,7 @@ def _unit(b: GraphBuilder, x: str, cout: int, kernel: int, stride: int, expand: 
     return b.add(y, x) if cin == cout and stride == 1 else y
 
 
-def fbnet(name: str, stages: list[list[tuple[int, int, int]]], first: int, last: int,
-          num_classes: int = 1000) -> Graph:
+def fbnet(name: str, stages: list[list[tuple[int, int, int]]], first: int, last: int, num_classes: int = 1000) -> Graph:
     """FBNet: 3x3 stem and a k3/e1 unit, four searched stages, 1x1 head, 7x7 pool, linear."""
     b = GraphBuilder(name, (1, 3, 224, 224))
     with b.scope("init_block"):
@@ -48,9 +47,15 @@ def fbnet(name: str, stages: list[list[tuple[int, int, int]]], first: int, last:
     return b.build(b.fc(x, num_classes))
 
 
-@register("fbnet_c", "fbnet", (1, 3, 224, 224), params=5_572_200, macs=375_000_000,
-          source="params: pytorchcv fbnet_cb (5,572,200); MACs: FBNet paper (Wu et al., CVPR 2019) "
-                 "Table 2, FBNet-C 375M FLOPs (multiply-adds)")
+@register(
+    "fbnet_c",
+    "fbnet",
+    (1, 3, 224, 224),
+    params=5_572_200,
+    macs=375_000_000,
+    source="params: pytorchcv fbnet_cb (5,572,200); MACs: FBNet paper (Wu et al., CVPR 2019) "
+    "Table 2, FBNet-C 375M FLOPs (multiply-adds)",
+)
 def fbnet_c() -> Graph:
     """FBNet-C: 16-channel stem, 1984-channel head."""
     return fbnet("fbnet_c", _FBNET_C, 16, 1984)

@@ -63,8 +63,9 @@ def ghostnet(name: str, width: float = 1.0, num_classes: int = 1000) -> Graph:
     for s, cfg in enumerate(_CFGS):
         for i, (kernel, exp_size, c, se_ratio, stride) in enumerate(cfg):
             with b.scope(f"blocks{s}/{i}"):
-                x = _bottleneck(b, x, make_divisible(exp_size * width, 4), make_divisible(c * width, 4),
-                                kernel, stride, se_ratio)
+                x = _bottleneck(
+                    b, x, make_divisible(exp_size * width, 4), make_divisible(c * width, 4), kernel, stride, se_ratio
+                )
     x = conv_bn_act(b, x, make_divisible(exp_size * width, 4), 1, act="relu")
     x = b.global_avg_pool(x)
     x = b.relu(b.conv(x, 1280, 1, bias=True, name="conv_head"))
@@ -72,9 +73,15 @@ def ghostnet(name: str, width: float = 1.0, num_classes: int = 1000) -> Graph:
     return b.build(b.fc(x, num_classes, name="classifier"))
 
 
-@register("ghostnet_1.0", "ghostnet", (1, 3, 224, 224), params=5_180_840, macs=141_000_000,
-          source="params: pytorchcv ghostnet (5,180,840; the paper rounds to 5.2M); "
-                 "MACs: GhostNet paper (Han et al., CVPR 2020) Table 7, GhostNet 1.0x 141M FLOPs")
+@register(
+    "ghostnet_1.0",
+    "ghostnet",
+    (1, 3, 224, 224),
+    params=5_180_840,
+    macs=141_000_000,
+    source="params: pytorchcv ghostnet (5,180,840; the paper rounds to 5.2M); "
+    "MACs: GhostNet paper (Han et al., CVPR 2020) Table 7, GhostNet 1.0x 141M FLOPs",
+)
 def ghostnet_1_0() -> Graph:
     """GhostNet at width 1.0."""
     return ghostnet("ghostnet_1.0")

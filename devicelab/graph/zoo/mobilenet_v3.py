@@ -1,6 +1,4 @@
-"""MobileNetV3 Large and Small, following torchvision's ``models/mobilenetv3.py`` layer for layer.
-
-"""
+"""MobileNetV3 Large and Small, following torchvision's ``models/mobilenetv3.py`` layer for layer."""
 
 from __future__ import annotations
 
@@ -45,8 +43,13 @@ _SMALL = [
 _EPS = 1e-3  # torchvision: partial(nn.BatchNorm2d, eps=0.001, momentum=0.01)
 
 
-def mobilenet_v3(name: str, setting: list[tuple[int, int, int, int, bool, str, int]], last_channel: int,
-                 width: float = 1.0, num_classes: int = 1000) -> Graph:
+def mobilenet_v3(
+    name: str,
+    setting: list[tuple[int, int, int, int, bool, str, int]],
+    last_channel: int,
+    width: float = 1.0,
+    num_classes: int = 1000,
+) -> Graph:
     """torchvision's MobileNetV3 for a block table, a classifier width and a width multiplier."""
 
     def adjust(channels: int) -> int:
@@ -78,15 +81,27 @@ def mobilenet_v3(name: str, setting: list[tuple[int, int, int, int, bool, str, i
 _TV_MBV3 = "torchvision MobileNet_V3_{}_Weights.IMAGENET1K_V1 meta (num_params, _ops GMACs)"
 
 
-@register("mobilenet_v3_large", "mobilenet_v3", (1, 3, 224, 224), params=5_483_032, macs=217_000_000,
-          source=_TV_MBV3.format("Large"))
+@register(
+    "mobilenet_v3_large",
+    "mobilenet_v3",
+    (1, 3, 224, 224),
+    params=5_483_032,
+    macs=217_000_000,
+    source=_TV_MBV3.format("Large"),
+)
 def mobilenet_v3_large() -> Graph:
     """torchvision mobilenet_v3_large (width 1.0)."""
     return mobilenet_v3("mobilenet_v3_large", _LARGE, 1280)
 
 
-@register("mobilenet_v3_small", "mobilenet_v3", (1, 3, 224, 224), params=2_542_856, macs=57_000_000,
-          source=_TV_MBV3.format("Small"))
+@register(
+    "mobilenet_v3_small",
+    "mobilenet_v3",
+    (1, 3, 224, 224),
+    params=2_542_856,
+    macs=57_000_000,
+    source=_TV_MBV3.format("Small"),
+)
 def mobilenet_v3_small() -> Graph:
     """torchvision mobilenet_v3_small (width 1.0)."""
     return mobilenet_v3("mobilenet_v3_small", _SMALL, 1024)

@@ -23,8 +23,9 @@ _MOBILE: list[list[tuple[int, int, int] | None]] = [
 ]
 
 
-def proxylessnas(name: str, stages: list[list[tuple[int, int, int] | None]], first: int, last: int,
-                 num_classes: int = 1000) -> Graph:
+def proxylessnas(
+    name: str, stages: list[list[tuple[int, int, int] | None]], first: int, last: int, num_classes: int = 1000
+) -> Graph:
     """ProxylessNASNets: 3x3 stem, MBConv blocks (ReLU6), 1x1 feature mix, pool, linear."""
     b = GraphBuilder(name, (1, 3, 224, 224))
     x = conv_bn_act(b, b.input, first, 3, 2, act="relu6", eps=_EPS)
@@ -49,10 +50,16 @@ def proxylessnas(name: str, stages: list[list[tuple[int, int, int] | None]], fir
     return b.build(b.fc(x, num_classes))
 
 
-@register("proxylessnas_mobile", "proxylessnas", (1, 3, 224, 224), params=4_080_512, macs=None,
-          source="pytorchcv proxylessnas_mobile (weights from mit-han-lab/proxylessnas): 4,080,512 params; "
-                 "the paper and the official README give 4.1M. pytorchcv's 332.46M 'FLOPs/2' also counts "
-                 "element-wise work, so no MACs reference is held")
+@register(
+    "proxylessnas_mobile",
+    "proxylessnas",
+    (1, 3, 224, 224),
+    params=4_080_512,
+    macs=None,
+    source="pytorchcv proxylessnas_mobile (weights from mit-han-lab/proxylessnas): 4,080,512 params; "
+    "the paper and the official README give 4.1M. pytorchcv's 332.46M 'FLOPs/2' also counts "
+    "element-wise work, so no MACs reference is held",
+)
 def proxylessnas_mobile() -> Graph:
     """ProxylessNAS searched for the Pixel 1 phone (mobile)."""
     return proxylessnas("proxylessnas_mobile", _MOBILE, 32, 1280)

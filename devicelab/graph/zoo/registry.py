@@ -26,8 +26,16 @@ class ZooEntry:
 _ENTRIES: dict[str, ZooEntry] = {}
 
 
-def register(name: str, family: str, input_shape: tuple[int, ...], *, params: int, macs: int | None,
-             source: str, table1: bool = False) -> Callable[[Callable[[], Graph]], Callable[[], Graph]]:
+def register(
+    name: str,
+    family: str,
+    input_shape: tuple[int, ...],
+    *,
+    params: int,
+    macs: int | None,
+    source: str,
+    table1: bool = False,
+) -> Callable[[Callable[[], Graph]], Callable[[], Graph]]:
     """Decorator: add a zero-argument graph builder to the zoo under ``name``."""
 
     def wrap(fn: Callable[[], Graph]) -> Callable[[], Graph]:

@@ -17,13 +17,14 @@ from devicelab.graph.zoo.blocks import conv_bn_act, make_divisible, squeeze_exci
 from devicelab.graph.zoo.registry import register
 
 
-def regnet_stages(depth: int, w_0: int, w_a: float, w_m: float, group_width: int,
-                  bottleneck: float = 1.0) -> list[tuple[int, int, int]]:
+def regnet_stages(
+    depth: int, w_0: int, w_a: float, w_m: float, group_width: int, bottleneck: float = 1.0
+) -> list[tuple[int, int, int]]:
     """(width, depth, group width) per stage from RegNet's linear-then-quantized width rule."""
     quant = 8
     widths_cont = np.arange(depth, dtype=np.float32) * np.float32(w_a) + np.float32(w_0)
     capacity = np.round(np.log(widths_cont / np.float32(w_0)) / np.float32(math.log(w_m)))
-    block_widths = (np.round(np.float32(w_0) * np.power(np.float32(w_m), capacity) / quant) * quant)
+    block_widths = np.round(np.float32(w_0) * np.power(np.float32(w_m), capacity) / quant) * quant
     block_widths_list = [int(w) for w in block_widths.astype(np.int32)]
     # a new stage starts wherever the width changes
     stage_widths: list[int] = []
@@ -43,8 +44,14 @@ def regnet_stages(depth: int, w_0: int, w_a: float, w_m: float, group_width: int
     return stages
 
 
-def regnet(name: str, stages: list[tuple[int, int, int]], se_ratio: float | None, stem_width: int = 32,
-           bottleneck: float = 1.0, num_classes: int = 1000) -> Graph:
+def regnet(
+    name: str,
+    stages: list[tuple[int, int, int]],
+    se_ratio: float | None,
+    stem_width: int = 32,
+    bottleneck: float = 1.0,
+    num_classes: int = 1000,
+) -> Graph:
     """torchvision's RegNet trunk: simple stem, residual bottleneck stages, pool and fc."""
     b = GraphBuilder(name, (1, 3, 224, 224))
     x = conv_bn_act(b, b.input, stem_width, 3, 2, act="relu")
@@ -73,15 +80,17 @@ def regnet(name: str, stages: list[tuple[int, int, int]], se_ratio: float | None
 _TV_REGNET = "torchvision RegNet_{}_400MF_Weights.IMAGENET1K_V1 meta (num_params, _ops GMACs)"
 
 
-@register("regnetx_400mf", "regnet", (1, 3, 224, 224), params=5_495_976, macs=414_000_000,
-          source=_TV_REGNET.format("X"))
+@register(
+    "regnetx_400mf", "regnet", (1, 3, 224, 224), params=5_495_976, macs=414_000_000, source=_TV_REGNET.format("X")
+)
 def regnetx_400mf() -> Graph:
     """torchvision regnet_x_400mf: depth 22, w_0 24, w_a 24.48, w_m 2.54, group width 16."""
     return regnet("regnetx_400mf", regnet_stages(22, 24, 24.48, 2.54, 16), None)
 
 
-@register("regnety_400mf", "regnet", (1, 3, 224, 224), params=4_344_144, macs=402_000_000,
-          source=_TV_REGNET.format("Y"))
+@register(
+    "regnety_400mf", "regnet", (1, 3, 224, 224), params=4_344_144, macs=402_000_000, source=_TV_REGNET.format("Y")
+)
 def regnety_400mf() -> Graph:
     """torchvision regnet_y_400mf: depth 16, w_0 48, w_a 27.89, w_m 2.09, group width 8, SE 0.25."""
     return regnet("regnety_400mf", regnet_stages(16, 48, 27.89, 2.09, 8), 0.25)

@@ -34,9 +34,15 @@ def se_resnet(name: str, layers: tuple[int, int, int, int], reduction: int = 16,
     return b.build(b.fc(x, num_classes, name="last_linear"))
 
 
-@register("se_resnet50", "se_resnet", (1, 3, 224, 224), params=28_088_024, macs=3_870_000_000,
-          source="params: pretrainedmodels se_resnet50 (28,088,024, = timm seresnet50); "
-                 "MACs: SENet paper (Hu et al., CVPR 2018) Table 2, SE-ResNet-50 3.87 GFLOPs")
+@register(
+    "se_resnet50",
+    "se_resnet",
+    (1, 3, 224, 224),
+    params=28_088_024,
+    macs=3_870_000_000,
+    source="params: pretrainedmodels se_resnet50 (28,088,024, = timm seresnet50); "
+    "MACs: SENet paper (Hu et al., CVPR 2018) Table 2, SE-ResNet-50 3.87 GFLOPs",
+)
 def se_resnet50() -> Graph:
     """SE-ResNet-50: bottleneck blocks (3, 4, 6, 3)."""
     return se_resnet("se_resnet50", (3, 4, 6, 3))

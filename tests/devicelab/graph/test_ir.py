@@ -17,8 +17,9 @@ def _diamond() -> Graph:
 
 def test_edges_follow_tensors():
     g = _diamond()
-    assert sorted(g.edges()) == sorted([("a", "left", "a"), ("a", "right", "a"), ("left", "join", "left"),
-                                        ("right", "join", "right")])
+    assert sorted(g.edges()) == sorted(
+        [("a", "left", "a"), ("a", "right", "a"), ("left", "join", "left"), ("right", "join", "right")]
+    )
 
 
 def test_topological_order_repairs_a_shuffled_operator_list():

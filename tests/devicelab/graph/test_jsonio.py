@@ -23,13 +23,31 @@ def test_round_trip_is_equal():
 
 
 def test_defaults_are_filled_and_shapes_inferred():
-    doc = {"schema_version": 1, "name": "d", "inputs": [{"name": "x", "shape": [1, 3, 8, 8]}],
-           "operators": [{"name": "c", "type": "conv2d", "inputs": ["x"], "outputs": ["y"],
-                          "attrs": {"out_channels": 4, "kernel": 3}}]}
+    doc = {
+        "schema_version": 1,
+        "name": "d",
+        "inputs": [{"name": "x", "shape": [1, 3, 8, 8]}],
+        "operators": [
+            {
+                "name": "c",
+                "type": "conv2d",
+                "inputs": ["x"],
+                "outputs": ["y"],
+                "attrs": {"out_channels": 4, "kernel": 3},
+            }
+        ],
+    }
     g = graph_from_json(json.dumps(doc))
     assert g.tensors["y"].shape == (1, 4, 6, 6)
-    assert g.op("c").attrs == {"kernel": [3, 3], "stride": [1, 1], "pads": [0, 0, 0, 0], "dilation": [1, 1],
-                               "out_channels": 4, "groups": 1, "bias": True}
+    assert g.op("c").attrs == {
+        "kernel": [3, 3],
+        "stride": [1, 1],
+        "pads": [0, 0, 0, 0],
+        "dilation": [1, 1],
+        "out_channels": 4,
+        "groups": 1,
+        "bias": True,
+    }
     assert g.outputs == ["y"]
 
 
@@ -45,9 +63,20 @@ def test_defaults_are_filled_and_shapes_inferred():
     ],
 )
 def test_bad_documents_name_the_reason(mutate, reason):
-    doc = {"schema_version": 1, "name": "d", "inputs": [{"name": "x", "shape": [1, 3, 8, 8]}],
-           "operators": [{"name": "c", "type": "conv2d", "inputs": ["x"], "outputs": ["y"],
-                          "attrs": {"out_channels": 4, "kernel": 3}}]}
+    doc = {
+        "schema_version": 1,
+        "name": "d",
+        "inputs": [{"name": "x", "shape": [1, 3, 8, 8]}],
+        "operators": [
+            {
+                "name": "c",
+                "type": "conv2d",
+                "inputs": ["x"],
+                "outputs": ["y"],
+                "attrs": {"out_channels": 4, "kernel": 3},
+            }
+        ],
+    }
     mutate(doc)
     with pytest.raises(GraphError, match=reason):
         graph_from_json(json.dumps(doc))

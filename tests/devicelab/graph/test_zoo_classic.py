@@ -28,8 +28,8 @@ import pytest
 from devicelab.graph import zoo
 from devicelab.graph.ir import Graph
 from devicelab.graph.jsonio import graph_from_json, graph_to_dict, graph_to_json
-from devicelab.graph.zoo.mnasnet import round_to_multiple_of
 from devicelab.graph.zoo.blocks import make_divisible
+from devicelab.graph.zoo.mnasnet import round_to_multiple_of
 
 
 class Ref(NamedTuple):
