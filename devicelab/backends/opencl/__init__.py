@@ -220,8 +220,9 @@ def profile(
                 "kernel_config": {
                     "vector_width": runner.config.vector_width,
                     "out_channels_per_item": runner.config.out_channels_per_item,
+                    "conv_out_channels_per_item": runner.config.conv_out_channels_per_item,
                 },
-                "build_options": list(runner.options),
+                "build_options": {f"{k}/vw{vw}": list(opts) for (k, vw), opts in runner.options.items()},
                 "programs_built": runner.load.programs_built,
                 "programs_cached": runner.load.programs_cached,
                 "build_ms": runner.load.build_ms,

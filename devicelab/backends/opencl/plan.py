@@ -26,8 +26,9 @@ kernel; a 1x1, stride-1, unpadded ``conv2d`` runs ``conv2d_1x1``; other convolut
 Work sizes: every kernel has a 2-D ND-range whose logical sizes (``global_size``) are passed as
 its first two arguments; the launched size is rounded up to the work-group size (the kernels
 return early past the logical size). A work-item computes ``vector_width`` consecutive outputs
-along the innermost axis (and ``out_channels_per_item`` output channels in the convolutions);
-the vector width follows the device's preferred float vector width.
+along the innermost axis (and several output channels in the convolutions); the vector width
+follows the device's preferred float vector width, narrowed for convolutions whose output rows
+are shorter (``attrs["vector_width"]`` of each planned kernel).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ KERNEL_OF_TYPE = {
     "depthwise_conv2d": "depthwise_conv2d",
 }
 KERNELS = ("conv2d", "conv2d_1x1", *sorted(set(KERNEL_OF_TYPE.values())))
+ROW_TILED = ("conv2d", "depthwise_conv2d")  # a work-item computes VW outputs of one output row
 FLOAT_DTYPES = ("float32", "float16")
 MAX_RANK = 4  # shapes the kernels index (after collapsing broadcast axes / padding with ones)
 
@@ -97,13 +99,23 @@ class KernelConfig:
     """Register tiling shared by all kernels of one device: outputs per work-item."""
 
     vector_width: int = 4  # consecutive outputs along the innermost axis (a float vector)
-    out_channels_per_item: int = 8  # output channels per work-item in the convolutions
+    out_channels_per_item: int = 8  # output channels per work-item of conv2d_1x1
+    conv_out_channels_per_item: int = 16  # of conv2d: each input vector feeds kh * kw times more work
 
     def __post_init__(self) -> None:
         if self.vector_width not in (4, 8, 16):
             raise ValueError(f"vector_width must be 4, 8 or 16, not {self.vector_width}")
-        if self.out_channels_per_item < 1:
-            raise ValueError("out_channels_per_item must be >= 1")
+        if self.out_channels_per_item < 1 or self.conv_out_channels_per_item < 1:
+            raise ValueError("output channels per work-item must be >= 1")
+
+    def row_vector_width(self, out_width: int) -> int:
+        """The vector width of a convolution that tiles output rows: narrower for narrow rows,
+        so a 7-wide row fills 7 of 8 lanes rather than 7 of 16."""
+        return min(self.vector_width, max(4, _next_pow2(out_width)))
+
+    def out_channels(self, kernel: str) -> int:
+        """Output channels per work-item of a convolution kernel (OCB in its source)."""
+        return self.conv_out_channels_per_item if kernel == "conv2d" else self.out_channels_per_item
 
     @classmethod
     def for_device(cls, limits: DeviceLimits) -> KernelConfig:
@@ -342,7 +354,7 @@ def fusion_groups(graph: Graph) -> list[list[Operator]]:
 def _sizes(graph: Graph, chain: list[Operator], kernel: str, part: int, cfg: KernelConfig) -> tuple[int, int]:
     """The logical 2-D work size of one kernel (what the runner passes as gs0, gs1)."""
     op = chain[0]
-    vw, ocb = cfg.vector_width, cfg.out_channels_per_item
+    vw, ocb = kernel_vector_width(graph, op, kernel, cfg), cfg.out_channels(kernel)
     xs = graph.tensors[op.inputs[0]].shape if op.inputs else ()
     ys = graph.tensors[op.outputs[0]].shape
     if kernel == "conv2d_1x1":
@@ -391,7 +403,15 @@ def _sizes(graph: Graph, chain: list[Operator], kernel: str, part: int, cfg: Ker
     raise PlanError(f"operator {op.name!r}: no work size for kernel {kernel!r}")  # a bug, not bad input
 
 
-def _kernel_attrs(chain: list[Operator], kernel: str, cfg: KernelConfig) -> dict[str, Any]:
+def kernel_vector_width(graph: Graph, op: Operator, kernel: str, cfg: KernelConfig) -> int:
+    """The vector width (VW) one kernel is built with: the device's, or narrower for the
+    row-tiled convolutions on narrow outputs."""
+    if kernel in ROW_TILED:
+        return cfg.row_vector_width(graph.tensors[op.outputs[0]].shape[3])
+    return cfg.vector_width
+
+
+def _kernel_attrs(graph: Graph, chain: list[Operator], kernel: str, cfg: KernelConfig) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     act = next((o for o in chain[1:] if o.type in ACTIVATIONS), None)
     bn = next((o for o in chain[1:] if o.type == "batch_norm"), None)
@@ -400,8 +420,8 @@ def _kernel_attrs(chain: list[Operator], kernel: str, cfg: KernelConfig) -> dict
     if bn is not None:
         attrs["folded_batch_norm"] = bn.name
     if kernel in ("conv2d", "conv2d_1x1"):
-        attrs["out_channels_per_item"] = cfg.out_channels_per_item
-    attrs["vector_width"] = cfg.vector_width
+        attrs["out_channels_per_item"] = cfg.out_channels(kernel)
+    attrs["vector_width"] = kernel_vector_width(graph, chain[0], kernel, cfg)
     return attrs
 
 
@@ -446,7 +466,7 @@ def kernels_for_graph(
                     global_size=gs,
                     local_size=local,
                     part=part,
-                    attrs=_kernel_attrs(chain, kernel, cfg),
+                    attrs=_kernel_attrs(g, chain, kernel, cfg),
                 )
             )
     return planned
@@ -454,17 +474,15 @@ def kernels_for_graph(
 
 def view_owner(graph: Graph, planned: list[PlannedKernel]) -> dict[str, str]:
     """For each view operator that runs no kernel, the kernel it is counted as fused into: the
-    kernel that writes its input buffer (or, for a chain of views, the first one's)."""
-    g = graph
-    producers = g.producers()
-    writer = {o: k.name for k in planned for o in k.ops}
-    last_kernel = {}
-    for k in planned:  # the kernel writing an operator's output is that operator's last kernel
+    kernel that writes its input buffer (for a chain of views, the first view's)."""
+    producers = graph.producers()
+    last_kernel: dict[str, str] = {}  # operator -> the (last) kernel that computes it
+    for k in planned:
         for o in k.ops:
             last_kernel[o] = k.name
     out: dict[str, str] = {}
-    for op in g.topological_order():
-        if op.type in VIEWS and op.name not in writer:
+    for op in graph.topological_order():
+        if op.type in VIEWS and op.name not in last_kernel:
             src = producers.get(op.inputs[0])
             if src is not None:
                 out[op.name] = out.get(src.name) or last_kernel[src.name]

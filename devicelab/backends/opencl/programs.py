@@ -51,13 +51,16 @@ def kernel_functions(source: str) -> list[str]:
     return _KERNEL_DEF.findall(source)
 
 
-def build_options(config: KernelConfig, precision: str) -> tuple[str, ...]:
-    """The compiler options that fix a kernel's types and tiling."""
+def build_options(
+    config: KernelConfig, precision: str, kernel: str, vector_width: int | None = None
+) -> tuple[str, ...]:
+    """The compiler options that fix one kernel's types and tiling (``vector_width`` defaults to
+    the configuration's)."""
     try:
         real = PRECISIONS[precision]
     except KeyError:
         raise BackendError(f"opencl backend: precision {precision!r} is not one of {sorted(PRECISIONS)}") from None
-    vw = config.vector_width
+    vw = vector_width or config.vector_width
     # select() and shuffle2() want integer vectors with the reals' element size
     lane_int, lane_uint = ("short", "ushort") if precision == "fp16" else ("int", "uint")
     lanes = ",".join(str(i) for i in range(vw))
@@ -69,7 +72,7 @@ def build_options(config: KernelConfig, precision: str) -> tuple[str, ...]:
         f"-Dvload_v=vload{vw}",
         f"-Dvstore_v=vstore{vw}",
         f"-DVW={vw}",
-        f"-DOCB={config.out_channels_per_item}",
+        f"-DOCB={config.out_channels(kernel)}",
         f"-Dint_v={lane_int}{vw}",
         f"-DLANES=({lane_int}{vw})({lanes})",
         f"-DEVEN_LANES=({lane_uint}{vw})({even})",

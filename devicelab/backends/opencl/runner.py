@@ -138,14 +138,16 @@ class GraphRunner:
         self.ops = {o.name: o for o in self.graph.operators}
         self.ctx = context_for(found)
         self.queue = cl.CommandQueue(self.ctx, found.device, properties=cl.command_queue_properties.PROFILING_ENABLE)
-        self.options = build_options(self.config, precision)
+        # one program per kernel and vector width (row-tiled convolutions narrow it on narrow rows)
+        variants = dict.fromkeys((k.kernel, int(k.attrs["vector_width"])) for k in planned)
+        self.options = {v: build_options(self.config, precision, v[0], v[1]) for v in variants}
 
         built = cached = 0
         build_ms = 0.0
         programs = {}
-        for name in dict.fromkeys(k.kernel for k in planned):
-            program, fresh = PROGRAMS.get(found, name, self.options, precision)
-            programs[name] = program
+        for variant, options in self.options.items():
+            program, fresh = PROGRAMS.get(found, variant[0], options, precision)
+            programs[variant] = program
             built += fresh
             cached += not fresh
             build_ms += program.build_ms if fresh else 0.0
@@ -159,7 +161,7 @@ class GraphRunner:
 
         self.launches: list[Launch] = []
         for pk in planned:
-            program = programs[pk.kernel]
+            program = programs[(pk.kernel, pk.attrs["vector_width"])]
             local = choose_local_size(
                 pk.global_size,
                 program.limits.preferred_multiple,
@@ -252,7 +254,7 @@ class GraphRunner:
 
     def _args_conv2d_1x1(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
         n, cin, h, w_ = self._shape(op.inputs[0])
-        cout, groups, ocb = op.attrs["out_channels"], op.attrs["groups"], self.config.out_channels_per_item
+        cout, groups, ocb = op.attrs["out_channels"], op.attrs["groups"], self.config.out_channels(pk.kernel)
         weight, bias = conv_blocked(*self._conv_weights(chain, op), groups, ocb, self.dtype)
         nblk = -(-(cout // groups) // ocb)
         return [
@@ -268,10 +270,10 @@ class GraphRunner:
         n, cin, ih, iw = self._shape(op.inputs[0])
         _, cout, oh, ow = self._shape(op.outputs[0])
         a = op.attrs
-        groups, ocb = a["groups"], self.config.out_channels_per_item
+        groups, ocb = a["groups"], self.config.out_channels(pk.kernel)
         weight, bias = conv_blocked(*self._conv_weights(chain, op), groups, ocb, self.dtype)
         nblk = -(-(cout // groups) // ocb)
-        xtiles = -(-ow // self.config.vector_width)
+        xtiles = -(-ow // pk.attrs["vector_width"])
         return [
             self.buffers[op.inputs[0]],
             self._upload(weight, f"weights of {op.name!r}"),
@@ -303,7 +305,7 @@ class GraphRunner:
         _, cout, oh, ow = self._shape(op.outputs[0])
         a = op.attrs
         weight, bias = self._conv_weights(chain, op)
-        xtiles = -(-ow // self.config.vector_width)
+        xtiles = -(-ow // pk.attrs["vector_width"])
         return [
             self.buffers[op.inputs[0]],
             self._upload(weight.reshape(cout, -1), f"weights of {op.name!r}"),

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("pyopencl", reason="pyopencl is not installed")
 
 from devicelab.backends.opencl import devices  # noqa: E402
+from devicelab.backends.opencl.plan import KernelConfig  # noqa: E402
 from devicelab.backends.opencl.runner import GraphRunner, make_inputs  # noqa: E402
 from devicelab.graph.builder import GraphBuilder  # noqa: E402
 from devicelab.graph.ir import Graph  # noqa: E402
@@ -58,8 +59,8 @@ class SingleRun:
 def run_graph(found: devices.FoundDevice) -> Callable[[Graph], SingleRun]:
     """Run a graph once on the device with seeded inputs and the exporter's weights."""
 
-    def run(graph: Graph, inputs: dict[str, np.ndarray] | None = None) -> SingleRun:
-        runner = GraphRunner(found, graph)
+    def run(graph: Graph, inputs: dict[str, np.ndarray] | None = None, config: KernelConfig | None = None) -> SingleRun:
+        runner = GraphRunner(found, graph, config=config)
         feeds = inputs if inputs is not None else make_inputs(runner.graph)
         try:
             outputs = runner.run(feeds)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from devicelab.backends.opencl.plan import KernelConfig
 from devicelab.backends.opencl.runner import GraphRunner, make_inputs
 from devicelab.graph import zoo
 from devicelab.graph.ir import Graph
@@ -27,8 +28,8 @@ def _reference(graph: Graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return session.run(list(graph.outputs), feeds)
 
 
-def _check(found, graph: Graph) -> None:
-    runner = GraphRunner(found, graph)
+def _check(found, graph: Graph, config: KernelConfig | None = None) -> None:
+    runner = GraphRunner(found, graph, config=config)
     try:
         feeds = make_inputs(runner.graph)
         got = runner.run(feeds)
@@ -54,3 +55,16 @@ def nas_graphs() -> list[Graph]:
 @pytest.mark.parametrize("index", range(NAS_SAMPLES))
 def test_synthetic_nas_sample_matches_onnxruntime(found, nas_graphs: list[Graph], index: int) -> None:
     _check(found, nas_graphs[index])
+
+
+@pytest.mark.parametrize(
+    "name,vector_width,ocb",
+    [("mobilenet_v3_small", 4, 4), ("shufflenet_v2_x0_5", 8, 3), ("deeplab_v3_mnv2", 4, 8), ("squeezenet_1_1", 8, 8)],
+)
+def test_other_tilings_match_onnxruntime(found, name: str, vector_width: int, ocb: int) -> None:
+    """Narrower vectors (what a GPU gets) must compute the same whole networks."""
+    _check(
+        found,
+        zoo.build(name),
+        KernelConfig(vector_width=vector_width, out_channels_per_item=ocb, conv_out_channels_per_item=ocb),
+    )

@@ -24,7 +24,7 @@ FORBIDDEN = (
     "#define",
     "#include",
 )
-HELPER = re.compile(r"^real_v ll_act\(.*?^}\n", re.DOTALL | re.MULTILINE)
+HELPER = re.compile(r"^(?:__attribute__\(\(\w+\)\) )?real_v (ll_\w+)\(.*?^}\n", re.DOTALL | re.MULTILINE)
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -41,10 +41,16 @@ def test_one_kernel_with_global_sizes_as_arguments(name: str) -> None:
         assert word not in code, f"{name}.cl uses {word!r}"
 
 
-def test_the_shared_helper_is_the_same_text_everywhere() -> None:
-    helpers = {name: HELPER.findall(kernel_source(name)) for name in KERNELS}
-    with_helper = {name: h[0] for name, h in helpers.items() if h}
-    assert set(with_helper) >= {
+def test_shared_helpers_are_the_same_text_everywhere() -> None:
+    texts: dict[str, set[str]] = {}
+    users: dict[str, set[str]] = {}
+    for name in KERNELS:
+        for match in HELPER.finditer(kernel_source(name)):
+            texts.setdefault(match.group(1), set()).add(match.group(0))
+            users.setdefault(match.group(1), set()).add(name)
+    assert set(texts) == {"ll_act", "ll_row"}
+    assert all(len(t) == 1 for t in texts.values()), "a helper's text differs between files"
+    assert users["ll_act"] >= {
         "conv2d",
         "conv2d_1x1",
         "depthwise_conv2d",
@@ -53,5 +59,11 @@ def test_the_shared_helper_is_the_same_text_everywhere() -> None:
         "activation",
         "scale_shift",
     }
-    assert all(len(h) <= 1 for h in helpers.values())
-    assert len(set(with_helper.values())) == 1
+    assert users["ll_row"] == {"conv2d", "depthwise_conv2d"}
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_nothing_but_helpers_and_the_kernel_at_file_scope(name: str) -> None:
+    src = HELPER.sub("", kernel_source(name))
+    code = [line for line in src.splitlines() if line.strip() and not line.lstrip().startswith("//")]
+    assert code[0].startswith(f"__kernel void {name}(")

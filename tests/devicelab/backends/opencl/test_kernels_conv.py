@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from devicelab.backends.opencl.plan import KernelConfig
 from tests.devicelab.backends.opencl import reference as ref
 from tests.devicelab.backends.opencl.conftest import assert_close, one_op
 
@@ -49,6 +50,10 @@ def test_conv_matches_numpy(run_graph, case) -> None:
     _, shape, kwargs, kernel = case
     r = run_graph(one_op(shape, lambda b, x: b.conv(x, name="conv", **kwargs)))
     assert [k.kernel for k in r.runner.plan] == [kernel]
+    _check_conv(r)
+
+
+def _check_conv(r) -> None:
     a = r.graph.op("conv").attrs
     w = r.weights["conv"]
     want = ref.conv2d(r.x, w["weight"], w.get("bias"), a["stride"], a["pads"], a["dilation"], a["groups"])
@@ -62,6 +67,8 @@ DW_CASES: list[tuple[str, tuple[int, ...], dict[str, Any]]] = [
     ("one_pixel_input", (1, 3, 1, 1), dict(kernel=3, pad=1)),
     ("wide_rows", (1, 3, 6, 45), dict(kernel=3, pad="same", bias=True)),
     ("stride2_even", (1, 16, 14, 14), dict(kernel=3, stride=2, pad="same_tf")),
+    ("stride2_wide", (1, 3, 9, 70), dict(kernel=3, stride=2, pad=[1, 0, 1, 2])),  # every vector lane stored
+    ("stride3", (1, 2, 10, 40), dict(kernel=3, stride=3, pad=1)),
 ]
 
 
@@ -69,11 +76,29 @@ DW_CASES: list[tuple[str, tuple[int, ...], dict[str, Any]]] = [
 def test_depthwise_matches_numpy(run_graph, case) -> None:
     _, shape, kwargs = case
     r = run_graph(one_op(shape, lambda b, x: b.dwconv(x, name="dw", **kwargs)))
+    _check_depthwise(r, shape)
+
+
+def _check_depthwise(r, shape) -> None:
     assert [k.kernel for k in r.runner.plan] == ["depthwise_conv2d"]
     a = r.graph.op("dw").attrs
     w = r.weights["dw"]
     want = ref.conv2d(r.x, w["weight"], w.get("bias"), a["stride"], a["pads"], a["dilation"], shape[1])
     assert_close(r.out, want)
+
+
+@pytest.mark.parametrize("vector_width,ocb,conv_ocb", [(4, 4, 4), (8, 3, 5)])
+def test_other_tilings_compute_the_same(run_graph, vector_width: int, ocb: int, conv_ocb: int) -> None:
+    """The tiling follows the device (GPUs get narrower vectors): every width must be right."""
+    config = KernelConfig(vector_width=vector_width, out_channels_per_item=ocb, conv_out_channels_per_item=conv_ocb)
+    for _, shape, kwargs, _kernel in CONV_CASES:
+        r = run_graph(one_op(shape, lambda b, x, kw=kwargs: b.conv(x, name="conv", **kw)), config=config)
+        assert r.runner.config == config
+        _check_conv(r)
+    for _, shape, kwargs in DW_CASES:
+        _check_depthwise(
+            run_graph(one_op(shape, lambda b, x, kw=kwargs: b.dwconv(x, name="dw", **kw)), config=config), shape
+        )
 
 
 FUSED_ACTS: list[tuple[str, dict[str, Any]]] = [

@@ -39,6 +39,7 @@ def test_mobilenet_v2_fuses_conv_bn_relu6_and_covers_every_operator_once() -> No
     assert fused.count(("conv2d", "batch_norm", "relu6")) == 18  # stem, expansions, head
     assert fused.count(("depthwise_conv2d", "batch_norm", "relu6")) == 17
     assert fused.count(("conv2d", "batch_norm")) == 17  # linear bottleneck projections
+    assert {k.attrs.get("out_channels_per_item") for k in plan if k.kernel.startswith("conv")} == {8, 16}
     assert {k.kernel for k in plan} == {
         "conv2d",
         "conv2d_1x1",

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from devicelab.backends.base import BackendError, ProfileSettings
@@ -107,8 +108,8 @@ def test_environment_records_settings_build_and_plan(result) -> None:
         "kernel_config",
     ):
         assert key in env, key
-    distinct = {k["kernel"] for k in env["plan"]}
-    assert env["programs_built"] + env["programs_cached"] == len(distinct)
+    distinct = {(k["kernel"], k["attrs"]["vector_width"]) for k in env["plan"]}
+    assert env["programs_built"] + env["programs_cached"] == len(distinct) == len(env["build_options"])
     assert env["kernels"] == len(env["plan"]) and env["threads_requested"] == 1
     for k in env["plan"]:
         assert all(n % loc == 0 for n, loc in zip(k["launch_size"], k["local_size"], strict=True))
@@ -117,7 +118,7 @@ def test_environment_records_settings_build_and_plan(result) -> None:
 def test_programs_are_cached_for_the_device(found, result) -> None:
     again = profile(device_info(found), small_net(), ProfileSettings(backend="opencl", warmup_runs=0, runs=1))
     assert again.environment["programs_built"] == 0
-    assert again.environment["programs_cached"] == len({k["kernel"] for k in again.environment["plan"]})
+    assert again.environment["programs_cached"] == len(again.environment["build_options"])
 
 
 @pytest.mark.parametrize(
@@ -193,3 +194,15 @@ def test_threads_cannot_change_once_opencl_is_up_and_the_result_says_so(found, r
 def _is_pocl_cpu(found) -> bool:
     """The device is PoCL's CPU device, whose thread pool POCL_MAX_PTHREAD_COUNT sizes."""
     return "Portable Computing Language" in found.limits.platform and found.limits.device_type == "cpu"
+
+
+def test_inputs_are_the_cpu_backends_inputs() -> None:
+    """Both backends feed a graph the same seeded input, so their results are comparable."""
+    cpu = pytest.importorskip("devicelab.backends.cpu")
+    from devicelab.backends.opencl import make_inputs
+
+    graph = small_net()
+    ours, theirs = make_inputs(graph), cpu.make_feeds(graph)
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        np.testing.assert_array_equal(ours[name], theirs[name])
