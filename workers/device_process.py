@@ -28,6 +28,11 @@ def celery_argv(queue: str, node_name: str, loglevel: str) -> list[str]:
         "1",
         "--prefetch-multiplier",
         "1",
+        # A fresh pool process per job: runtimes that size their thread pool once per process
+        # (PoCL's POCL_MAX_PTHREAD_COUNT) honour each job's thread count, and nothing one job
+        # leaves behind (a leak, a wedged driver context) can skew the next job's timings.
+        "--max-tasks-per-child",
+        "1",
         "--hostname",
         node_name,
         # No cluster chatter: each process serves one private queue and needs no peers.

@@ -78,8 +78,11 @@ def e2e_settings(settings: Any, queue_prefix: str) -> None:
 class WorkerProcess:
     """One ``python -m workers.run`` process (the agent and its device processes, one group)."""
 
-    def __init__(self, name: str, env: dict[str, str], log_path: Path, instance: str | None = None) -> None:
+    def __init__(
+        self, name: str, env: dict[str, str], log_path: Path, instance: str | None = None, kinds: str = "cpu"
+    ) -> None:
         self.name = name
+        self.kinds = kinds
         self.env = env
         self.log_path = log_path
         self.instance = instance
@@ -98,7 +101,7 @@ class WorkerProcess:
             "--name",
             self.name,
             "--kinds",
-            "cpu",
+            self.kinds,
             "--shutdown-grace",
             str(SHUTDOWN_GRACE_SECONDS),
             "--loglevel",
@@ -127,7 +130,7 @@ class WorkerProcess:
         return wait_for(registered, timeout, f"worker {self.name} to register its devices")
 
     def device(self, timeout: float = 90) -> Any:
-        """The one device (the host CPU) this worker serves."""
+        """The one device this worker serves (the host CPU unless started with other kinds)."""
         rows = self.devices(timeout)
         assert len(rows) == 1, rows
         return rows[0]
@@ -181,7 +184,7 @@ class WorkerProcess:
 
 @pytest.fixture
 def start_worker(transactional_db: None, queue_prefix: str, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
-    """Factory: ``start_worker(instance=None, name=None)`` -> a started ``WorkerProcess``.
+    """Factory: ``start_worker(instance=None, name=None, kinds="cpu")`` -> a started ``WorkerProcess``.
 
     Every worker it started is killed at teardown (before the test database is flushed), and
     its log is printed, so a failing test shows what the worker said.
@@ -200,9 +203,9 @@ def start_worker(transactional_db: None, queue_prefix: str, tmp_path: Path) -> I
     )
     workers: list[WorkerProcess] = []
 
-    def start(instance: str | None = None, name: str | None = None) -> WorkerProcess:
+    def start(instance: str | None = None, name: str | None = None, kinds: str = "cpu") -> WorkerProcess:
         name = name or f"e2e-worker-{next(_serial)}-{uuid.uuid4().hex[:6]}"
-        w = WorkerProcess(name, env, tmp_path / f"{name}.log", instance=instance).start()
+        w = WorkerProcess(name, env, tmp_path / f"{name}.log", instance=instance, kinds=kinds).start()
         workers.append(w)
         return w
 
