@@ -16,6 +16,7 @@ def test_job_on_an_opencl_device_returns_kernel_timings(start_worker: Any, e2e_a
     device = worker.device()
     assert device.kind == "opencl"
     assert device.hardware["wave_size"] >= 1 and device.hardware["max_work_group_size"] >= 1
+    assert device.hardware["gpu_name"] and device.hardware["driver"] and "OpenCL" in device.hardware["opencl_version"]
 
     graph = tiny_graph("opencl-net")
     job_id = submit(e2e_api, upload(e2e_api, graph), device.pk, {**QUICK, "threads": 1})

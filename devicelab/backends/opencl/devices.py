@@ -64,6 +64,10 @@ class DeviceLimits:
         d = asdict(self)
         d["max_work_item_sizes"] = list(self.max_work_item_sizes)
         d["extensions"] = list(self.extensions)
+        # The names the lab uses for every kind of device (and the server's equivalence check).
+        d["gpu_name"] = self.name
+        d["driver"] = self.driver_version
+        d["opencl_version"] = self.device_version
         return d
 
 
