@@ -798,7 +798,7 @@ def spec(op_type: str, node: str | None = None) -> OpSpec:
 
 
 def normalize_and_infer(
-    op_type: str, attrs: Attrs, input_shapes: list[Shape], node: str | None = None
+    op_type: str, attrs: Attrs, input_shapes: Sequence[Sequence[int]], node: str | None = None
 ) -> tuple[Attrs, list[Shape]]:
     """Canonical attributes and output shapes of one operator, or a ``GraphError`` saying why not."""
     s = spec(op_type, node)

@@ -27,7 +27,7 @@ def list_zoo(args: argparse.Namespace) -> int:
     """Print the zoo."""
     from devicelab.graph import zoo
 
-    items = []
+    items: list[dict[str, Any]] = []
     for name, entry in sorted(zoo.entries().items()):
         graph = zoo.build(name)
         items.append(
