@@ -40,7 +40,7 @@ format: $(STAMP)
 system-deps:  ## Debian packages the project needs (run as root)
 	apt-get update -q
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		python3-venv ca-certificates pocl-opencl-icd ocl-icd-libopencl1 clinfo
+		python3-venv ca-certificates pocl-opencl-icd ocl-icd-libopencl1 clinfo chromium
 
 clean:
 	rm -rf $(VENV) var/test_* .pytest_cache

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "server.networks",
     "server.profiling",
     "server.api",
+    "dashboard",
 ]
 
 # One folder for every app's migrations, so the schema history reads in one place.
@@ -145,6 +146,12 @@ MEDIA_ROOT = VAR_DIR / "media"
 MEDIA_URL = "/media/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_URL = "/static/"
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    # plotly.js comes from the plotly Python package itself, so the dashboard needs no CDN.
+    "dashboard.staticfiles.PlotlyJsFinder",
+]
 # Without a separate web server in front, Django serves the static files itself (the API docs
 # page needs them); turn this off when a proxy serves STATIC_ROOT.
 LATENCYLAB_SERVE_STATIC = env_bool("LATENCYLAB_SERVE_STATIC", True)
@@ -215,6 +222,11 @@ CELERY_TASK_SOFT_TIME_LIMIT = LATENCYLAB_TASK_TIME_LIMIT - 30
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # -- auth, API -------------------------------------------------------------------------------
+
+# The dashboard signs people in with Django's session log-in; the API keeps its tokens.
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard:overview"
+LOGOUT_REDIRECT_URL = "login"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -1,0 +1,1 @@
+"""The web dashboard: device fleet, models, jobs with live progress, per-operator breakdowns."""

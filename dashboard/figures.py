@@ -1,0 +1,366 @@
+"""Plotly figure builders: plain data in, figure JSON out (no database, no request).
+
+Every chart has axis titles with units and a fixed height that reads at a laptop's width; the
+browser only mounts the JSON (``static/dashboard/dashboard.js``). One colour per operator type,
+the same on every chart, so a conv is the same blue on the job page and on the comparison.
+
+Speed matters here (the job page has a 300 ms budget for 500 operators): plotly validates every
+property, and per-point colour arrays cost ~0.1 ms a point, so charts with many points use one
+trace per operator type (which also gives a legend to toggle types) instead of a colour array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import plotly.graph_objects as go
+
+from devicelab.graph.ops import OPS
+
+# -- look --------------------------------------------------------------------------------------
+
+_FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+_GRID = "#e9edf2"
+_AXIS = {"gridcolor": _GRID, "zerolinecolor": "#cfd6df", "linecolor": "#cfd6df", "automargin": True}
+
+# Built once: a named template ('plotly_white') is re-validated on every figure and costs ~45 ms.
+_TEMPLATE = go.layout.Template(
+    layout={
+        "font": {"family": _FONT, "size": 12, "color": "#1f2933"},
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "colorway": ["#2f6fde", "#e8702a", "#2a9d8f", "#c8553d", "#7b61c9", "#8d99ae"],
+        "xaxis": _AXIS,
+        "yaxis": _AXIS,
+        "hoverlabel": {"font": {"family": _FONT, "size": 12}},
+        "legend": {"bgcolor": "rgba(255,255,255,0.8)"},
+    }
+)
+
+# Distinct colours for the operator types the IR knows, in vocabulary order (the common ones,
+# conv / depthwise / fc, come first and get the strongest colours).
+_PALETTE = (
+    "#2f6fde", "#e8702a", "#2a9d8f", "#c8553d", "#7b61c9", "#e9b949", "#3d9be9", "#9c6644",
+    "#d64d8a", "#5c946e", "#8d99ae", "#f28f3b", "#4059ad", "#97c160", "#b56576", "#38a3a5",
+    "#ff7b9c", "#6d597a", "#a7c957", "#577590", "#f9844a", "#43aa8b", "#90be6d", "#277da1",
+    "#bc6c25", "#9d4edd", "#0081a7", "#ef476f", "#118ab2", "#06d6a0", "#ffb703", "#8338ec",
+    "#fb5607", "#3a86ff", "#606c38", "#e76f51",
+)  # fmt: skip
+_OP_COLORS = {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(OPS)}
+_OTHER_COLOR = "#9aa5b1"  # runtime-inserted kernels and anything outside the vocabulary
+
+A_COLOR = "#2f6fde"
+B_COLOR = "#e8702a"
+
+
+def op_type_color(op_type: str) -> str:
+    """The colour of an operator type on every chart."""
+    return _OP_COLORS.get(op_type, _OTHER_COLOR)
+
+
+def _layout(
+    height: int, x_title: str, y_title: str, xaxis: dict | None = None, yaxis: dict | None = None, **extra: object
+) -> go.Layout:
+    return go.Layout(
+        template=_TEMPLATE,
+        height=height,
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        xaxis={"title": {"text": x_title}, **(xaxis or {})},
+        yaxis={"title": {"text": y_title}, **(yaxis or {})},
+        **extra,
+    )
+
+
+def _json(fig: go.Figure) -> str:
+    return fig.to_json(validate=False)  # validated as it was built
+
+
+def _hbar_height(n: int) -> int:
+    """Horizontal bar charts grow with their bars, within reason."""
+    return max(220, min(640, 60 + 24 * n))
+
+
+# -- a job -------------------------------------------------------------------------------------
+
+
+def samples_histogram(samples_ms: Sequence[float], median_ms: float, p90_ms: float) -> str:
+    """The distribution of a job's timed runs, with its median and p90 marked."""
+    # plotly's automatic binning is coarse for a few dozen samples: ask for about one bin per
+    # two samples, within bounds (nbinsx is an upper limit; plotly picks round bin edges).
+    bins = max(10, min(80, len(samples_ms) // 2))
+    fig = go.Figure(
+        go.Histogram(
+            x=list(samples_ms),
+            nbinsx=bins,
+            marker={"color": A_COLOR, "line": {"color": "white", "width": 1}},
+            hovertemplate="%{x} ms: %{y} runs<extra></extra>",
+            name="runs",
+        ),
+        layout=_layout(300, "end-to-end latency (ms)", "runs (count)", bargap=0.04, showlegend=False),
+    )
+    # Marked with plain layout shapes: add_vline() costs ~20 ms a line in validation. The median
+    # sits left of the p90, so its label goes on its left and the p90's on its right.
+    lines = ((median_ms, "median", "solid", "right"), (p90_ms, "p90", "dash", "left"))
+    fig.update_layout(
+        shapes=[
+            {"type": "line", "xref": "x", "yref": "paper", "x0": v, "x1": v, "y0": 0, "y1": 1,
+             "line": {"color": "#1f2933", "width": 1.5, "dash": dash}}
+            for v, _, dash, _ in lines
+        ],
+        annotations=[
+            {"x": v, "xref": "x", "y": 1, "yref": "paper", "text": f"{label} {v:.3g} ms", "showarrow": False,
+             "xanchor": anchor, "yanchor": "bottom", "font": {"size": 11}}
+            for v, label, _, anchor in lines
+        ],
+        margin={"t": 24},
+    )  # fmt: skip
+    return _json(fig)
+
+
+def cold_vs_warm(load_ms: float, first_run_ms: float, warm_median_ms: float) -> str:
+    """Cold start (loading, first run) beside a warm run, in ms."""
+    labels = ["load model", "first run (cold)", "warm run (median)"]
+    values = [load_ms, first_run_ms, warm_median_ms]
+    fig = go.Figure(
+        go.Bar(
+            x=values,
+            y=labels,
+            orientation="h",
+            marker={"color": ["#9aa5b1", "#c8553d", A_COLOR]},
+            text=[f"{v:.3g} ms" for v in values],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:.3f} ms<extra></extra>",
+        ),
+        layout=_layout(220, "time (ms)", "phase", yaxis={"autorange": "reversed"}, showlegend=False),
+    )
+    return _json(fig)
+
+
+def time_by_op_type(op_types: Sequence[str], totals_ms: Sequence[float], counts: Sequence[int]) -> str:
+    """Total operator time per operator type, the largest on top."""
+    total = sum(totals_ms) or 1.0
+    fig = go.Figure(
+        go.Bar(
+            x=list(totals_ms),
+            y=list(op_types),
+            orientation="h",
+            marker={"color": [op_type_color(t) for t in op_types]},
+            customdata=[[c, v / total * 100] for c, v in zip(counts, totals_ms, strict=True)],
+            hovertemplate="%{y}: %{x:.3f} ms (%{customdata[1]:.1f}%), %{customdata[0]} operators<extra></extra>",
+        ),
+        layout=_layout(
+            _hbar_height(len(op_types)),
+            "time (ms, sum of operator means)",
+            "operator type",
+            yaxis={"autorange": "reversed"},
+        ),
+    )
+    return _json(fig)
+
+
+@dataclass(frozen=True)
+class OperatorPoint:
+    """One timed operator as the per-operator charts need it."""
+
+    position: int
+    name: str
+    op_type: str
+    ms: float
+
+
+def time_per_operator(points: Sequence[OperatorPoint]) -> str:
+    """Each timed operator's mean time in execution order, coloured (and toggled) by type."""
+    by_type: dict[str, list[OperatorPoint]] = {}
+    for p in points:
+        by_type.setdefault(p.op_type, []).append(p)
+    # Legend order: the types that take the most time first.
+    order = sorted(by_type, key=lambda t: -sum(p.ms for p in by_type[t]))
+    traces = [
+        go.Bar(
+            x=[p.position for p in by_type[t]],
+            y=[p.ms for p in by_type[t]],
+            name=t,
+            marker={"color": op_type_color(t), "line": {"width": 0}},
+            hovertext=[p.name for p in by_type[t]],
+            hovertemplate="#%{x} %{hovertext}<br>" + t + ": %{y:.4f} ms<extra></extra>",
+        )
+        for t in order
+    ]
+    fig = go.Figure(
+        traces,
+        layout=_layout(
+            360,
+            "operator (execution order)",
+            "mean time (ms)",
+            bargap=0.1,
+            legend={"orientation": "h", "y": -0.22, "x": 0},
+            hovermode="closest",
+        ),
+    )
+    return _json(fig)
+
+
+def top_operators(points: Sequence[OperatorPoint]) -> str:
+    """The slowest operators (already chosen and sorted by the caller), slowest on top."""
+    labels = [f"#{p.position} {p.name}" for p in points]
+    fig = go.Figure(
+        go.Bar(
+            x=[p.ms for p in points],
+            y=labels,
+            orientation="h",
+            marker={"color": [op_type_color(p.op_type) for p in points]},
+            customdata=[p.op_type for p in points],
+            hovertemplate="%{y} (%{customdata}): %{x:.4f} ms<extra></extra>",
+        ),
+        layout=_layout(_hbar_height(len(points)), "mean time (ms)", "operator", yaxis={"autorange": "reversed"}),
+    )
+    return _json(fig)
+
+
+# -- a model -----------------------------------------------------------------------------------
+
+
+def macs_by_op_type(op_types: Sequence[str], macs: Sequence[int], counts: Sequence[int]) -> str:
+    """Multiply-accumulates per operator type, in millions, the largest on top."""
+    total = sum(macs) or 1
+    fig = go.Figure(
+        go.Bar(
+            x=[m / 1e6 for m in macs],
+            y=list(op_types),
+            orientation="h",
+            marker={"color": [op_type_color(t) for t in op_types]},
+            customdata=[[c, m / total * 100] for c, m in zip(counts, macs, strict=True)],
+            hovertemplate="%{y}: %{x:,.2f} M MACs (%{customdata[1]:.1f}%), %{customdata[0]} operators<extra></extra>",
+        ),
+        layout=_layout(
+            _hbar_height(len(op_types)), "MACs (millions)", "operator type", yaxis={"autorange": "reversed"}
+        ),
+    )
+    return _json(fig)
+
+
+def params_by_op_type(op_types: Sequence[str], params: Sequence[int]) -> str:
+    """Parameters per operator type, in thousands, the largest on top."""
+    fig = go.Figure(
+        go.Bar(
+            x=[p / 1e3 for p in params],
+            y=list(op_types),
+            orientation="h",
+            marker={"color": [op_type_color(t) for t in op_types]},
+            hovertemplate="%{y}: %{x:,.1f} k parameters<extra></extra>",
+        ),
+        layout=_layout(
+            _hbar_height(len(op_types)), "parameters (thousands)", "operator type", yaxis={"autorange": "reversed"}
+        ),
+    )
+    return _json(fig)
+
+
+# -- a device ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LatencyPoint:
+    """One finished job of a series: when, its median and p90 (ms), and its id."""
+
+    at: datetime
+    median_ms: float
+    p90_ms: float
+    job_id: int
+
+
+def latency_over_time(series: Mapping[str, Sequence[LatencyPoint]]) -> str:
+    """Median latency of each model (one line each) over time on one device; p90 in the hover."""
+    traces = [
+        go.Scatter(
+            x=[p.at.isoformat() for p in points],
+            y=[p.median_ms for p in points],
+            mode="lines+markers",
+            name=label,
+            customdata=[[p.job_id, p.p90_ms] for p in points],
+            hovertemplate=label + "<br>%{x}<br>median %{y:.3f} ms, p90 %{customdata[1]:.3f} ms"
+            "<br>job #%{customdata[0]}<extra></extra>",
+        )
+        for label, points in series.items()
+    ]
+    fig = go.Figure(
+        traces,
+        layout=_layout(340, "finished at (UTC)", "median latency (ms)", legend={"orientation": "h", "y": -0.25}),
+    )
+    return _json(fig)
+
+
+# -- two jobs ----------------------------------------------------------------------------------
+
+
+def compare_by_op_type(
+    op_types: Sequence[str], a_ms: Sequence[float], b_ms: Sequence[float], a_label: str, b_label: str
+) -> str:
+    """Time per operator type of two jobs side by side."""
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=list(a_ms),
+                y=list(op_types),
+                orientation="h",
+                name=a_label,
+                marker={"color": A_COLOR},
+                hovertemplate="%{y}: %{x:.3f} ms<extra>" + a_label + "</extra>",
+            ),
+            go.Bar(
+                x=list(b_ms),
+                y=list(op_types),
+                orientation="h",
+                name=b_label,
+                marker={"color": B_COLOR},
+                hovertemplate="%{y}: %{x:.3f} ms<extra>" + b_label + "</extra>",
+            ),
+        ],
+        layout=_layout(
+            _hbar_height(2 * len(op_types)),
+            "time (ms, sum of operator means)",
+            "operator type",
+            barmode="group",
+            yaxis={"autorange": "reversed"},
+            legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        ),
+    )
+    return _json(fig)
+
+
+def operator_deltas(labels: Sequence[str], op_types: Sequence[str], deltas_ms: Sequence[float]) -> str:
+    """B minus A per operator (already chosen and sorted by the caller); slower in B is positive."""
+    fig = go.Figure(
+        go.Bar(
+            x=list(deltas_ms),
+            y=list(labels),
+            orientation="h",
+            marker={"color": ["#c8553d" if d > 0 else "#2a9d8f" for d in deltas_ms]},
+            customdata=list(op_types),
+            hovertemplate="%{y} (%{customdata}): %{x:+.4f} ms<extra></extra>",
+        ),
+        layout=_layout(
+            _hbar_height(len(labels)), "B − A (ms; positive: slower in B)", "operator", yaxis={"autorange": "reversed"}
+        ),
+    )
+    return _json(fig)
+
+
+def compare_histograms(a_samples: Sequence[float], b_samples: Sequence[float], a_label: str, b_label: str) -> str:
+    """The two jobs' end-to-end samples overlaid."""
+    fig = go.Figure(
+        [
+            go.Histogram(x=list(a_samples), name=a_label, marker={"color": A_COLOR}, opacity=0.65),
+            go.Histogram(x=list(b_samples), name=b_label, marker={"color": B_COLOR}, opacity=0.65),
+        ],
+        layout=_layout(
+            300,
+            "end-to-end latency (ms)",
+            "runs (count)",
+            barmode="overlay",
+            legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
+        ),
+    )
+    return _json(fig)

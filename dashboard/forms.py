@@ -1,0 +1,139 @@
+"""Forms of the dashboard: uploading a model and submitting jobs (which may fan out).
+
+They turn what a person typed into calls of the services (``upload_model``,
+``submit_profiling_job``) and put the services' refusals next to the field they concern.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from server.accounts.models import Team
+from server.devices.models import Device
+from server.networks.models import NetworkModel
+from server.networks.services import BadModel, UploadTooLarge, check_upload_size, upload_model
+from server.profiling.models import ProfilingJob
+from server.profiling.services import submit_profiling_job
+
+
+class ModelUploadForm(forms.Form):
+    """A model file (ONNX, TFLite or graph JSON) and an optional display name."""
+
+    file = forms.FileField(
+        label="Model file",
+        help_text="ONNX, TFLite or graph JSON.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".onnx,.tflite,.json"}),
+    )
+    name = forms.CharField(
+        label="Name", max_length=200, required=False, help_text="Defaults to the graph's name or the file name."
+    )
+
+    def save(self, team: Team, user: Any) -> tuple[NetworkModel, bool] | None:
+        """Upload through ``upload_model``; None (with the reason on ``file``) when it was refused."""
+        upload = self.cleaned_data["file"]
+        try:
+            check_upload_size(upload.size or 0)
+            return upload_model(team, user, upload.read(), upload.name or "model", name=self.cleaned_data["name"])
+        except (BadModel, UploadTooLarge) as exc:
+            self.add_error("file", exc.messages)
+            return None
+
+
+def parse_cores(text: str) -> list[int]:
+    """CPU ids from '0,1' or '0-3,6' (empty: the OS decides)."""
+    cores: set[int] = set()
+    for part in text.replace(" ", "").split(","):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if m is None:
+            raise ValidationError(f"{part!r} is not a core id or a range like 0-3")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise ValidationError(f"the range {part!r} runs backwards")
+        cores.update(range(lo, hi + 1))
+    return sorted(cores)
+
+
+class _ModelChoice(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"{obj.name} (#{obj.pk}, {obj.num_operators} ops)"
+
+
+class _DeviceChoice(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, obj: Any) -> str:
+        return f"{obj.name} (#{obj.pk}, {obj.kind}, {obj.status})"
+
+
+class SubmitJobsForm(forms.Form):
+    """Models x devices with one set of settings: one job per pair."""
+
+    models = _ModelChoice(queryset=NetworkModel.objects.none(), widget=forms.CheckboxSelectMultiple, label="Models")
+    devices = _DeviceChoice(
+        queryset=Device.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        label="Devices",
+        error_messages={"invalid_choice": "device #%(value)s is not online any more; choose one of those listed now"},
+    )
+    threads = forms.IntegerField(min_value=1, max_value=256, initial=1, help_text="Intra-op threads.")
+    runs = forms.IntegerField(min_value=1, max_value=100_000, initial=30, help_text="Timed runs.")
+    warmup_runs = forms.IntegerField(min_value=0, max_value=10_000, initial=5, label="Warm-up runs")
+    cores = forms.CharField(
+        required=False,
+        label="CPU cores",
+        help_text="Pin to these CPU ids, e.g. 0-3 or 0,2 (empty: the OS decides).",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. 0-3"}),
+    )
+    precision = forms.ChoiceField(choices=[("fp32", "fp32"), ("fp16", "fp16"), ("int8", "int8")], initial="fp32")
+
+    def __init__(self, team: Team, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.team = team
+        self.fields["models"].queryset = NetworkModel.objects.for_team(team).defer("graph", "summary")  # type: ignore[attr-defined]
+        # Only devices that heart-beat can take a job; the service re-checks at submission.
+        self.fields["devices"].queryset = Device.objects.online()  # type: ignore[attr-defined]
+
+    def clean_cores(self) -> list[int]:
+        """The cores as a list of ids."""
+        return parse_cores(self.cleaned_data.get("cores") or "")
+
+    def job_settings(self) -> dict[str, Any]:
+        """The ProfileSettings keys the form sets (backend follows each device's kind)."""
+        d = self.cleaned_data
+        settings: dict[str, Any] = {
+            "threads": d["threads"],
+            "runs": d["runs"],
+            "warmup_runs": d["warmup_runs"],
+            "precision": d["precision"],
+        }
+        if d["cores"]:
+            settings["cores"] = d["cores"]
+        return settings
+
+    def save(self, user: Any) -> list[ProfilingJob]:
+        """Queue one job per (model, device) through ``submit_profiling_job``, all or none.
+
+        A refusal (device offline, bad settings) rolls the whole submission back and lands on
+        the field it names; nothing is enqueued, since enqueueing waits for the commit.
+        """
+        settings = self.job_settings()
+        try:
+            with transaction.atomic():
+                return [
+                    submit_profiling_job(self.team, model, device, settings, user=user)
+                    for model in self.cleaned_data["models"]
+                    for device in self.cleaned_data["devices"]
+                ]
+        except ValidationError as exc:
+            field_for = {"model": "models", "device": "devices", "settings": None}
+            if hasattr(exc, "error_dict"):
+                for key, errors in exc.error_dict.items():
+                    self.add_error(field_for.get(key), [m for e in errors for m in e.messages])
+            else:
+                self.add_error(None, exc.messages)
+            return []

@@ -1,0 +1,517 @@
+"""The dashboard's read queries and aggregations, each named for the page part it feeds.
+
+Every page is a handful of queries whatever the number of rows: counts are aggregated in the
+database, and a job's per-operator breakdown is computed from one query of its timing rows.
+Team scoping happens here and in the views' ``get_object_or_404`` calls: a team sees its own
+models, jobs and results; devices are lab-wide, but another team's job on a device shows only
+as "busy", never by name.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Count, F, Max, Q, QuerySet
+
+from dashboard.formatting import hardware_summary
+from devicelab.graph.ops import OPS
+from server.accounts.models import Team
+from server.devices.models import Device, DeviceStatus
+from server.networks.models import NetworkModel
+from server.networks.services import operator_table
+from server.profiling.models import ACTIVE_STATES, JobResult, JobState, OperatorTiming, ProfilingJob
+
+# A model's graph JSON can be megabytes: lists never load it.
+_HEAVY_MODEL_FIELDS = ("graph", "summary")
+
+# -- jobs as listed ----------------------------------------------------------------------------
+
+_JOB_LIST_FIELDS = (
+    "id",
+    "team_id",
+    "state",
+    "progress",
+    "progress_message",
+    "settings",
+    "attempts",
+    "failure_reason",
+    "created_at",
+    "started_at",
+    "finished_at",
+    "model",
+    "model__name",
+    "device",
+    "device__name",
+    "device__kind",
+)
+
+
+def job_list(team: Team) -> QuerySet[ProfilingJob]:
+    """A team's jobs, newest first, with model and device names and the result's median and p90
+    (``median_ms``, ``p90_ms``; None until the job succeeded) in the same query."""
+    return (
+        ProfilingJob.objects.for_team(team)
+        .select_related("model", "device")
+        .only(*_JOB_LIST_FIELDS)
+        .annotate(median_ms=F("result__e2e_median"), p90_ms=F("result__e2e_p90"))
+    )
+
+
+def job_for_team(team: Team, pk: int) -> ProfilingJob | None:
+    """One of the team's jobs with its model (without the graph), device and result; None otherwise."""
+    return (
+        ProfilingJob.objects.for_team(team)
+        .select_related("model", "device", "result")
+        .defer(*(f"model__{f}" for f in _HEAVY_MODEL_FIELDS))
+        .filter(pk=pk)
+        .first()
+    )
+
+
+def result_of(job: ProfilingJob) -> JobResult | None:
+    """The job's result, or None (no query when it was select_related)."""
+    try:
+        return job.result
+    except JobResult.DoesNotExist:
+        return None
+
+
+def progress_of(team: Team, ids: list[int]) -> list[dict[str, Any]]:
+    """State and progress of the team's jobs among ``ids`` (others are left out), for live bars."""
+    rows = (
+        ProfilingJob.objects.for_team(team)
+        .filter(pk__in=ids)
+        .annotate(median_ms=F("result__e2e_median"))
+        .values("id", "state", "progress", "progress_message", "median_ms")
+    )
+    return [
+        {
+            "id": r["id"],
+            "state": r["state"],
+            "progress": r["progress"],
+            "message": r["progress_message"],
+            "finished": r["state"] not in ACTIVE_STATES,
+            "median_ms": r["median_ms"],
+        }
+        for r in rows
+    ]
+
+
+def comparable_jobs(team: Team, limit: int = 200) -> QuerySet[ProfilingJob]:
+    """The team's succeeded jobs, newest first: what a comparison can pick from."""
+    return job_list(team).filter(state=JobState.SUCCEEDED)[:limit]
+
+
+def team_job_counts(team: Team) -> dict[str, int]:
+    """How many of the team's jobs are in each state (one query)."""
+    counts = {s: 0 for s in JobState.values}
+    for row in ProfilingJob.objects.for_team(team).values("state").annotate(n=Count("id")):
+        counts[row["state"]] = row["n"]
+    return counts
+
+
+# -- the fleet ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FleetRow:
+    """A device on the overview: queue depths, and the job it runs (named only if it is ours)."""
+
+    device: Device
+    hardware: str
+    queued: int
+    queued_ours: int
+    current_job: ProfilingJob | None
+    busy_elsewhere: bool
+
+
+def fleet(team: Team) -> list[FleetRow]:
+    """Every device with its queue depth (all teams' and ours) and current job; two queries."""
+    queued = Q(profiling_jobs__state=JobState.QUEUED)
+    # Explicit order: Meta.ordering is not applied to aggregating (GROUP BY) queries.
+    devices = Device.objects.annotate(
+        queued=Count("profiling_jobs", filter=queued),
+        queued_ours=Count("profiling_jobs", filter=queued & Q(profiling_jobs__team=team)),
+    ).order_by("kind", "name", "pk")
+    running: dict[int, ProfilingJob] = {}
+    for job in (
+        ProfilingJob.objects.running()
+        .select_related("model")
+        .only("id", "team_id", "device_id", "progress", "progress_message", "started_at", "model__name")
+        .order_by("started_at")
+    ):
+        running.setdefault(job.device_id, job)
+    rows = []
+    for d in devices:
+        current = running.get(d.pk)
+        ours = current is not None and current.team_id == team.pk
+        rows.append(
+            FleetRow(
+                device=d,
+                hardware=hardware_summary(d.hardware or {}),
+                queued=d.queued,  # type: ignore[attr-defined]
+                queued_ours=d.queued_ours,  # type: ignore[attr-defined]
+                current_job=current if ours else None,
+                busy_elsewhere=current is not None and not ours,
+            )
+        )
+    return rows
+
+
+def fleet_counts(rows: list[FleetRow]) -> dict[str, int]:
+    """Devices per status, and jobs queued on the whole fleet."""
+    counts = {s: 0 for s in DeviceStatus.values}
+    for r in rows:
+        counts[r.device.status] = counts.get(r.device.status, 0) + 1
+    counts["total"] = len(rows)
+    counts["queued"] = sum(r.queued for r in rows)
+    return counts
+
+
+# -- a device ----------------------------------------------------------------------------------
+
+
+def queue_depth(team: Team, device: Device) -> dict[str, int]:
+    """A device's queued jobs (all teams', and ours) and running jobs; one query."""
+    queued = Q(state=JobState.QUEUED)
+    return ProfilingJob.objects.on_device(device).aggregate(
+        queued=Count("id", filter=queued),
+        queued_ours=Count("id", filter=queued & Q(team=team)),
+        running=Count("id", filter=Q(state=JobState.RUNNING)),
+    )
+
+
+def running_job(device: Device) -> ProfilingJob | None:
+    """The job a device is measuring now (any team's: the caller decides what to show of it)."""
+    return (
+        ProfilingJob.objects.running()
+        .on_device(device)
+        .select_related("model")
+        .only("id", "team_id", "progress", "progress_message", "model__name")
+        .order_by("started_at")
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class LatencySeries:
+    """Finished jobs of one model (at one thread count) on one device, oldest first."""
+
+    label: str
+    points: list[tuple[Any, float, float, int]]  # (finished_at, median_ms, p90_ms, job_id)
+
+
+def latency_history(team: Team, device: Device, limit: int = 1000) -> list[LatencySeries]:
+    """The team's succeeded jobs on ``device`` grouped by model and thread count; one query."""
+    rows = (
+        ProfilingJob.objects.for_team(team)
+        .filter(device=device, state=JobState.SUCCEEDED, result__isnull=False)
+        .order_by("-finished_at")
+        .values("id", "model_id", "model__name", "settings", "finished_at", "result__e2e_median", "result__e2e_p90")[
+            :limit
+        ]
+    )
+    groups: dict[tuple[int, int], list[Any]] = defaultdict(list)
+    names: dict[int, str] = {}
+    for r in rows:
+        threads = int((r["settings"] or {}).get("threads", 1))
+        groups[(r["model_id"], threads)].append(r)
+        names[r["model_id"]] = r["model__name"]
+    several_thread_counts = len({t for _, t in groups}) > 1
+    series = []
+    for (model_id, threads), items in sorted(groups.items(), key=lambda kv: (names[kv[0][0]], kv[0][1])):
+        label = f"{names[model_id]} (#{model_id})"
+        if several_thread_counts:
+            label += f", {threads} thread{'s' if threads != 1 else ''}"
+        points = [
+            (r["finished_at"], r["result__e2e_median"], r["result__e2e_p90"], r["id"])
+            for r in sorted(items, key=lambda r: r["finished_at"])
+        ]
+        series.append(LatencySeries(label=label, points=points))
+    return series
+
+
+# -- models ------------------------------------------------------------------------------------
+
+
+def model_list(team: Team) -> QuerySet[NetworkModel]:
+    """The team's models, newest first, with their job count and last job time; one query."""
+    return (
+        NetworkModel.objects.for_team(team)
+        .defer(*_HEAVY_MODEL_FIELDS)
+        .select_related("created_by")
+        .annotate(jobs=Count("profiling_jobs"), last_job_at=Max("profiling_jobs__created_at"))
+        .order_by("-created_at", "-pk")
+    )
+
+
+@dataclass(frozen=True)
+class TypeCost:
+    """One operator type of a model: how many operators, MACs, FLOPs and parameters."""
+
+    op_type: str
+    count: int
+    macs: int
+    flops: int
+    params: int
+
+
+def model_costs(model: NetworkModel) -> tuple[list[dict[str, Any]], list[TypeCost]]:
+    """A model's operator table (from its stored graph) and its costs per type, most MACs first."""
+    table = operator_table(model)
+    sums: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    for row in table:
+        s = sums[row["type"]]
+        s[0] += 1
+        s[1] += row["macs"]
+        s[2] += row["flops"]
+        s[3] += row["params"]
+    types = [TypeCost(t, c, m, f, p) for t, (c, m, f, p) in sums.items()]
+    types.sort(key=lambda t: (-t.macs, -t.params, t.op_type))
+    return table, types
+
+
+# -- a job's operators -------------------------------------------------------------------------
+
+
+@dataclass
+class OpRow:
+    """One row of a job's operator table."""
+
+    position: int  # execution order on the page (graph index; runtime kernels after)
+    index: int | None
+    name: str
+    op_type: str
+    kernel: str
+    input_shapes: list[list[int]]
+    output_shapes: list[list[int]]
+    mean: float | None
+    median: float | None
+    std: float | None
+    n: int | None
+    fused_into: str
+    macs: int | None
+    share: float | None = None  # of the summed operator time
+
+    @property
+    def timed(self) -> bool:
+        """Whether it has its own measurement (not fused into another kernel)."""
+        return self.mean is not None
+
+    @property
+    def gmacs_per_s(self) -> float | None:
+        """Achieved throughput in GMAC/s, when the operator has MACs and a time."""
+        if not self.macs or not self.mean:
+            return None
+        return self.macs / (self.mean * 1e-3) / 1e9
+
+
+@dataclass(frozen=True)
+class TypeTime:
+    """One operator type of a job: its operators' summed mean time."""
+
+    op_type: str
+    count: int
+    total_ms: float
+    share: float
+
+
+@dataclass
+class Breakdown:
+    """A result's operators: rows in execution order, totals per type, the slowest ten."""
+
+    rows: list[OpRow]
+    by_type: list[TypeTime] = field(default_factory=list)
+    top: list[OpRow] = field(default_factory=list)
+    total_ms: float = 0.0
+    fused: int = 0
+    runtime_kernels: int = 0
+
+    @property
+    def op_types(self) -> list[str]:
+        """The operator types present, for the table's filter."""
+        return sorted({r.op_type for r in self.rows})
+
+
+def _macs(op_type: str, ins: Any, outs: Any, attrs: Any) -> int | None:
+    """MACs of one timed operator from its stored shapes, by devicelab's counting rules."""
+    spec = OPS.get(op_type)
+    if spec is None:
+        return None  # a runtime-inserted kernel
+    try:
+        return int(spec.macs([tuple(s) for s in ins], [tuple(s) for s in outs], attrs))
+    except (KeyError, TypeError, ValueError, IndexError):
+        # Rows come from a worker; a row whose attrs do not fit the spec shows no MACs, not a 500.
+        return None
+
+
+TOP_N = 10
+
+
+def operator_breakdown(result: JobResult) -> Breakdown:
+    """The per-operator view of a result, from one query of its timing rows."""
+    timings = OperatorTiming.objects.filter(result=result).values_list(
+        "index",
+        "name",
+        "op_type",
+        "kernel",
+        "input_shapes",
+        "output_shapes",
+        "attrs",
+        "mean",
+        "median",
+        "std",
+        "n",
+        "fused_into",
+        "pk",
+    )
+    raw = sorted(timings, key=lambda t: (t[0] is None, t[0] if t[0] is not None else 0, t[12]))
+    rows = []
+    for position, (index, name, op_type, kernel, ins, outs, attrs, mean, median, std, n, fused, _) in enumerate(raw):
+        rows.append(
+            OpRow(
+                position=position,
+                index=index,
+                name=name,
+                op_type=op_type,
+                kernel=kernel,
+                input_shapes=ins,
+                output_shapes=outs,
+                mean=mean,
+                median=median,
+                std=std,
+                n=n,
+                fused_into=fused,
+                macs=_macs(op_type, ins, outs, attrs) if index is not None else None,
+            )
+        )
+    timed = [r for r in rows if r.timed]
+    total = sum(r.mean for r in timed if r.mean is not None)
+    per_type: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for r in timed:
+        r.share = (r.mean or 0.0) / total if total else None
+        acc = per_type[r.op_type]
+        acc[0] += 1
+        acc[1] += r.mean or 0.0
+    by_type = [TypeTime(t, int(c), ms, ms / total if total else 0.0) for t, (c, ms) in per_type.items()]
+    by_type.sort(key=lambda t: -t.total_ms)
+    top = sorted(timed, key=lambda r: -(r.mean or 0.0))[:TOP_N]
+    return Breakdown(
+        rows=rows,
+        by_type=by_type,
+        top=top,
+        total_ms=total,
+        fused=sum(1 for r in rows if not r.timed),
+        runtime_kernels=sum(1 for r in rows if r.index is None),
+    )
+
+
+# -- two jobs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpDelta:
+    """One operator in a comparison; a side is None when the operator is missing or fused there."""
+
+    label: str
+    op_type: str
+    a_ms: float | None
+    b_ms: float | None
+    a_note: str = ""
+    b_note: str = ""
+
+    @property
+    def delta(self) -> float | None:
+        """B minus A, in ms, when both sides were timed."""
+        if self.a_ms is None or self.b_ms is None:
+            return None
+        return self.b_ms - self.a_ms
+
+    @property
+    def ratio(self) -> float | None:
+        """B over A, when both were timed and A took time."""
+        if self.a_ms is None or self.b_ms is None or self.a_ms <= 0:
+            return None
+        return self.b_ms / self.a_ms
+
+
+@dataclass(frozen=True)
+class TypeDelta:
+    """One operator type in a comparison: summed time on each side."""
+
+    op_type: str
+    a_ms: float
+    b_ms: float
+
+    @property
+    def delta(self) -> float:
+        """B minus A, in ms."""
+        return self.b_ms - self.a_ms
+
+
+@dataclass
+class Comparison:
+    """Two results side by side: per-type and per-operator deltas."""
+
+    a: Breakdown
+    b: Breakdown
+    by_type: list[TypeDelta]
+    ops: list[OpDelta]
+    matched_by: str  # "graph position" or "operator name"
+    matched: int
+
+
+def _side(row: OpRow | None) -> tuple[float | None, str]:
+    if row is None:
+        return None, "absent"
+    if row.mean is None:
+        return None, f"fused into {row.fused_into}" if row.fused_into else "not timed"
+    return row.mean, ""
+
+
+def compare(a_job: ProfilingJob, a: Breakdown, b_job: ProfilingJob, b: Breakdown) -> Comparison:
+    """Match the operators of two results (by graph position for the same model, else by name)."""
+    same_model = a_job.model_id == b_job.model_id
+    types = sorted({t.op_type for t in a.by_type} | {t.op_type for t in b.by_type})
+    a_types = {t.op_type: t.total_ms for t in a.by_type}
+    b_types = {t.op_type: t.total_ms for t in b.by_type}
+    by_type = [TypeDelta(t, a_types.get(t, 0.0), b_types.get(t, 0.0)) for t in types]
+    by_type.sort(key=lambda t: -max(t.a_ms, t.b_ms))
+
+    def key(r: OpRow) -> Any:
+        return r.index if same_model else r.name
+
+    # Runtime-inserted kernels have no graph position; they are matched by name either way.
+    a_ops = {key(r): r for r in a.rows if r.index is not None}
+    b_ops = {key(r): r for r in b.rows if r.index is not None}
+    ordered_keys = list(a_ops) + [k for k in b_ops if k not in a_ops]
+    deltas = []
+    for k in ordered_keys:
+        ra, rb = a_ops.get(k), b_ops.get(k)
+        ref = ra or rb
+        assert ref is not None
+        a_ms, a_note = _side(ra)
+        b_ms, b_note = _side(rb)
+        label = f"#{ref.index} {ref.name}" if same_model else ref.name
+        deltas.append(OpDelta(label, ref.op_type, a_ms, b_ms, a_note, b_note))
+    a_rt = {r.name: r for r in a.rows if r.index is None}
+    b_rt = {r.name: r for r in b.rows if r.index is None}
+    for name in list(a_rt) + [n for n in b_rt if n not in a_rt]:
+        ra, rb = a_rt.get(name), b_rt.get(name)
+        ref = ra or rb
+        assert ref is not None
+        a_ms, a_note = _side(ra)
+        b_ms, b_note = _side(rb)
+        deltas.append(OpDelta(f"{name} (runtime)", ref.op_type, a_ms, b_ms, a_note, b_note))
+    # Largest changes first; operators timed on one side only after them.
+    deltas.sort(key=lambda d: (d.delta is None, -abs(d.delta or 0.0)))
+    return Comparison(
+        a=a,
+        b=b,
+        by_type=by_type,
+        ops=deltas,
+        matched_by="graph position" if same_model else "operator name",
+        matched=sum(1 for k in a_ops if k in b_ops),
+    )

@@ -1,0 +1,164 @@
+/* LatencyLab dashboard: mounts the server-built plotly figures, sorts and filters tables, and
+   keeps progress bars of queued and running jobs live by polling a small JSON endpoint. */
+(function () {
+  "use strict";
+
+  var PLOT_CONFIG = { responsive: true, displaylogo: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+  var POLL_MS = 1000;
+
+  // -- figures: <div data-figure><script type="application/json">{data, layout}</script></div> --
+  function renderFigures(root) {
+    if (!window.Plotly) return;
+    root.querySelectorAll("[data-figure]:not([data-rendered])").forEach(function (el) {
+      var script = el.querySelector('script[type="application/json"]');
+      if (!script) return;
+      var fig = JSON.parse(script.textContent);
+      el.removeChild(script);
+      el.setAttribute("data-rendered", "1");
+      window.Plotly.newPlot(el, fig.data, fig.layout, PLOT_CONFIG);
+    });
+  }
+
+  // -- tables: click a header to sort; a search box and a type select filter the rows ---------
+  function cellValue(row, index, numeric) {
+    var cell = row.cells[index];
+    if (!cell) return numeric ? NaN : "";
+    var raw = cell.hasAttribute("data-value") ? cell.getAttribute("data-value") : cell.textContent.trim();
+    return numeric ? (raw === "" ? NaN : parseFloat(raw)) : raw.toLowerCase();
+  }
+
+  function initSorting(table) {
+    var headers = table.tHead ? table.tHead.rows[0].cells : [];
+    Array.prototype.forEach.call(headers, function (th, index) {
+      if (!th.hasAttribute("data-sort")) return;
+      th.addEventListener("click", function () {
+        var numeric = th.getAttribute("data-sort") === "num";
+        var ascending = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = cellValue(a, index, numeric), y = cellValue(b, index, numeric);
+          if (numeric) {
+            // Empty cells (fused operators, missing values) stay at the bottom either way.
+            if (isNaN(x) && isNaN(y)) return 0;
+            if (isNaN(x)) return 1;
+            if (isNaN(y)) return -1;
+            return ascending ? x - y : y - x;
+          }
+          return ascending ? x.localeCompare(y) : y.localeCompare(x);
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  }
+
+  function initFilters(root) {
+    var tables = {};
+    root.querySelectorAll("[data-filter-for], [data-type-filter-for]").forEach(function (control) {
+      var id = control.getAttribute("data-filter-for") || control.getAttribute("data-type-filter-for");
+      tables[id] = true;
+      control.addEventListener("input", function () { applyFilter(id); });
+    });
+    Object.keys(tables).forEach(applyFilter);
+  }
+
+  function applyFilter(id) {
+    var table = document.getElementById(id);
+    if (!table) return;
+    var text = document.querySelector('[data-filter-for="' + id + '"]');
+    var type = document.querySelector('[data-type-filter-for="' + id + '"]');
+    var needle = text ? text.value.trim().toLowerCase() : "";
+    var wanted = type ? type.value : "";
+    var shown = 0, total = 0;
+    Array.prototype.forEach.call(table.tBodies[0].rows, function (row) {
+      total += 1;
+      var ok = (!needle || row.textContent.toLowerCase().indexOf(needle) !== -1) &&
+               (!wanted || row.getAttribute("data-op-type") === wanted);
+      row.hidden = !ok;
+      if (ok) shown += 1;
+    });
+    var count = document.querySelector('[data-count-for="' + id + '"]');
+    if (count) count.textContent = shown === total ? total + " rows" : shown + " of " + total + " rows";
+  }
+
+  function initTables(root) {
+    root.querySelectorAll("table.sortable").forEach(initSorting);
+    initFilters(root);
+  }
+
+  // -- live progress --------------------------------------------------------------------------
+  function formatMs(v) {
+    if (v === null || v === undefined) return "";
+    return v < 1 ? v.toFixed(3) : v < 100 ? v.toFixed(2) : v.toFixed(1);
+  }
+
+  function activeBars() {
+    return document.querySelectorAll('.progress[data-job-id][data-active="1"]');
+  }
+
+  function update(job) {
+    var percent = Math.round(job.progress * 100);
+    document.querySelectorAll('.progress[data-job-id="' + job.id + '"]').forEach(function (bar) {
+      var fill = bar.querySelector(".fill");
+      if (fill) fill.style.width = percent + "%";
+      bar.setAttribute("aria-valuenow", String(percent));
+      var label = bar.querySelector(".progress-label");
+      if (label) label.textContent = job.finished ? job.state : percent + "%" + (job.message ? " · " + job.message : "");
+      if (job.finished) {
+        bar.setAttribute("data-active", "0");
+        if (job.state !== "succeeded") bar.classList.add("failed");
+        var resultUrl = bar.getAttribute("data-result-url");
+        if (resultUrl) loadResult(resultUrl);
+      }
+    });
+    document.querySelectorAll('[data-state-for="' + job.id + '"]').forEach(function (badge) {
+      badge.textContent = job.state;
+      badge.className = "badge state-" + job.state;
+    });
+    if (job.finished) {
+      document.querySelectorAll('[data-median-for="' + job.id + '"]').forEach(function (cell) {
+        cell.textContent = formatMs(job.median_ms);
+      });
+      var cancel = document.getElementById("cancel-form");
+      if (cancel && document.querySelector('#job-progress[data-job-id="' + job.id + '"]')) cancel.remove();
+      var hint = document.getElementById("progress-hint");
+      if (hint && document.querySelector('#job-progress[data-job-id="' + job.id + '"]')) {
+        hint.textContent = job.state === "succeeded" ? "Done." : "The job " + job.state + ".";
+      }
+    }
+  }
+
+  function loadResult(url) {
+    var target = document.getElementById("job-result");
+    if (!target) return;
+    fetch(url, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.text(); })
+      .then(function (html) {
+        target.innerHTML = html;
+        renderFigures(target);
+        initTables(target);
+      })
+      .catch(function () { window.location.reload(); });
+  }
+
+  function poll() {
+    var bars = activeBars();
+    if (!bars.length) return;
+    var ids = {};
+    bars.forEach(function (b) { ids[b.getAttribute("data-job-id")] = true; });
+    var url = document.body.getAttribute("data-progress-url") + "?ids=" + Object.keys(ids).join(",");
+    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
+      .then(function (body) { body.jobs.forEach(update); })
+      .catch(function () { /* a missed poll is retried on the next tick */ })
+      .then(function () { if (activeBars().length) window.setTimeout(poll, POLL_MS); });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    renderFigures(document);
+    initTables(document);
+    if (activeBars().length) window.setTimeout(poll, POLL_MS);
+  });
+})();

@@ -1,0 +1,322 @@
+"""Dashboard pages: each reads through ``queries``, draws through ``figures``, acts through the
+services (``upload_model``, ``submit_profiling_job``, ``cancel_job``), and renders a template.
+
+Another team's model, job or comparison id answers 404, as in the API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from dashboard import figures, queries
+from dashboard.access import team_page
+from dashboard.formatting import hardware_rows
+from dashboard.forms import ModelUploadForm, SubmitJobsForm
+from server.devices.models import Device
+from server.networks.models import NetworkModel
+from server.profiling.models import JobResult, JobState, ProfilingJob
+from server.profiling.services import cancel_job
+
+RECENT_JOBS = 15
+JOBS_PER_PAGE = 50
+MAX_PROGRESS_IDS = 200
+TOP_DELTAS = 25
+
+
+def _int_param(request: HttpRequest, key: str) -> int | None:
+    value = request.GET.get(key, "").strip()
+    return int(value) if value.isdigit() else None
+
+
+# -- overview and devices ----------------------------------------------------------------------
+
+
+@require_GET
+@team_page
+def overview(request: HttpRequest) -> HttpResponse:
+    """The device fleet, queue depths, the team's recent jobs."""
+    team = request.team  # type: ignore[attr-defined]
+    rows = queries.fleet(team)
+    return render(
+        request,
+        "dashboard/overview.html",
+        {
+            "fleet": rows,
+            "fleet_counts": queries.fleet_counts(rows),
+            "job_counts": queries.team_job_counts(team),
+            "model_count": NetworkModel.objects.for_team(team).count(),
+            "recent_jobs": list(queries.job_list(team)[:RECENT_JOBS]),
+        },
+    )
+
+
+@require_GET
+@team_page
+def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One device: hardware, queue, the team's jobs on it, latency of each model over time."""
+    team = request.team  # type: ignore[attr-defined]
+    device = get_object_or_404(Device, pk=pk)  # devices are lab-wide
+    depth = queries.queue_depth(team, device)
+    running = queries.running_job(device)
+    series = queries.latency_history(team, device)
+    chart = (
+        figures.latency_over_time({s.label: [figures.LatencyPoint(*p) for p in s.points] for s in series})
+        if series
+        else None
+    )
+    return render(
+        request,
+        "dashboard/device.html",
+        {
+            "device": device,
+            "hardware": hardware_rows(device.hardware or {}),
+            "depth": depth,
+            "running": running if running is not None and running.team_id == team.pk else None,
+            "busy_elsewhere": running is not None and running.team_id != team.pk,
+            "jobs": list(queries.job_list(team).filter(device=device)[:JOBS_PER_PAGE]),
+            "latency_chart": chart,
+            "series_count": len(series),
+        },
+    )
+
+
+# -- models ------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@team_page
+def model_list(request: HttpRequest) -> HttpResponse:
+    """The team's models and the upload form (refusals shown next to the file field)."""
+    team = request.team  # type: ignore[attr-defined]
+    posted = request.method == "POST"
+    form = ModelUploadForm(request.POST if posted else None, request.FILES if posted else None)
+    if request.method == "POST" and form.is_valid():
+        saved = form.save(team, request.user)
+        if saved is not None:
+            model, created = saved
+            if created:
+                messages.success(request, f"Uploaded {model.name}: {model.num_operators} operators.")
+            else:
+                messages.info(request, f"These bytes were already uploaded as {model.name} (#{model.pk}).")
+            return redirect("dashboard:model", pk=model.pk)
+    # A refused form is shown again with 200, as Django forms are: the errors are on the page.
+    return render(request, "dashboard/models.html", {"form": form, "models": list(queries.model_list(team))})
+
+
+@require_GET
+@team_page
+def model_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One model: operator table, MACs and parameters per type, its jobs."""
+    team = request.team  # type: ignore[attr-defined]
+    model = get_object_or_404(NetworkModel.objects.for_team(team), pk=pk)
+    table, types = queries.model_costs(model)
+    names = [t.op_type for t in types]
+    with_params = [t for t in types if t.params]
+    with_params.sort(key=lambda t: -t.params)
+    return render(
+        request,
+        "dashboard/model.html",
+        {
+            "model": model,
+            "operators": table,
+            "types": types,
+            "op_types": sorted(names),
+            "macs_chart": figures.macs_by_op_type(names, [t.macs for t in types], [t.count for t in types]),
+            "params_chart": figures.params_by_op_type([t.op_type for t in with_params], [t.params for t in with_params])
+            if with_params
+            else None,
+            "jobs": list(queries.job_list(team).filter(model=model)[:JOBS_PER_PAGE]),
+        },
+    )
+
+
+# -- jobs --------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@team_page
+def submit_jobs(request: HttpRequest) -> HttpResponse:
+    """Pick models, devices and settings; one job per (model, device)."""
+    team = request.team  # type: ignore[attr-defined]
+    initial: dict[str, Any] = {}
+    for key, field in (("model", "models"), ("device", "devices")):
+        ids = [int(v) for v in request.GET.getlist(key) if v.isdigit()]
+        if ids:
+            initial[field] = ids
+    form = SubmitJobsForm(team, request.POST if request.method == "POST" else None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        jobs = form.save(request.user)
+        if len(jobs) == 1:
+            return redirect("dashboard:job", pk=jobs[0].pk)
+        if jobs:
+            messages.success(request, f"Queued {len(jobs)} jobs: " + ", ".join(f"#{j.pk}" for j in jobs) + ".")
+            return redirect("dashboard:jobs")
+    offline = Device.objects.offline().count()
+    return render(request, "dashboard/submit.html", {"form": form, "offline_devices": offline})
+
+
+@require_GET
+@team_page
+def job_list(request: HttpRequest) -> HttpResponse:
+    """The team's jobs, newest first, filterable by state, model and device."""
+    team = request.team  # type: ignore[attr-defined]
+    jobs = queries.job_list(team)
+    state = request.GET.get("state", "")
+    if state in JobState.values:
+        jobs = jobs.filter(state=state)
+    for key in ("model", "device"):
+        value = _int_param(request, key)
+        if value is not None:
+            jobs = jobs.filter(**{f"{key}_id": value})
+    page = Paginator(jobs, JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "dashboard/jobs.html",
+        {"page": page, "state": state, "states": JobState.choices, "query": query.urlencode()},
+    )
+
+
+def _job_figures(result: JobResult, breakdown: queries.Breakdown) -> dict[str, str | None]:
+    timed = [r for r in breakdown.rows if r.timed]
+    points = [figures.OperatorPoint(r.position, r.name, r.op_type, r.mean or 0.0) for r in timed]
+    top = [figures.OperatorPoint(r.position, r.name, r.op_type, r.mean or 0.0) for r in breakdown.top]
+    return {
+        "histogram": figures.samples_histogram(result.samples_ms, result.e2e_median, result.e2e_p90)
+        if result.samples_ms
+        else None,
+        "cold": figures.cold_vs_warm(result.load_ms, result.first_run_ms, result.e2e_median),
+        "by_type": figures.time_by_op_type(
+            [t.op_type for t in breakdown.by_type],
+            [t.total_ms for t in breakdown.by_type],
+            [t.count for t in breakdown.by_type],
+        )
+        if breakdown.by_type
+        else None,
+        "per_op": figures.time_per_operator(points) if points else None,
+        "top": figures.top_operators(top) if top else None,
+    }
+
+
+def _job_result_context(team: Any, job: ProfilingJob) -> dict[str, Any]:
+    result = queries.result_of(job)
+    if result is None:
+        return {"job": job, "result": None}
+    breakdown = queries.operator_breakdown(result)
+    others = [j for j in queries.comparable_jobs(team, limit=100) if j.pk != job.pk]
+    return {
+        "job": job,
+        "result": result,
+        "ops": breakdown,
+        "charts": _job_figures(result, breakdown),
+        "compare_with": others,
+    }
+
+
+@require_GET
+@team_page
+def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One job: live progress while active; then statistics, histogram, cold start, operators."""
+    team = request.team  # type: ignore[attr-defined]
+    job = queries.job_for_team(team, pk)
+    if job is None:
+        raise Http404("no such job in your team")
+    return render(request, "dashboard/job.html", _job_result_context(team, job))
+
+
+@require_GET
+@team_page
+def job_result(request: HttpRequest, pk: int) -> HttpResponse:
+    """The result part of the job page alone: swapped in when a watched job finishes."""
+    team = request.team  # type: ignore[attr-defined]
+    job = queries.job_for_team(team, pk)
+    if job is None:
+        raise Http404("no such job in your team")
+    return render(request, "dashboard/_job_result.html", _job_result_context(team, job))
+
+
+@require_GET
+@team_page
+def job_progress(request: HttpRequest) -> JsonResponse:
+    """``?ids=1,2,3`` -> state and progress of those of the team's jobs, for the live bars."""
+    team = request.team  # type: ignore[attr-defined]
+    raw = request.GET.get("ids", "")
+    ids = [int(x) for x in raw.split(",") if x.strip().isdigit()][:MAX_PROGRESS_IDS]
+    return JsonResponse({"jobs": queries.progress_of(team, ids) if ids else []})
+
+
+@require_POST
+@team_page
+def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    """Cancel a queued or running job of the team."""
+    team = request.team  # type: ignore[attr-defined]
+    job = get_object_or_404(ProfilingJob.objects.for_team(team), pk=pk)
+    if cancel_job(job):
+        messages.success(request, f"Job #{job.pk} cancelled.")
+    else:
+        messages.warning(request, f"Job #{job.pk} already {job.state}; only queued or running jobs can be cancelled.")
+    return redirect("dashboard:job", pk=job.pk)
+
+
+# -- comparison --------------------------------------------------------------------------------
+
+
+def _label(job: ProfilingJob) -> str:
+    return f"#{job.pk} {job.model.name} on {job.device.name}"
+
+
+@require_GET
+@team_page
+def compare(request: HttpRequest) -> HttpResponse:
+    """Two of the team's jobs side by side, with per-type and per-operator deltas."""
+    team = request.team  # type: ignore[attr-defined]
+    a_id, b_id = _int_param(request, "a"), _int_param(request, "b")
+    context: dict[str, Any] = {"choices": list(queries.comparable_jobs(team)), "a_id": a_id, "b_id": b_id}
+    if a_id is None or b_id is None:
+        return render(request, "dashboard/compare.html", context)
+    a_job, b_job = queries.job_for_team(team, a_id), queries.job_for_team(team, b_id)
+    if a_job is None or b_job is None:
+        raise Http404("no such job in your team")
+    a_res, b_res = queries.result_of(a_job), queries.result_of(b_job)
+    context.update({"a_job": a_job, "b_job": b_job})
+    if a_res is None or b_res is None:
+        context["not_ready"] = [j for j, r in ((a_job, a_res), (b_job, b_res)) if r is None]
+        return render(request, "dashboard/compare.html", context)
+    a_ops, b_ops = queries.operator_breakdown(a_res), queries.operator_breakdown(b_res)
+    comparison = queries.compare(a_job, a_ops, b_job, b_ops)
+    a_label, b_label = f"A: {_label(a_job)}", f"B: {_label(b_job)}"
+    top = [d for d in comparison.ops if d.delta is not None][:TOP_DELTAS]
+    context.update(
+        {
+            "a": a_res,
+            "b": b_res,
+            "cmp": comparison,
+            "e2e_delta": b_res.e2e_median - a_res.e2e_median,
+            "e2e_ratio": b_res.e2e_median / a_res.e2e_median if a_res.e2e_median else None,
+            "swap_url": reverse("dashboard:compare") + f"?a={b_job.pk}&b={a_job.pk}",
+            "by_type_chart": figures.compare_by_op_type(
+                [t.op_type for t in comparison.by_type],
+                [t.a_ms for t in comparison.by_type],
+                [t.b_ms for t in comparison.by_type],
+                "A",
+                "B",
+            ),
+            "delta_chart": figures.operator_deltas(
+                [d.label for d in top], [d.op_type for d in top], [d.delta or 0.0 for d in top]
+            )
+            if top
+            else None,
+            "hist_chart": figures.compare_histograms(a_res.samples_ms, b_res.samples_ms, "A", "B"),
+            "a_label": a_label,
+            "b_label": b_label,
+        }
+    )
+    return render(request, "dashboard/compare.html", context)
