@@ -53,6 +53,7 @@ def test_demo_on_embedded_defaults(tmp_path):
     assert check and int(check.group(2)) > 10, out
     token = re.search(r"API token for user 'demo' \(team 'demo'\): (\S+)", out)
     assert token
+    assert re.search(r"Dashboard log-in: user 'demo', password \S{8,}", out), out
     # The embedded defaults really were used: the results sit in the SQLite file under var/.
     db = sqlite3.connect(tmp_path / "var" / "latencylab.sqlite3")
     (rows,) = db.execute("select count(*) from profiling_operatortiming").fetchone()
