@@ -46,10 +46,10 @@ from devicelab.backends.base import (
 )
 from devicelab.backends.ort_profile import kernel_nodes, map_kernels, name_nodes_uniquely, op_timings, parse_profile
 from devicelab.graph.ir import Graph
+from devicelab.measure.inputs import INPUT_SEED, make_inputs
 from devicelab.measure.stats import summarize
 
 KIND = "cpu"
-INPUT_SEED = 0
 WEIGHT_SEED = 0
 OPTIMIZATION_LEVEL = "ORT_ENABLE_ALL"
 _NCHWC_DOMAIN = "com.microsoft.nchwc"
@@ -192,20 +192,6 @@ def _run(session: ort.InferenceSession, feeds: dict[str, np.ndarray], graph: Gra
         raise _backend_error("run", graph, e) from e
 
 
-def make_feeds(graph: Graph, seed: int = INPUT_SEED) -> dict[str, np.ndarray]:
-    """One fixed random input per graph input (standard normal floats, small non-negative integers)."""
-    rng = np.random.default_rng(seed)
-    feeds: dict[str, np.ndarray] = {}
-    for name in graph.inputs:
-        t = graph.tensors[name]
-        dtype = np.dtype(t.dtype)
-        if np.issubdtype(dtype, np.floating):
-            feeds[name] = rng.standard_normal(t.shape).astype(dtype)
-        else:
-            feeds[name] = rng.integers(0, 8, size=t.shape).astype(dtype)
-    return feeds
-
-
 def _check_inputs(session: ort.InferenceSession, graph: Graph) -> None:
     wanted = [i.name for i in session.get_inputs()]
     unknown = [n for n in wanted if n not in graph.inputs]
@@ -265,7 +251,7 @@ def profile(
     report = _Progress(progress)
     report(0.0, "exporting graph to ONNX")
     model = graph_to_onnx_bytes(graph, seed=WEIGHT_SEED)
-    feeds = make_feeds(graph)
+    feeds = make_inputs(graph)
     env: dict[str, Any] = {
         "runtime": runtime_version(),
         "runtime_version": ort.__version__,
@@ -350,5 +336,4 @@ __all__ = [
     "thread_affinities",
     "runtime_version",
     "host_identity",
-    "make_feeds",
 ]

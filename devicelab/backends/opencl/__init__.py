@@ -43,8 +43,9 @@ from devicelab.backends.base import (
 from devicelab.backends.opencl import devices
 from devicelab.backends.opencl.devices import KIND, DeviceLimits, FoundDevice, init_runtime
 from devicelab.backends.opencl.plan import KernelConfig, PlannedKernel, kernels_for_graph, view_owner
-from devicelab.backends.opencl.runner import INPUT_SEED, WEIGHT_SEED, GraphRunner, RunTiming, make_inputs
+from devicelab.backends.opencl.runner import WEIGHT_SEED, GraphRunner, RunTiming
 from devicelab.graph.ir import Graph
+from devicelab.measure.inputs import INPUT_SEED, make_inputs
 from devicelab.measure.stats import summarize
 
 log = logging.getLogger(__name__)

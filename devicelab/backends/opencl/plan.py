@@ -20,15 +20,51 @@ The fusion rule (this backend's own; the predictors learn it from ``kernels_for_
    ``split`` one per output.
 7. Every other operator is one kernel of its own.
 
-Kernel choice: a ``conv2d`` whose groups equal its input channels (> 1) runs the depthwise
-kernel; a 1x1, stride-1, unpadded ``conv2d`` runs ``conv2d_1x1``; other convolutions ``conv2d``.
+Kernel choice: a ``conv2d`` whose groups equal its input channels (> 1) runs a depthwise
+kernel; a 1x1, stride-1, unpadded ``conv2d`` runs ``conv2d_1x1``; a stride-1 convolution whose
+output rows are as wide as its input rows (``same`` padding) runs the ``_flat`` variant
+(``conv2d_flat``, ``depthwise_conv2d_flat``); every other convolution the row-tiled ``conv2d`` /
+``depthwise_conv2d``.
 
 Work sizes: every kernel has a 2-D ND-range whose logical sizes (``global_size``) are passed as
 its first two arguments; the launched size is rounded up to the work-group size (the kernels
-return early past the logical size). A work-item computes ``vector_width`` consecutive outputs
-along the innermost axis (and several output channels in the convolutions); the vector width
-follows the device's preferred float vector width, narrowed for convolutions whose output rows
-are shorter (``attrs["vector_width"]`` of each planned kernel).
+return early past the logical size).
+
+Tiling (``attrs`` of each planned kernel; the kernel is built with them as ``-D`` options, so
+each distinct tiling is one program): a work-item computes ``vector_width`` (VW) consecutive
+outputs along the innermost axis, and the convolutions a register tile of ``pixel_vectors``
+(NV) such vectors by ``out_channels_per_item`` (OCB) output channels:
+
+* *flat* kernels (``conv2d_1x1``, ``*_flat``) see an output channel plane as one run of
+  ``oh * ow`` pixels, so short rows waste no lanes; a tap of a ``_flat`` convolution is one
+  contiguous vector load at a fixed offset, masked where it crosses a row edge or the padding;
+* *row-tiled* kernels (``conv2d``, ``depthwise_conv2d``, ``pool2d``) tile one output row; their
+  loads step through the input row by the horizontal stride (``stride_w``, SW; strides 1 and 2
+  are whole-vector loads), and VW narrows for rows shorter than the device's width.
+
+The vector width follows the device's preferred float vector width; the accumulator budget
+(``KernelConfig.for_device``) follows its register file; the tile is chosen per layer, within
+that budget:
+
+* ``conv2d_1x1``: NV x OCB by a cost model (``pixel_tile``): the multiply-adds of the padded
+  tiles, times loads per multiply-add, times how far short the work-items fall of filling the
+  device;
+* ``conv2d`` / ``conv2d_flat``: two vectors of pixels (one for rows or planes that fit one, or
+  for kernels wider than 3 at a 24-vector budget: their KW x NV column masks need registers too)
+  by a third of the budget's channels in evenly sized blocks (``balanced``);
+* depthwise and pooling: the OCB channels (planes) of a work-item run one after the other, so
+  only NV accumulators are live (``row_vectors``: at least two, the fewest padded lanes); OCB is
+  half the budget, smaller when the device would otherwise sit idle.
+
+The kernel width KW and the stride SW of row-tiled loads are compile-time constants (the taps
+along a row unroll and their column masks are computed once per work-item); the kernel height,
+dilation and padding are run-time arguments.
+
+Reads past the end: a flat or strided vector load may read up to ``attrs["overread"]`` elements
+past its input tensor's end (lanes that are masked or never stored); the runner allocates every
+buffer with that much zeroed slack. Reads before the start are never done: the loads of the few
+tiles whose taps start before the tensor (the first rows of the first image, in the padding)
+go lane by lane.
 """
 
 from __future__ import annotations
@@ -84,8 +120,12 @@ KERNEL_OF_TYPE = {
     "resize": "resize",
     "depthwise_conv2d": "depthwise_conv2d",
 }
-KERNELS = ("conv2d", "conv2d_1x1", *sorted(set(KERNEL_OF_TYPE.values())))
-ROW_TILED = ("conv2d", "depthwise_conv2d")  # a work-item computes VW outputs of one output row
+CONV_KERNELS = ("conv2d", "conv2d_flat", "conv2d_1x1", "depthwise_conv2d", "depthwise_conv2d_flat")
+KERNELS = tuple(sorted({*CONV_KERNELS, *KERNEL_OF_TYPE.values()}))
+ROW_TILED = ("conv2d", "depthwise_conv2d", "pool2d")  # a work-item computes NV * VW outputs of one row
+FLAT = ("conv2d_1x1", "conv2d_flat", "depthwise_conv2d_flat")  # ... of one flattened channel plane
+MAX_PIXEL_VECTORS = 4  # NV: more gives no further reuse, only longer tails
+MAX_ELEMENTS = 2**31 - 2**24  # the kernels index a tensor with int offsets (plus the buffer slack)
 FLOAT_DTYPES = ("float32", "float16")
 MAX_RANK = 4  # shapes the kernels index (after collapsing broadcast axes / padding with ones)
 
@@ -96,32 +136,53 @@ class PlanError(ValueError):
 
 @dataclass(frozen=True)
 class KernelConfig:
-    """Register tiling shared by all kernels of one device: outputs per work-item."""
+    """The tiling budget of one device's kernels, and optional fixed tiles (for tests).
+
+    ``accumulators`` is how many VW-wide accumulator vectors a work-item may keep (NV x OCB of
+    the convolutions); the fixed fields, when non-zero, replace the per-layer choice."""
 
     vector_width: int = 4  # consecutive outputs along the innermost axis (a float vector)
-    out_channels_per_item: int = 8  # output channels per work-item of conv2d_1x1
-    conv_out_channels_per_item: int = 16  # of conv2d: each input vector feeds kh * kw times more work
+    out_channels_per_item: int = 0  # fixed OCB of the flat convolutions (0: chosen per layer)
+    conv_out_channels_per_item: int = 0  # fixed OCB of the row-tiled conv2d (0: chosen per layer)
+    pixel_vectors: int = 0  # fixed NV of every convolution (0: chosen per layer)
+    accumulators: int = 24  # accumulator vectors per work-item
+    min_items: int = 1  # work-items that fill the device (compute units x wave size)
 
     def __post_init__(self) -> None:
         if self.vector_width not in (4, 8, 16):
             raise ValueError(f"vector_width must be 4, 8 or 16, not {self.vector_width}")
-        if self.out_channels_per_item < 1 or self.conv_out_channels_per_item < 1:
-            raise ValueError("output channels per work-item must be >= 1")
+        if min(self.out_channels_per_item, self.conv_out_channels_per_item, self.pixel_vectors) < 0:
+            raise ValueError("fixed tile sizes must be >= 0 (0 chooses per layer)")
+        if self.pixel_vectors > MAX_PIXEL_VECTORS:
+            raise ValueError(f"pixel_vectors must be at most {MAX_PIXEL_VECTORS}")
+        if self.accumulators < 1 or self.min_items < 1:
+            raise ValueError("accumulators and min_items must be >= 1")
 
     def row_vector_width(self, out_width: int) -> int:
-        """The vector width of a convolution that tiles output rows: narrower for narrow rows,
-        so a 7-wide row fills 7 of 8 lanes rather than 7 of 16."""
+        """The vector width of a kernel that tiles output rows: narrower for narrow rows, so a
+        7-wide row fills 7 of 8 lanes rather than 7 of 16."""
         return min(self.vector_width, max(4, _next_pow2(out_width)))
-
-    def out_channels(self, kernel: str) -> int:
-        """Output channels per work-item of a convolution kernel (OCB in its source)."""
-        return self.conv_out_channels_per_item if kernel == "conv2d" else self.out_channels_per_item
 
     @classmethod
     def for_device(cls, limits: DeviceLimits) -> KernelConfig:
-        """The tiling for a device: its preferred float vector width, clamped to 4..16."""
+        """The tiling budget of a device, from its queries.
+
+        * VW: the preferred float vector width, clamped to 4..16.
+        * Accumulators: a CPU keeps them in its vector registers; its preferred width tells
+          which register file it has (16: AVX-512, 32 registers; 8: AVX/AVX2, 16 registers;
+          4: SSE or NEON, 16 or 32), and three quarters of it hold accumulators (the rest hold
+          the loaded inputs, masks and addresses). A GPU work-item should stay near 64 32-bit
+          registers to keep occupancy, half of them accumulators: 32 / VW vectors.
+        * Work-items wanted: one wave per compute unit at least (``compute_units * wave``).
+        """
         width = 1 << max(0, int(limits.preferred_vector_width_float).bit_length() - 1)
-        return cls(vector_width=min(16, max(4, width)))
+        vw = min(16, max(4, width))
+        if limits.device_type == "cpu":
+            registers = 32 if vw >= 16 else 16
+            acc = registers * 3 // 4
+        else:
+            acc = max(4, 32 // vw)
+        return cls(vector_width=vw, accumulators=acc, min_items=max(1, limits.compute_units * limits.wave_size))
 
 
 @dataclass(frozen=True)
@@ -280,15 +341,64 @@ def concat_geometry(graph: Graph, op: Operator) -> tuple[int, int, list[int]]:
 
 def conv_kernel(graph: Graph, op: Operator) -> str:
     """The kernel that runs a convolution operator."""
-    if op.type == "depthwise_conv2d":
-        return "depthwise_conv2d"
     a = op.attrs
-    cin = graph.tensors[op.inputs[0]].shape[1]
-    if a["groups"] > 1 and a["groups"] == cin and a["out_channels"] % cin == 0:
-        return "depthwise_conv2d"
+    xs, ys = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
+    flat = a["stride"] == [1, 1] and ys[3] == xs[3]  # output rows as wide as input rows
+    cin = xs[1]
+    if op.type == "depthwise_conv2d" or (a["groups"] > 1 and a["groups"] == cin and a["out_channels"] % cin == 0):
+        return "depthwise_conv2d_flat" if flat else "depthwise_conv2d"
     if a["kernel"] == [1, 1] and a["stride"] == [1, 1] and a["pads"] == [0, 0, 0, 0]:
         return "conv2d_1x1"
-    return "conv2d"
+    return "conv2d_flat" if flat else "conv2d"
+
+
+def pixel_tile(
+    pixels: int, channels: int, instances: int, cfg: KernelConfig, vw: int, fixed_ocb: int = 0
+) -> tuple[int, int]:
+    """(NV, OCB) of a convolution's register tile: ``pixels`` outputs per channel plane (or
+    row), ``channels`` output channels per group, ``instances`` planes (or rows) x groups x
+    images. Minimizes the modelled cost: the multiply-adds of the padded tiles, times loads per
+    multiply-add (NV vector loads + OCB weights feed NV * OCB of them), times how far short the
+    work-items fall of filling the device."""
+    best: tuple[float, int, int] | None = None
+    nvs = [cfg.pixel_vectors] if cfg.pixel_vectors else range(1, MAX_PIXEL_VECTORS + 1)
+    for nv in nvs:
+        if not cfg.pixel_vectors and nv > 1 and (nv - 1) * vw >= pixels:
+            break  # a vector that would be all tail
+        full = max(1, min(cfg.accumulators // nv, channels))
+        # the whole budget, or half or a quarter of it when the device needs more work-items
+        for ocb in [fixed_ocb] if fixed_ocb else sorted({full, max(1, full // 2), max(1, full // 4)}, reverse=True):
+            tiles, blocks = ceil_div(pixels, nv * vw), ceil_div(channels, ocb)
+            work = tiles * nv * vw * blocks * ocb
+            loads = 1.0 + 0.5 * (nv + ocb) / (nv * ocb)
+            spread = max(1.0, cfg.min_items / (tiles * blocks * instances))
+            cost = work * loads * spread
+            if best is None or cost < best[0] * 0.999:
+                best = (cost, nv, ocb)
+    assert best is not None
+    return best[1], best[2]
+
+
+def row_vectors(pixels: int, vw: int) -> int:
+    """NV of a tile with one accumulator per vector (depthwise, pooling): at least two vectors
+    when there are pixels for them (each accumulator is a chain of dependent multiply-adds, so
+    one alone stalls), then the most among those that pad ``pixels`` to the fewest lanes."""
+    if pixels <= vw:
+        return 1
+    padded = {nv: ceil_div(pixels, nv * vw) * nv * vw for nv in range(2, MAX_PIXEL_VECTORS + 1)}
+    least = min(padded.values())
+    return max(nv for nv, lanes in padded.items() if lanes == least)
+
+
+def balanced(count: int, cap: int, multiple: int = 1) -> int:
+    """The block size that splits ``count`` into the fewest blocks of at most ``cap``, as evenly
+    as possible (24 channels with a cap of 16: two blocks of 12, not 16 + 8), rounded up to a
+    ``multiple`` where that stays within the cap and wastes at most a quarter (fewer distinct
+    programs to build)."""
+    blocks = ceil_div(count, max(1, cap))
+    size = ceil_div(count, blocks)
+    rounded = round_up(size, multiple)
+    return rounded if rounded <= cap and 4 * rounded * blocks <= 5 * count else size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -301,16 +411,21 @@ def canonical(graph: Graph) -> Graph:
 
 
 def _check_supported(graph: Graph) -> None:
-    for t in graph.inputs:
-        if graph.tensors[t].dtype not in FLOAT_DTYPES:
-            raise PlanError(f"graph input {t!r} is {graph.tensors[t].dtype}; the opencl backend runs float graphs only")
+    for name, t in graph.tensors.items():
+        if numel(t.shape) > MAX_ELEMENTS:
+            raise PlanError(f"tensor {name!r} has {numel(t.shape)} elements, beyond the opencl kernels' {MAX_ELEMENTS}")
+    for name in graph.inputs:
+        if graph.tensors[name].dtype not in FLOAT_DTYPES:
+            raise PlanError(
+                f"graph input {name!r} is {graph.tensors[name].dtype}; the opencl backend runs float graphs only"
+            )
     for o in graph.operators:
         if o.type not in KERNEL_OF_TYPE and o.type not in VIEWS and o.type != "conv2d":
             raise PlanError(f"operator {o.name!r}: type {o.type!r} has no opencl kernel")
-        for t in (*o.inputs, *o.outputs):
-            if graph.tensors[t].dtype not in FLOAT_DTYPES:
+        for name in (*o.inputs, *o.outputs):
+            if graph.tensors[name].dtype not in FLOAT_DTYPES:
                 raise PlanError(
-                    f"operator {o.name!r} ({o.type}) uses {graph.tensors[t].dtype} tensor {t!r}; "
+                    f"operator {o.name!r} ({o.type}) uses {graph.tensors[name].dtype} tensor {name!r}; "
                     "the opencl backend runs float graphs only"
                 )
 
@@ -351,26 +466,103 @@ def fusion_groups(graph: Graph) -> list[list[Operator]]:
     return groups
 
 
-def _sizes(graph: Graph, chain: list[Operator], kernel: str, part: int, cfg: KernelConfig) -> tuple[int, int]:
+def _tiling(graph: Graph, op: Operator, kernel: str, cfg: KernelConfig) -> dict[str, Any]:
+    """The compile-time tiling of one kernel (its ``-D`` options) and how far it reads past its
+    input's end (see the module docstring)."""
+    ys = graph.tensors[op.outputs[0]].shape
+    if kernel in ROW_TILED or kernel == "resize":
+        vw = cfg.row_vector_width(ys[3])
+    else:
+        vw = cfg.vector_width
+    t: dict[str, Any] = {"vector_width": vw}
+    if kernel not in CONV_KERNELS and kernel != "pool2d":
+        return t
+    xs = graph.tensors[op.inputs[0]].shape
+    a = op.attrs
+    n, cout = ys[0], ys[1]
+    groups = a.get("groups", 1)
+    kh, kw = a["kernel"]
+    sw = a["stride"][1]
+    dh, dw = a.get("dilation", [1, 1])
+    if kernel == "conv2d_1x1":
+        nv, ocb = pixel_tile(ys[2] * ys[3], cout // groups, n * groups, cfg, vw, cfg.out_channels_per_item)
+    elif kernel in ("conv2d", "conv2d_flat"):
+        # two vectors of pixels by a third of the budget's channels, so each weight feeds two
+        # multiply-adds per load; one vector when a row or plane fits one, or when the KW x NV
+        # column masks, which need registers too, would take more than a quarter of the budget
+        fixed = cfg.out_channels_per_item if kernel == "conv2d_flat" else cfg.conv_out_channels_per_item
+        pixels = ys[2] * ys[3] if kernel == "conv2d_flat" else ys[3]
+        nv = cfg.pixel_vectors or (2 if pixels > vw and 2 * kw <= cfg.accumulators // 4 else 1)
+        ocb = fixed or balanced(cout // groups, max(1, cfg.accumulators * 2 // 3 // nv), 4)
+    else:  # depthwise and pooling: OCB channels (planes) of one pixel tile share its setup
+        planes = n * cout if kernel == "pool2d" else cout
+        if kernel == "depthwise_conv2d_flat":
+            pixels, rows = ys[2] * ys[3], 1
+        else:
+            pixels, rows = ys[3], ys[2]
+        # the channels run one after the other in the work-item, so only NV accumulators are
+        # live (row_vectors); half the budget's worth of channels share the masks and the setup
+        nv = cfg.pixel_vectors or row_vectors(pixels, vw)
+        cap = max(1, cfg.accumulators // 2)
+        tiles = ceil_div(pixels, nv * vw) * rows * (1 if kernel == "pool2d" else n)
+        while cap > 1 and tiles * ceil_div(planes, cap) < cfg.min_items:
+            cap //= 2  # keep every compute unit busy
+        ocb = cfg.out_channels_per_item or min(planes, cap)
+    t["pixel_vectors"] = nv
+    t["out_channels_per_item"] = ocb
+    if kernel != "conv2d_1x1":  # the width is compile-time: the loops along a row unroll
+        t["kernel_size"] = [kh, kw]
+    if kernel in ROW_TILED:
+        t["stride_w"] = sw
+    # the farthest a vector load reaches past the input tensor's last element
+    pt, pl = a["pads"][0], a["pads"][1]
+    if kernel == "conv2d_1x1":
+        over = nv * vw
+    elif kernel in FLAT:
+        over = nv * vw + max(0, (kh - 1) * dh - pt) * xs[3] + max(0, (kw - 1) * dw - pl)
+    else:
+        over = (nv * vw + 1) * sw + vw + (kw - 1) * dw
+    t["overread"] = over
+    return t
+
+
+def variant(kernel: str, attrs: dict[str, Any]) -> str:
+    """A short name of a kernel's compile-time tiling (one program per kernel and variant)."""
+    parts = [f"{attrs['vector_width']}"]
+    if "pixel_vectors" in attrs:
+        parts.append(f"nv{attrs['pixel_vectors']}")
+    if "out_channels_per_item" in attrs:
+        parts.append(f"ocb{attrs['out_channels_per_item']}")
+    if "kernel_size" in attrs:
+        parts.append(f"kw{attrs['kernel_size'][1]}")
+    if "stride_w" in attrs:
+        parts.append(f"s{attrs['stride_w']}")
+    return "-".join(parts)
+
+
+def _sizes(graph: Graph, chain: list[Operator], kernel: str, part: int, t: dict[str, Any]) -> tuple[int, int]:
     """The logical 2-D work size of one kernel (what the runner passes as gs0, gs1)."""
     op = chain[0]
-    vw, ocb = kernel_vector_width(graph, op, kernel, cfg), cfg.out_channels(kernel)
+    vw = t["vector_width"]
+    nv, ocb = t.get("pixel_vectors", 1), t.get("out_channels_per_item", 1)
     xs = graph.tensors[op.inputs[0]].shape if op.inputs else ()
     ys = graph.tensors[op.outputs[0]].shape
-    if kernel == "conv2d_1x1":
+    if kernel in ("conv2d_1x1", "conv2d_flat"):
         g = op.attrs["groups"]
-        return ceil_div(ys[2] * ys[3], vw), ys[0] * g * ceil_div(ys[1] // g, ocb)
+        return ceil_div(ys[2] * ys[3], nv * vw), ys[0] * g * ceil_div(ys[1] // g, ocb)
     if kernel == "conv2d":
         g = op.attrs["groups"]
-        return ys[2] * ceil_div(ys[3], vw), ys[0] * g * ceil_div(ys[1] // g, ocb)
+        return ys[2] * ceil_div(ys[3], nv * vw), ys[0] * g * ceil_div(ys[1] // g, ocb)
+    if kernel == "depthwise_conv2d_flat":
+        return ceil_div(ys[2] * ys[3], nv * vw), ys[0] * ceil_div(ys[1], ocb)
     if kernel == "depthwise_conv2d":
-        return ys[2] * ceil_div(ys[3], vw), ys[0] * ys[1]
+        return ys[2] * ceil_div(ys[3], nv * vw), ys[0] * ceil_div(ys[1], ocb)
+    if kernel == "pool2d":
+        return ys[2] * ceil_div(ys[3], nv * vw), ceil_div(ys[0] * ys[1], ocb)
     if kernel == "fully_connected":
         return ceil_div(ys[-1], vw), numel(ys[:-1])
     if kernel == "matmul":
         return ys[-1], numel(ys[:-1])
-    if kernel == "pool2d":
-        return ys[2] * ys[3], ys[0] * ys[1]
     if kernel == "global_pool":
         return ys[0] * ys[1], 1
     if kernel == "binary":
@@ -399,19 +591,11 @@ def _sizes(graph: Graph, chain: list[Operator], kernel: str, part: int, cfg: Ker
     if kernel == "channel_shuffle":
         return ceil_div(ys[2] * ys[3], vw), ys[0] * ys[1]
     if kernel == "resize":
-        return ys[3], ys[0] * ys[1] * ys[2]
+        return ceil_div(ys[3], vw), ys[0] * ys[1] * ys[2]
     raise PlanError(f"operator {op.name!r}: no work size for kernel {kernel!r}")  # a bug, not bad input
 
 
-def kernel_vector_width(graph: Graph, op: Operator, kernel: str, cfg: KernelConfig) -> int:
-    """The vector width (VW) one kernel is built with: the device's, or narrower for the
-    row-tiled convolutions on narrow outputs."""
-    if kernel in ROW_TILED:
-        return cfg.row_vector_width(graph.tensors[op.outputs[0]].shape[3])
-    return cfg.vector_width
-
-
-def _kernel_attrs(graph: Graph, chain: list[Operator], kernel: str, cfg: KernelConfig) -> dict[str, Any]:
+def _kernel_attrs(chain: list[Operator], kernel: str, tiling: dict[str, Any]) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     act = next((o for o in chain[1:] if o.type in ACTIVATIONS), None)
     bn = next((o for o in chain[1:] if o.type == "batch_norm"), None)
@@ -419,9 +603,8 @@ def _kernel_attrs(graph: Graph, chain: list[Operator], kernel: str, cfg: KernelC
         attrs["activation"] = act.type if act is not None else None
     if bn is not None:
         attrs["folded_batch_norm"] = bn.name
-    if kernel in ("conv2d", "conv2d_1x1"):
-        attrs["out_channels_per_item"] = cfg.out_channels(kernel)
-    attrs["vector_width"] = kernel_vector_width(graph, chain[0], kernel, cfg)
+    attrs.update(tiling)
+    attrs["variant"] = variant(kernel, tiling)
     return attrs
 
 
@@ -451,7 +634,8 @@ def kernels_for_graph(
         else:
             kernels = [(KERNEL_OF_TYPE[op.type], 0)]
         for kernel, part in kernels:
-            gs = _sizes(g, chain, kernel, part, cfg)
+            tiling = _tiling(g, op, kernel, cfg)
+            gs = _sizes(g, chain, kernel, part, tiling)
             local = None
             if limits is not None:
                 local = choose_local_size(
@@ -466,7 +650,7 @@ def kernels_for_graph(
                     global_size=gs,
                     local_size=local,
                     part=part,
-                    attrs=_kernel_attrs(g, chain, kernel, cfg),
+                    attrs=_kernel_attrs(chain, kernel, tiling),
                 )
             )
     return planned
@@ -491,6 +675,7 @@ def view_owner(graph: Graph, planned: list[PlannedKernel]) -> dict[str, str]:
 
 __all__ = [
     "ACTIVATIONS",
+    "CONV_KERNELS",
     "KERNELS",
     "KernelConfig",
     "PlanError",
@@ -499,5 +684,8 @@ __all__ = [
     "choose_local_size",
     "fusion_groups",
     "kernels_for_graph",
+    "pixel_tile",
+    "row_vectors",
+    "variant",
     "view_owner",
 ]

@@ -9,12 +9,17 @@ source-to-source (ParallelFusion, section 4.2):
   body starts with ``if (get_global_id(0) >= gs0 || get_global_id(1) >= gs1) return;``, so a
   launch may round its global size up to any work-group multiple;
 * only ``get_global_id`` among the work-item built-ins; no barriers, no local memory (a fused
-  kernel may cut work-groups anywhere, and CPU devices emulate local memory in global memory);
-* types and widths come from build options: ``real`` (float or half), ``real_v`` / ``vload_v``
-  / ``vstore_v`` / ``VW`` (the vector of ``VW`` reals), ``int_v`` with ``LANES`` (0 .. VW-1) and
-  ``EVEN_LANES`` (0, 2, .. 2VW-2) for masks and shuffles, ``OCB`` (output channels per
-  work-item). fp16 prepends the ``cl_khr_fp16`` pragma;
-* shared helpers (``ll_act``, ``ll_row``) are plain functions whose text is identical in every
+  kernel may cut work-groups anywhere, and CPU devices emulate local memory in global memory:
+  the kernels get their reuse from register tiles instead, see ``plan``);
+* types, widths and tiling come from build options: ``real`` (float or half), ``real_v`` /
+  ``vload_v`` / ``vstore_v`` / ``VW`` (the vector of ``VW`` reals), ``int_v`` with ``LANES``
+  (0 .. VW-1) and ``EVEN_LANES`` (0, 2, .. 2VW-2) for masks and shuffles, ``idx_v`` with
+  ``IDX_LANES`` (32-bit lane coordinates), ``to_mask`` (their compares as an ``int_v`` mask),
+  ``float_v`` (float math at that width), ``to_idx_v`` / ``to_float_v`` / ``to_real_v``
+  (conversions at that width), and the tiling: ``NV`` (vectors per work-item), ``OCB`` (output channels per
+  work-item), ``KW`` (kernel width: the tap loop along a row unrolls), ``SW`` (horizontal stride of row-tiled loads).
+  fp16 prepends the ``cl_khr_fp16`` pragma;
+* shared helpers (``ll_act``, ``ll_load``) are plain functions whose text is identical in every
   file that has them, so a fusing step keeps one copy of each.
 """
 
@@ -23,15 +28,17 @@ from __future__ import annotations
 import re
 import threading
 import time
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import pyopencl as cl
 
 from devicelab.backends.base import BackendError
 from devicelab.backends.opencl.devices import FoundDevice, context_for
-from devicelab.backends.opencl.plan import KERNELS, KernelConfig
+from devicelab.backends.opencl.plan import KERNELS
 
 _KERNEL_DEF = re.compile(r"__kernel\s+void\s+(\w+)\s*\(")
 _FP16_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
@@ -51,17 +58,18 @@ def kernel_functions(source: str) -> list[str]:
     return _KERNEL_DEF.findall(source)
 
 
-def build_options(
-    config: KernelConfig, precision: str, kernel: str, vector_width: int | None = None
-) -> tuple[str, ...]:
-    """The compiler options that fix one kernel's types and tiling (``vector_width`` defaults to
-    the configuration's)."""
+def build_options(precision: str, attrs: dict[str, Any]) -> tuple[str, ...]:
+    """The compiler options that fix one kernel's types and tiling, from its planned ``attrs``
+    (``vector_width`` and, for the convolutions and pooling, ``pixel_vectors``,
+    ``out_channels_per_item``, the width of ``kernel_size``, ``stride_w``; 1 where a kernel has none)."""
     try:
         real = PRECISIONS[precision]
     except KeyError:
         raise BackendError(f"opencl backend: precision {precision!r} is not one of {sorted(PRECISIONS)}") from None
-    vw = vector_width or config.vector_width
-    # select() and shuffle2() want integer vectors with the reals' element size
+    vw = int(attrs["vector_width"])
+    kw = attrs.get("kernel_size", (1, 1))[1]
+    # select() and shuffle2() want integer vectors with the reals' element size; lane
+    # coordinates (idx_v) are 32-bit whatever the precision, and to_mask narrows their compares
     lane_int, lane_uint = ("short", "ushort") if precision == "fp16" else ("int", "uint")
     lanes = ",".join(str(i) for i in range(vw))
     even = ",".join(str(2 * i) for i in range(vw))
@@ -72,9 +80,19 @@ def build_options(
         f"-Dvload_v=vload{vw}",
         f"-Dvstore_v=vstore{vw}",
         f"-DVW={vw}",
-        f"-DOCB={config.out_channels(kernel)}",
+        f"-DNV={int(attrs.get('pixel_vectors', 1))}",
+        f"-DOCB={int(attrs.get('out_channels_per_item', 1))}",
+        f"-DKW={int(kw)}",
+        f"-DSW={int(attrs.get('stride_w', 1))}",
         f"-Dint_v={lane_int}{vw}",
+        f"-Didx_v=int{vw}",
+        f"-Dto_mask=convert_{lane_int}{vw}",
+        f"-Dto_idx_v=convert_int{vw}",
+        f"-Dfloat_v=float{vw}",
+        f"-Dto_float_v=convert_float{vw}",
+        f"-Dto_real_v=convert_{real}{vw}",
         f"-DLANES=({lane_int}{vw})({lanes})",
+        f"-DIDX_LANES=(int{vw})({lanes})",
         f"-DEVEN_LANES=({lane_uint}{vw})({even})",
     )
 
@@ -123,7 +141,9 @@ class ProgramCache:
             ctx = context_for(found)
             t0 = time.perf_counter_ns()
             try:
-                program = cl.Program(ctx, program_source(name, precision)).build(options=list(options))
+                with warnings.catch_warnings():  # a successful build's log (PoCL's loop remarks) is noise
+                    warnings.simplefilter("ignore", cl.CompilerWarning)
+                    program = cl.Program(ctx, program_source(name, precision)).build(options=list(options))
             except cl.RuntimeError as e:  # a build failure: the log says why
                 raise BackendError(
                     f"opencl backend: kernel {name!r} does not build on {found.limits.name!r} "

@@ -1,11 +1,12 @@
 """Running a graph on one OpenCL device: programs, buffers, weights, launches and their timing.
 
 A ``GraphRunner`` does all set-up once (the cold start): it plans the kernels, gets each
-program from the per-device cache (building it the first time), allocates one buffer per
-tensor a kernel writes (views share their input's), uploads the weights in the kernels'
-layouts, and creates one ``cl.Kernel`` per launch with its arguments already set. It keeps every
-buffer referenced for as long as it lives: OpenCL kernel arguments do not keep the Python buffer
-objects alive. A run uploads the inputs, enqueues every kernel in topological order on a
+program from the per-device cache (building it the first time; one per kernel and compile-time
+tiling), allocates one buffer per tensor a kernel writes (views share their input's; each ends
+in zeroed slack as long as the plan's farthest vector load reads past a tensor), uploads the
+weights in the kernels' layouts, and creates one ``cl.Kernel`` per launch with its arguments
+already set. It keeps every buffer referenced for as long as it lives: OpenCL kernel arguments
+do not keep the Python buffer objects alive. A run uploads the inputs, enqueues every kernel in topological order on a
 profiling-enabled in-order queue, and downloads the outputs.
 """
 
@@ -35,25 +36,14 @@ from devicelab.backends.opencl.plan import (
     concat_geometry,
     kernels_for_graph,
     numel,
-    round_up,
 )
 from devicelab.backends.opencl.programs import PROGRAMS, build_options
-from devicelab.backends.opencl.weights import bn_scale_shift, conv_blocked, fc_padded, fold_batch_norm
+from devicelab.backends.opencl.weights import bn_scale_shift, conv_blocked, fc_blocked, fold_batch_norm
 from devicelab.graph.ir import Graph, Operator
+from devicelab.measure.inputs import make_inputs
 
 HOST_DTYPES: dict[str, np.dtype[Any]] = {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16)}
-INPUT_SEED = 0
 WEIGHT_SEED = 0
-
-
-def make_inputs(graph: Graph, seed: int = INPUT_SEED) -> dict[str, np.ndarray]:
-    """One fixed random input per graph input: standard normal floats from ``seed``, the same
-    values as the CPU backend's ``make_feeds`` (kept apart so this backend needs no onnxruntime)."""
-    rng = np.random.default_rng(seed)
-    return {
-        name: rng.standard_normal(graph.tensors[name].shape).astype(np.dtype(graph.tensors[name].dtype))
-        for name in graph.inputs
-    }
 
 
 @dataclass(frozen=True)
@@ -138,9 +128,12 @@ class GraphRunner:
         self.ops = {o.name: o for o in self.graph.operators}
         self.ctx = context_for(found)
         self.queue = cl.CommandQueue(self.ctx, found.device, properties=cl.command_queue_properties.PROFILING_ENABLE)
-        # one program per kernel and vector width (row-tiled convolutions narrow it on narrow rows)
-        variants = dict.fromkeys((k.kernel, int(k.attrs["vector_width"])) for k in planned)
-        self.options = {v: build_options(self.config, precision, v[0], v[1]) for v in variants}
+        # one program per kernel and compile-time tiling (its variant)
+        self.options: dict[tuple[str, str], tuple[str, ...]] = {}
+        for k in planned:
+            self.options.setdefault((k.kernel, k.attrs["variant"]), build_options(precision, k.attrs))
+        # every activation buffer ends in zeroed slack that the farthest vector load reaches
+        self.slack = max([int(k.attrs.get("overread", 0)) for k in planned] + [0])
 
         built = cached = 0
         build_ms = 0.0
@@ -161,7 +154,7 @@ class GraphRunner:
 
         self.launches: list[Launch] = []
         for pk in planned:
-            program = programs[(pk.kernel, pk.attrs["vector_width"])]
+            program = programs[(pk.kernel, pk.attrs["variant"])]
             local = choose_local_size(
                 pk.global_size,
                 program.limits.preferred_multiple,
@@ -218,8 +211,12 @@ class GraphRunner:
 
     def _activation(self, tensor: str) -> cl.Buffer:
         nbytes = numel(self.graph.tensors[tensor].shape) * self.dtype.itemsize
-        self._buffer_bytes += nbytes
-        return self._new_buffer(nbytes, f"tensor {tensor!r}")
+        slack = self.slack * self.dtype.itemsize
+        self._buffer_bytes += nbytes + slack
+        buf = self._new_buffer(nbytes + slack, f"tensor {tensor!r}")
+        if slack:
+            cl.enqueue_fill_buffer(self.queue, buf, np.zeros(1, self.dtype), nbytes, slack)
+        return buf
 
     def _upload(self, array: np.ndarray, what: str) -> cl.Buffer:
         data = np.ascontiguousarray(array, dtype=self.dtype)
@@ -252,17 +249,54 @@ class GraphRunner:
         eps = bn.attrs["epsilon"] if bn is not None else 0.0
         return fold_batch_norm(w["weight"], w.get("bias"), bn_w, eps)
 
-    def _args_conv2d_1x1(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
-        n, cin, h, w_ = self._shape(op.inputs[0])
-        cout, groups, ocb = op.attrs["out_channels"], op.attrs["groups"], self.config.out_channels(pk.kernel)
-        weight, bias = conv_blocked(*self._conv_weights(chain, op), groups, ocb, self.dtype)
-        nblk = -(-(cout // groups) // ocb)
-        return [
-            self.buffers[op.inputs[0]],
+    def _conv_blocks(self, pk: PlannedKernel, chain: list[Operator], op: Operator) -> tuple[Any, Any, int]:
+        """The weight and bias buffers of a conv2d kernel (blocked by its OCB) and its block count."""
+        cout, groups, ocb = op.attrs["out_channels"], op.attrs["groups"], int(pk.attrs["out_channels_per_item"])
+        rows_outer = pk.kernel in ("conv2d", "conv2d_flat")  # their loops: kernel rows, then channels
+        weight, bias = conv_blocked(*self._conv_weights(chain, op), groups, ocb, self.dtype, rows_outer)
+        return (
             self._upload(weight, f"weights of {op.name!r}"),
             self._upload(bias, f"bias of {op.name!r}"),
+            -(-(cout // groups) // ocb),
+        )
+
+    def _args_conv2d_1x1(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
+        n, cin, h, w_ = self._shape(op.inputs[0])
+        cout, groups = op.attrs["out_channels"], op.attrs["groups"]
+        wbuf, bbuf, nblk = self._conv_blocks(pk, chain, op)
+        return [
+            self.buffers[op.inputs[0]],
+            wbuf,
+            bbuf,
             out,
             *_i(cin // groups, h * w_, groups, cout // groups, nblk),
+            *_epilogue(chain),
+        ]
+
+    def _args_conv2d_flat(self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer) -> list[Any]:
+        n, cin, ih, iw = self._shape(op.inputs[0])
+        _, cout, oh, ow = self._shape(op.outputs[0])
+        a = op.attrs
+        groups = a["groups"]
+        wbuf, bbuf, nblk = self._conv_blocks(pk, chain, op)
+        return [
+            self.buffers[op.inputs[0]],
+            wbuf,
+            bbuf,
+            out,
+            *_i(
+                cin // groups,
+                ih,
+                iw,
+                groups,
+                cout // groups,
+                nblk,
+                oh,
+                a["kernel"][0],
+                a["pads"][0],
+                a["pads"][1],
+                *a["dilation"],
+            ),
             *_epilogue(chain),
         ]
 
@@ -270,14 +304,13 @@ class GraphRunner:
         n, cin, ih, iw = self._shape(op.inputs[0])
         _, cout, oh, ow = self._shape(op.outputs[0])
         a = op.attrs
-        groups, ocb = a["groups"], self.config.out_channels(pk.kernel)
-        weight, bias = conv_blocked(*self._conv_weights(chain, op), groups, ocb, self.dtype)
-        nblk = -(-(cout // groups) // ocb)
-        xtiles = -(-ow // pk.attrs["vector_width"])
+        groups = a["groups"]
+        wbuf, bbuf, nblk = self._conv_blocks(pk, chain, op)
+        xtiles = -(-ow // (pk.attrs["vector_width"] * pk.attrs["pixel_vectors"]))
         return [
             self.buffers[op.inputs[0]],
-            self._upload(weight, f"weights of {op.name!r}"),
-            self._upload(bias, f"bias of {op.name!r}"),
+            wbuf,
+            bbuf,
             out,
             *_i(
                 cin // groups,
@@ -289,12 +322,32 @@ class GraphRunner:
                 oh,
                 ow,
                 xtiles,
-                *a["kernel"],
-                *a["stride"],
+                a["kernel"][0],
+                a["stride"][0],
                 a["pads"][0],
                 a["pads"][1],
                 *a["dilation"],
             ),
+            *_epilogue(chain),
+        ]
+
+    def _depthwise_weights(self, chain: list[Operator], op: Operator, cout: int) -> tuple[Any, Any]:
+        weight, bias = self._conv_weights(chain, op)
+        return self._upload(weight.reshape(cout, -1), f"weights of {op.name!r}"), self._upload(
+            bias, f"bias of {op.name!r}"
+        )
+
+    def _args_depthwise_conv2d_flat(
+        self, pk: PlannedKernel, chain: list[Operator], op: Operator, out: cl.Buffer
+    ) -> list[Any]:
+        n, cin, ih, iw = self._shape(op.inputs[0])
+        _, cout, oh, ow = self._shape(op.outputs[0])
+        a = op.attrs
+        return [
+            self.buffers[op.inputs[0]],
+            *self._depthwise_weights(chain, op, cout),
+            out,
+            *_i(cin, cout // cin, ih, iw, oh, a["kernel"][0], a["pads"][0], a["pads"][1], *a["dilation"]),
             *_epilogue(chain),
         ]
 
@@ -304,12 +357,10 @@ class GraphRunner:
         n, cin, ih, iw = self._shape(op.inputs[0])
         _, cout, oh, ow = self._shape(op.outputs[0])
         a = op.attrs
-        weight, bias = self._conv_weights(chain, op)
-        xtiles = -(-ow // pk.attrs["vector_width"])
+        xtiles = -(-ow // (pk.attrs["vector_width"] * pk.attrs["pixel_vectors"]))
         return [
             self.buffers[op.inputs[0]],
-            self._upload(weight.reshape(cout, -1), f"weights of {op.name!r}"),
-            self._upload(bias, f"bias of {op.name!r}"),
+            *self._depthwise_weights(chain, op, cout),
             out,
             *_i(
                 cin,
@@ -319,8 +370,8 @@ class GraphRunner:
                 oh,
                 ow,
                 xtiles,
-                *a["kernel"],
-                *a["stride"],
+                a["kernel"][0],
+                a["stride"][0],
                 a["pads"][0],
                 a["pads"][1],
                 *a["dilation"],
@@ -339,13 +390,14 @@ class GraphRunner:
         folded_w, folded_b = fold_batch_norm(
             weight, w.get("bias"), self._weights[bn.name] if bn else None, bn.attrs["epsilon"] if bn else 0.0
         )
-        wp, bp = fc_padded(folded_w, folded_b, self.config.vector_width, self.dtype)
+        vw = int(pk.attrs["vector_width"])
+        wp, bp = fc_blocked(folded_w, folded_b, vw, self.dtype)
         return [
             self.buffers[op.inputs[0]],
             self._upload(wp, f"weights of {op.name!r}"),
             self._upload(bp, f"bias of {op.name!r}"),
             out,
-            *_i(k, nout, round_up(nout, self.config.vector_width)),
+            *_i(k, nout),
             *_epilogue(chain),
         ]
 
@@ -373,16 +425,20 @@ class GraphRunner:
         _, _, oh, ow = self._shape(op.outputs[0])
         a = op.attrs
         is_avg = op.type == "avg_pool2d"
+        xtiles = -(-ow // (pk.attrs["vector_width"] * pk.attrs["pixel_vectors"]))
+        n, c = self._shape(op.inputs[0])[:2]
         return [
             self.buffers[op.inputs[0]],
             out,
             *_i(
+                n * c,
                 ih,
                 iw,
                 oh,
                 ow,
-                *a["kernel"],
-                *a["stride"],
+                xtiles,
+                a["kernel"][0],
+                a["stride"][0],
                 *a["pads"],
                 int(is_avg),
                 int(is_avg and a["count_include_pad"]),

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from devicelab.backends.opencl.plan import round_up
-
 
 def bn_scale_shift(bn: dict[str, np.ndarray], epsilon: float) -> tuple[np.ndarray, np.ndarray]:
     """Inference batch norm as ``y = x * scale + shift`` per channel (float64)."""
@@ -33,30 +31,35 @@ def fold_batch_norm(
 
 
 def conv_blocked(
-    weight: np.ndarray, bias: np.ndarray, groups: int, ocb: int, dtype: np.dtype
+    weight: np.ndarray, bias: np.ndarray, groups: int, ocb: int, dtype: np.dtype, rows_outer: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """A (cout, cin_g, kh, kw) weight as [group][block][cin_g][kh][kw][ocb] and its bias as
-    [group][block * ocb], zero-padded to whole blocks of ``ocb`` output channels."""
+    """A (cout, cin_g, kh, kw) weight as [group][block][cin_g][kh][kw][ocb] (or, ``rows_outer``,
+    [group][block][kh][cin_g][kw][ocb]: the order of the spatial kernels' loops, kernel rows
+    outside input channels) and its bias as [group][block * ocb], zero-padded to whole blocks
+    of ``ocb`` output channels."""
     cout, cin_g, kh, kw = weight.shape
     cout_g = cout // groups
     nblk = -(-cout_g // ocb)
     w = np.zeros((groups, nblk * ocb, cin_g, kh, kw), dtype=np.float64)
     w[:, :cout_g] = weight.reshape(groups, cout_g, cin_g, kh, kw)
-    w = w.reshape(groups, nblk, ocb, cin_g, kh, kw).transpose(0, 1, 3, 4, 5, 2)
+    w = w.reshape(groups, nblk, ocb, cin_g, kh, kw)
+    w = w.transpose(0, 1, 4, 3, 5, 2) if rows_outer else w.transpose(0, 1, 3, 4, 5, 2)
     b = np.zeros((groups, nblk * ocb), dtype=np.float64)
     b[:, :cout_g] = bias.reshape(groups, cout_g)
     return np.ascontiguousarray(w, dtype=dtype), np.ascontiguousarray(b, dtype=dtype)
 
 
-def fc_padded(
+def fc_blocked(
     weight_out_in: np.ndarray, bias: np.ndarray, vector_width: int, dtype: np.dtype
 ) -> tuple[np.ndarray, np.ndarray]:
-    """An (out, in) weight as [in][npad] and its bias as [npad], npad = out rounded up to the
-    vector width, zero-padded."""
+    """An (out, in) weight as [block][in][VW] (blocks of VW output features, the last
+    zero-padded) and its bias as [blocks * VW]: the work-item of one block streams its weights
+    contiguously."""
     nout, k = weight_out_in.shape
-    npad = round_up(nout, vector_width)
-    w = np.zeros((k, npad), dtype=np.float64)
-    w[:, :nout] = weight_out_in.T
-    b = np.zeros(npad, dtype=np.float64)
+    nblk = -(-nout // vector_width)
+    w = np.zeros((nblk * vector_width, k), dtype=np.float64)
+    w[:nout] = weight_out_in
+    w = w.reshape(nblk, vector_width, k).transpose(0, 2, 1)
+    b = np.zeros(nblk * vector_width, dtype=np.float64)
     b[:nout] = bias
     return np.ascontiguousarray(w, dtype=dtype), np.ascontiguousarray(b, dtype=dtype)

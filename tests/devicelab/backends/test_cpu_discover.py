@@ -115,7 +115,8 @@ def test_discover_all_finds_the_cpu() -> None:
 
 
 def test_discover_all_skips_backends_whose_module_or_runtime_is_missing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     # A real backend module whose runtime import fails, and a backend module that does not exist.
     (tmp_path / "fake_backend_needing_runtime.py").write_text("import no_such_runtime_xyz\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -131,9 +132,9 @@ def test_discover_all_skips_backends_whose_module_or_runtime_is_missing(
 
 
 def test_discover_all_survives_a_backend_whose_discovery_raises(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    (tmp_path / "broken_driver_backend.py").write_text(
-        "def discover():\n    raise RuntimeError('driver exploded')\n")
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "broken_driver_backend.py").write_text("def discover():\n    raise RuntimeError('driver exploded')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(registry.BACKEND_MODULES, "broken", "broken_driver_backend")
     with caplog.at_level(logging.INFO, logger=registry.__name__):
@@ -141,4 +142,3 @@ def test_discover_all_survives_a_backend_whose_discovery_raises(
     assert [d.kind for d in devices] == ["cpu"]
     assert "broken backend: discovery failed" in caplog.text
     sys.modules.pop("broken_driver_backend", None)
-

@@ -48,8 +48,9 @@ def device() -> DeviceInfo:
 def profiled(device: DeviceInfo) -> tuple[Graph, ProfileResult, list[tuple[float, str]]]:
     graph = small_net()
     calls: list[tuple[float, str]] = []
-    result = cpu.profile(device, graph, ProfileSettings(threads=1, warmup_runs=2, runs=RUNS),
-                         progress=lambda f, m: calls.append((f, m)))
+    result = cpu.profile(
+        device, graph, ProfileSettings(threads=1, warmup_runs=2, runs=RUNS), progress=lambda f, m: calls.append((f, m))
+    )
     return graph, result, calls
 
 
@@ -63,8 +64,7 @@ def _row(result: ProfileResult, name: str):  # noqa: ANN202 - test helper
 def test_every_ir_operator_is_reported_exactly_once_timed_or_fused(profiled) -> None:
     graph, result, _ = profiled
     ir_rows = [r for r in result.ops if r.index is not None]
-    assert [(r.index, r.name, r.type) for r in ir_rows] == [
-        (i, o.name, o.type) for i, o in enumerate(graph.operators)]
+    assert [(r.index, r.name, r.type) for r in ir_rows] == [(i, o.name, o.type) for i, o in enumerate(graph.operators)]
     for r in ir_rows:
         assert (r.stats is None) != (r.fused_into is None), r
         if r.stats is not None:
@@ -216,14 +216,16 @@ def test_mapping_fused_conv_and_an_inlined_function() -> None:
     # ORT_ENABLE_EXTENDED style (what an ARM host runs): FusedConv keeps the conv's name and
     # writes the ReLU's output; the inlined HardSwish is an anonymous HardSigmoid + Mul.
     K = ort_profile.KernelNode
-    nodes = ort_profile.topological([
-        K("c", "FusedConv", "com.microsoft", ["input", "c::weight"], ["r"], "Relu"),
-        K("gap", "GlobalAveragePool", "", ["r"], ["gap"]),
-        K("fl", "Flatten", "", ["gap"], ["fl"]),
-        K("fc", "Gemm", "", ["fl", "fc::weight", "fc::bias"], ["fc"]),
-        K("HardSigmoid#4", "HardSigmoid", "", ["fc"], ["_inlfunc_HardSwish_HS_X"]),
-        K("Mul#5", "Mul", "", ["fc", "_inlfunc_HardSwish_HS_X"], ["hs"]),
-    ])
+    nodes = ort_profile.topological(
+        [
+            K("c", "FusedConv", "com.microsoft", ["input", "c::weight"], ["r"], "Relu"),
+            K("gap", "GlobalAveragePool", "", ["r"], ["gap"]),
+            K("fl", "Flatten", "", ["gap"], ["fl"]),
+            K("fc", "Gemm", "", ["fl", "fc::weight", "fc::bias"], ["fc"]),
+            K("HardSigmoid#4", "HardSigmoid", "", ["fc"], ["_inlfunc_HardSwish_HS_X"]),
+            K("Mul#5", "Mul", "", ["fc", "_inlfunc_HardSwish_HS_X"], ["hs"]),
+        ]
+    )
     km = ort_profile.map_kernels(_head_graph(), nodes)
     assert km.owner == {"c": "c", "gap": "gap", "fl": "fl", "fc": "fc", "HardSigmoid#4": "hs", "Mul#5": "hs"}
     assert km.fused_into == {"n": "c", "r": "c"}
@@ -233,14 +235,16 @@ def test_mapping_nchwc_kernels_named_after_their_epilogue() -> None:
     # ORT_ENABLE_ALL on x86: the NCHWc Conv is named after the ReLU it absorbed, tensors are
     # renamed reorder_token_*, and a ReorderOutput hands the result back in NCHW.
     K = ort_profile.KernelNode
-    nodes = ort_profile.topological([
-        K("r_nchwc", "Conv", "com.microsoft.nchwc", ["input", "reorder"], ["t0"], "Relu"),
-        K("gap_nchwc", "GlobalAveragePool", "com.microsoft.nchwc", ["t0"], ["t1"]),
-        K("ReorderOutput", "ReorderOutput", "com.microsoft.nchwc", ["t1"], ["gap"]),
-        K("fl", "Flatten", "", ["gap"], ["fl"]),
-        K("fc", "Gemm", "", ["fl", "fc::weight", "fc::bias"], ["fc"]),
-        K("hs", "HardSwish", "", ["fc"], ["hs"]),
-    ])
+    nodes = ort_profile.topological(
+        [
+            K("r_nchwc", "Conv", "com.microsoft.nchwc", ["input", "reorder"], ["t0"], "Relu"),
+            K("gap_nchwc", "GlobalAveragePool", "com.microsoft.nchwc", ["t0"], ["t1"]),
+            K("ReorderOutput", "ReorderOutput", "com.microsoft.nchwc", ["t1"], ["gap"]),
+            K("fl", "Flatten", "", ["gap"], ["fl"]),
+            K("fc", "Gemm", "", ["fl", "fc::weight", "fc::bias"], ["fc"]),
+            K("hs", "HardSwish", "", ["fc"], ["hs"]),
+        ]
+    )
     km = ort_profile.map_kernels(_head_graph(), nodes)
     assert km.owner["r_nchwc"] == "c" and km.owner["gap_nchwc"] == "gap"
     assert km.owner["ReorderOutput"] is None
@@ -254,11 +258,13 @@ def test_mapping_residual_add_goes_to_the_conv_that_runs_last() -> None:
     y = b.bn(b.conv(x, 8, 3, name="c2"), name="b2")
     graph = b.build(b.relu(b.add(y, x, name="add"), name="r2"))
     K = ort_profile.KernelNode
-    nodes = ort_profile.topological([
-        K("ReorderOutput", "ReorderOutput", "com.microsoft.nchwc", ["t1"], ["r2"]),  # order on purpose
-        K("r1_nchwc", "Conv", "com.microsoft.nchwc", ["input", "w1"], ["t0"], "Relu"),
-        K("b2_nchwc", "Conv", "com.microsoft.nchwc", ["t0", "w2", "", "t0"], ["t1"], "Relu"),
-    ])
+    nodes = ort_profile.topological(
+        [
+            K("ReorderOutput", "ReorderOutput", "com.microsoft.nchwc", ["t1"], ["r2"]),  # order on purpose
+            K("r1_nchwc", "Conv", "com.microsoft.nchwc", ["input", "w1"], ["t0"], "Relu"),
+            K("b2_nchwc", "Conv", "com.microsoft.nchwc", ["t0", "w2", "", "t0"], ["t1"], "Relu"),
+        ]
+    )
     assert [n.name for n in nodes] == ["r1_nchwc", "b2_nchwc", "ReorderOutput"]
     km = ort_profile.map_kernels(graph, nodes)
     assert km.owner == {"r1_nchwc": "c1", "b2_nchwc": "c2", "ReorderOutput": None}
@@ -267,7 +273,15 @@ def test_mapping_residual_add_goes_to_the_conv_that_runs_last() -> None:
 
 def test_anonymous_and_duplicate_nodes_get_unique_names() -> None:
     h = onnx.helper
-    graph = h.make_graph([h.make_node("Relu", ["x"], ["a"]), h.make_node("Relu", ["a"], ["b"], name="r"),
-                          h.make_node("Relu", ["b"], ["c"], name="r")], "g", [], [])
+    graph = h.make_graph(
+        [
+            h.make_node("Relu", ["x"], ["a"]),
+            h.make_node("Relu", ["a"], ["b"], name="r"),
+            h.make_node("Relu", ["b"], ["c"], name="r"),
+        ],
+        "g",
+        [],
+        [],
+    )
     named = ort_profile.name_nodes_uniquely(h.make_model(graph))
     assert [n.name for n in named.graph.node] == ["Relu#0", "r", "r#2"]

@@ -2,9 +2,9 @@
 // activation no kernel before it could absorb. A work-item computes VW consecutive elements.
 // Work: gs0 = ceil(total / VW), gs1 = 1.
 
-// ll_act: the fused activation (codes in plan.ACTIVATIONS). Shared helper: this text is identical
-// in every kernel file that has an epilogue, so a fusing step keeps one copy.
-real_v ll_act(real_v v, const int act, const float alpha, const float beta)
+// ll_act_any: any fused activation (codes in plan.ACTIVATIONS), out of line. Shared helper: this
+// text is identical in every kernel file that has an epilogue, so a fusing step keeps one copy.
+__attribute__((noinline)) real_v ll_act_any(real_v v, const int act, const float alpha, const float beta)
 {
     switch (act) {
     case 1: return fmax(v, (real_v)0);
@@ -20,6 +20,17 @@ real_v ll_act(real_v v, const int act, const float alpha, const float beta)
     case 11: return (real_v)0.5 * v * ((real_v)1 + erf(v * (real_v)0.7071067811865476));
     default: return v;
     }
+}
+
+// ll_act: the fused activation of an epilogue: none, relu and relu6 inline (they are most of
+// them, and a call would spill the accumulators), the others through ll_act_any. Shared helper:
+// this text is identical in every kernel file that has an epilogue.
+__attribute__((always_inline)) real_v ll_act(const real_v v, const int act, const float alpha, const float beta)
+{
+    if (act == 0) return v;
+    if (act == 1) return fmax(v, (real_v)0);
+    if (act == 2) return clamp(v, (real_v)0, (real_v)6);
+    return ll_act_any(v, act, alpha, beta);
 }
 
 __kernel void activation(const int gs0, const int gs1,

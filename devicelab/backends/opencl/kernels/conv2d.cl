@@ -1,14 +1,17 @@
 // conv2d: general 2-D convolution (any kernel, stride, dilation, asymmetric padding, groups)
 // with fused bias and activation; batch norm is folded into w and bias on the host. NCHW.
-// A work-item computes VW consecutive output columns of one output row for OCB output channels
-// of one image and group: each input vector (ll_row, padding read as zero) feeds OCB
-// multiply-adds.
-// Weights are blocked [group][block][cin_g][kh][kw][OCB], bias [group][block * OCB], zero-padded.
-// Work: gs0 = oh * xtiles (xtiles = ceil(ow / VW)), gs1 = n * groups * nblk.
+// A work-item computes a register tile of NV vectors of VW consecutive output columns of one
+// output row by OCB output channels of one image and group. Input row loads step by the
+// horizontal stride SW (1 and 2: whole-vector loads), masked where a lane's column falls in
+// the padding (the KW x NV column masks are computed once per work-item); kernel rows in the
+// padding are skipped (taps row by row, input channels inside).
+// Weights are blocked [group][block][kh][cin_g][KW][OCB] (a kernel row's taps of all input
+// channels are one contiguous stream), bias [group][block * OCB], zero-padded.
+// Work: gs0 = oh * xtiles (xtiles = ceil(ow / (NV * VW))), gs1 = n * groups * nblk.
 
-// ll_act: the fused activation (codes in plan.ACTIVATIONS). Shared helper: this text is identical
-// in every kernel file that has an epilogue, so a fusing step keeps one copy.
-real_v ll_act(real_v v, const int act, const float alpha, const float beta)
+// ll_act_any: any fused activation (codes in plan.ACTIVATIONS), out of line. Shared helper: this
+// text is identical in every kernel file that has an epilogue, so a fusing step keeps one copy.
+__attribute__((noinline)) real_v ll_act_any(real_v v, const int act, const float alpha, const float beta)
 {
     switch (act) {
     case 1: return fmax(v, (real_v)0);
@@ -26,30 +29,46 @@ real_v ll_act(real_v v, const int act, const float alpha, const float beta)
     }
 }
 
-// ll_row: the VW inputs plane[iy][ixs + l * sw] (l < VW) of one row, zero outside [0, iw).
-// Strides 1 and 2 use whole-vector loads that may run past the row's ends but never past the
-// plane's, and mask the lanes outside the row; anything else is read lane by lane. Shared
-// helper: this text is identical in every kernel file that has it.
-__attribute__((always_inline)) real_v ll_row(__global const real* plane, const int iy, const int iw, const int plane_size, const int ixs,
-              const int sw)
+// ll_act: the fused activation of an epilogue: none, relu and relu6 inline (they are most of
+// them, and a call would spill the accumulators), the others through ll_act_any. Shared helper:
+// this text is identical in every kernel file that has an epilogue.
+__attribute__((always_inline)) real_v ll_act(const real_v v, const int act, const float alpha, const float beta)
 {
-    const int off = iy * iw + ixs;
-    if (sw == 1 && off >= 0 && off + VW <= plane_size) {
-        const int_v ix = (int_v)ixs + LANES;
-        return select((real_v)0, vload_v(0, plane + off), (ix >= (int_v)0) & (ix < (int_v)iw));
-    }
-    if (sw == 2 && off >= 0 && off + 2 * VW <= plane_size) {
-        const int_v ix = (int_v)ixs + LANES * (int_v)2;
-        const real_v v = shuffle2(vload_v(0, plane + off), vload_v(0, plane + off + VW), EVEN_LANES);
-        return select((real_v)0, v, (ix >= (int_v)0) & (ix < (int_v)iw));
+    if (act == 0) return v;
+    if (act == 1) return fmax(v, (real_v)0);
+    if (act == 2) return clamp(v, (real_v)0, (real_v)6);
+    return ll_act_any(v, act, alpha, beta);
+}
+
+// ll_load: the VW reals x[off + l * SW] (l < VW), the lanes where m is false read as zero. Past
+// the tensor's end, loads read the runner's zeroed buffer slack. Strides 1 and 2 are
+// whole-vector loads (stride 2 keeps the even lanes of two), other strides go lane by lane, and
+// so do the loads that may start before the tensor (lanewise: the first input channels of a
+// first tile; their lanes before x[0] read x[0] and are masked). Shared helper: this text is
+// identical in every kernel file that has it.
+__attribute__((always_inline)) real_v ll_load(__global const real* x, const int off, const int_v m, const int lanewise)
+{
+    if (!lanewise) {
+        if (SW == 1) return select((real_v)0, vload_v(0, x + off), m);
+        if (SW == 2) return select((real_v)0, (real_v)(vload_v(0, x + off).even, vload_v(0, x + off + VW).even), m);
     }
     real t[VW];
 #pragma unroll
-    for (int l = 0; l < VW; ++l) {
-        const int ix = ixs + l * sw;
-        t[l] = (ix >= 0 && ix < iw) ? plane[iy * iw + ix] : (real)0;
+    for (int l = 0; l < VW; ++l) t[l] = x[max(off + l * SW, 0)];
+    return select((real_v)0, vload_v(0, t), m);
+}
+
+// ll_store: y[0 .. n) = the first n lanes of r (the whole vector when n >= VW; nothing when
+// n <= 0). Shared helper: this text is identical in every kernel file that has it.
+__attribute__((always_inline)) void ll_store(__global real* y, const real_v r, const int n)
+{
+    if (n >= VW) {
+        vstore_v(r, 0, y);
+        return;
     }
-    return vload_v(0, t);
+    real t[VW];
+    vstore_v(r, 0, t);
+    for (int l = 0; l < n; ++l) y[l] = t[l];
 }
 
 __kernel void conv2d(const int gs0, const int gs1,
@@ -57,8 +76,7 @@ __kernel void conv2d(const int gs0, const int gs1,
                      __global real* y,
                      const int cin_g, const int ih, const int iw, const int groups, const int cout_g,
                      const int nblk, const int oh, const int ow, const int xtiles,
-                     const int kh, const int kw, const int sh, const int sw, const int pt, const int pl,
-                     const int dh, const int dw,
+                     const int kh, const int sh, const int pt, const int pl, const int dh, const int dw,
                      const int act, const float alpha, const float beta)
 {
     const int i0 = get_global_id(0);
@@ -68,39 +86,65 @@ __kernel void conv2d(const int gs0, const int gs1,
     const int ng = i1 / nblk;  // n * groups + g
     const int g = ng % groups;
     const int oy = i0 / xtiles;
-    const int ox0 = (i0 - oy * xtiles) * VW;
+    const int ox0 = (i0 - oy * xtiles) * (NV * VW);
     const int oc0 = ob * OCB;
-    __global const real* xg = x + (size_t)ng * cin_g * ih * iw;
-    __global const real* wb = w + (size_t)(g * nblk + ob) * cin_g * kh * kw * OCB;
-    __global const real* bb = bias + (g * nblk + ob) * OCB;
-    real_v acc[OCB];
-    for (int j = 0; j < OCB; ++j) acc[j] = (real_v)bb[j];
+    const int plane = ih * iw;
     const int iy0 = oy * sh - pt;
-    const int ix0 = ox0 * sw - pl;
-    for (int ic = 0; ic < cin_g; ++ic) {
-        for (int ky = 0; ky < kh; ++ky) {
-            const int iy = iy0 + ky * dh;
-            if (iy < 0 || iy >= ih) continue;
-            __global const real* wr = wb + ((ic * kh + ky) * kw) * OCB;
-            for (int kx = 0; kx < kw; ++kx) {
-                const real_v v = ll_row(xg + (size_t)ic * ih * iw, iy, iw, ih * iw, ix0 + kx * dw, sw);
-                __global const real* wk = wr + kx * OCB;
+    const int ix0 = ox0 * SW - pl;
+    const int nout = min(OCB, cout_g - oc0);
+    __global const real* wb = w + (size_t)(g * nblk + ob) * cin_g * kh * KW * OCB;
+    __global const real* bb = bias + (g * nblk + ob) * OCB;
+    const int xg = ng * cin_g * plane + ix0;
+    // the leading input channels whose taps start before the tensor (the first tile of the
+    // first row of the first image): their loads go lane by lane
+    const int lead = xg + max(iy0, 0) * iw;
+    const int nfirst = lead >= 0 ? 0 : min(cin_g, (plane - 1 - lead) / plane);
+    int_v colm[KW][NV];
 #pragma unroll
-                for (int j = 0; j < OCB; ++j) acc[j] += (real_v)wk[j] * v;
+    for (int kx = 0; kx < KW; ++kx) {
+#pragma unroll
+        for (int v = 0; v < NV; ++v) {
+            const idx_v ix = (idx_v)(ix0 + kx * dw + v * VW * SW) + IDX_LANES * (idx_v)SW;
+            colm[kx][v] = to_mask((ix >= (idx_v)0) & (ix < (idx_v)iw));
+        }
+    }
+    real_v acc[OCB][NV];
+#pragma unroll
+    for (int j = 0; j < OCB; ++j) {
+#pragma unroll
+        for (int v = 0; v < NV; ++v) acc[j][v] = (real_v)bb[j];
+    }
+    // taps row by row (kernel rows in the padding are skipped), input channels inside
+    for (int ky = 0; ky < kh; ++ky) {
+        const int iy = iy0 + ky * dh;
+        if (iy < 0 || iy >= ih) continue;
+        const int xk = xg + iy * iw;
+        __global const real* wk = wb + ky * cin_g * KW * OCB;
+        // two copies of the channel loop: lane-by-lane loads for the leading channels only
+#pragma unroll
+        for (int lanewise = 1; lanewise >= 0; --lanewise) {
+            for (int ic = lanewise ? 0 : nfirst; ic < (lanewise ? nfirst : cin_g); ++ic) {
+                const int xo = xk + ic * plane;
+                __global const real* wt = wk + ic * KW * OCB;
+#pragma unroll
+                for (int kx = 0; kx < KW; ++kx) {
+                    real_v xv[NV];
+#pragma unroll
+                    for (int v = 0; v < NV; ++v) xv[v] = ll_load(x, xo + kx * dw + v * VW * SW, colm[kx][v], lanewise);
+#pragma unroll
+                    for (int j = 0; j < OCB; ++j) {
+                        const real_v wj = (real_v)wt[kx * OCB + j];
+#pragma unroll
+                        for (int v = 0; v < NV; ++v) acc[j][v] += wj * xv[v];
+                    }
+                }
             }
         }
     }
-    const int nout = min(OCB, cout_g - oc0);
-    const int lanes = min(VW, ow - ox0);
     __global real* yo = y + (((size_t)ng * cout_g + oc0) * oh + oy) * ow + ox0;
     for (int j = 0; j < nout; ++j) {
-        const real_v r = ll_act(acc[j], act, alpha, beta);
-        if (lanes == VW) {
-            vstore_v(r, 0, yo + (size_t)j * oh * ow);
-        } else {
-            real t[VW];
-            vstore_v(r, 0, t);
-            for (int l = 0; l < lanes; ++l) yo[(size_t)j * oh * ow + l] = t[l];
-        }
+#pragma unroll
+        for (int v = 0; v < NV; ++v)
+            ll_store(yo + (size_t)j * oh * ow + v * VW, ll_act(acc[j][v], act, alpha, beta), ow - ox0 - v * VW);
     }
 }

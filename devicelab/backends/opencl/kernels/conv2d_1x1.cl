@@ -1,13 +1,16 @@
 // conv2d_1x1: pointwise convolution (1x1, stride 1, no padding, optionally grouped) with fused
 // bias and activation; batch norm is folded into w and bias on the host. NCHW activations.
-// A work-item computes VW consecutive pixels (a float vector) of OCB output channels of one
-// image and group: every input vector it loads feeds OCB multiply-adds.
+// A work-item computes a register tile of NV vectors of VW consecutive pixels (NV * VW pixels
+// of the flattened channel plane) by OCB output channels of one image and group: per input
+// channel, NV vector loads and OCB weights feed NV * OCB vector multiply-adds. Loads of the
+// plane's last tile run past its end (into the next plane, or the buffer's zeroed slack); those
+// lanes are never stored.
 // Weights are blocked [group][block][cin_g][OCB], bias [group][block * OCB], zero-padded.
-// Work: gs0 = ceil(h * w / VW), gs1 = n * groups * nblk.
+// Work: gs0 = ceil(h * w / (NV * VW)), gs1 = n * groups * nblk.
 
-// ll_act: the fused activation (codes in plan.ACTIVATIONS). Shared helper: this text is identical
-// in every kernel file that has an epilogue, so a fusing step keeps one copy.
-real_v ll_act(real_v v, const int act, const float alpha, const float beta)
+// ll_act_any: any fused activation (codes in plan.ACTIVATIONS), out of line. Shared helper: this
+// text is identical in every kernel file that has an epilogue, so a fusing step keeps one copy.
+__attribute__((noinline)) real_v ll_act_any(real_v v, const int act, const float alpha, const float beta)
 {
     switch (act) {
     case 1: return fmax(v, (real_v)0);
@@ -25,6 +28,30 @@ real_v ll_act(real_v v, const int act, const float alpha, const float beta)
     }
 }
 
+// ll_act: the fused activation of an epilogue: none, relu and relu6 inline (they are most of
+// them, and a call would spill the accumulators), the others through ll_act_any. Shared helper:
+// this text is identical in every kernel file that has an epilogue.
+__attribute__((always_inline)) real_v ll_act(const real_v v, const int act, const float alpha, const float beta)
+{
+    if (act == 0) return v;
+    if (act == 1) return fmax(v, (real_v)0);
+    if (act == 2) return clamp(v, (real_v)0, (real_v)6);
+    return ll_act_any(v, act, alpha, beta);
+}
+
+// ll_store: y[0 .. n) = the first n lanes of r (the whole vector when n >= VW; nothing when
+// n <= 0). Shared helper: this text is identical in every kernel file that has it.
+__attribute__((always_inline)) void ll_store(__global real* y, const real_v r, const int n)
+{
+    if (n >= VW) {
+        vstore_v(r, 0, y);
+        return;
+    }
+    real t[VW];
+    vstore_v(r, 0, t);
+    for (int l = 0; l < n; ++l) y[l] = t[l];
+}
+
 __kernel void conv2d_1x1(const int gs0, const int gs1,
                          __global const real* x, __global const real* w, __global const real* bias,
                          __global real* y,
@@ -37,32 +64,33 @@ __kernel void conv2d_1x1(const int gs0, const int gs1,
     const int ob = i1 % nblk;
     const int ng = i1 / nblk;  // n * groups + g
     const int g = ng % groups;
-    const int p = i0 * VW;
+    const int p = i0 * (NV * VW);
     const int oc0 = ob * OCB;
-    __global const real* xg = x + (size_t)ng * cin_g * hw;
+    __global const real* xg = x + (size_t)ng * cin_g * hw + p;
     __global const real* wb = w + (size_t)(g * nblk + ob) * cin_g * OCB;
     __global const real* bb = bias + (g * nblk + ob) * OCB;
-    __global real* yg = y + ((size_t)ng * cout_g + oc0) * hw;
-    const int nout = min(OCB, cout_g - oc0);
-    if (p + VW <= hw) {
-        real_v acc[OCB];
-        for (int j = 0; j < OCB; ++j) acc[j] = (real_v)bb[j];
-        for (int ic = 0; ic < cin_g; ++ic) {
-            const real_v v = vload_v(0, xg + (size_t)ic * hw + p);
-            __global const real* wk = wb + ic * OCB;
+    real_v acc[OCB][NV];
 #pragma unroll
-            for (int j = 0; j < OCB; ++j) acc[j] += (real_v)wk[j] * v;
+    for (int j = 0; j < OCB; ++j) {
+#pragma unroll
+        for (int v = 0; v < NV; ++v) acc[j][v] = (real_v)bb[j];
+    }
+    for (int ic = 0; ic < cin_g; ++ic) {
+        real_v xv[NV];
+#pragma unroll
+        for (int v = 0; v < NV; ++v) xv[v] = vload_v(v, xg + (size_t)ic * hw);  // past hw: never stored
+        __global const real* wk = wb + ic * OCB;
+#pragma unroll
+        for (int j = 0; j < OCB; ++j) {
+            const real_v wj = (real_v)wk[j];
+#pragma unroll
+            for (int v = 0; v < NV; ++v) acc[j][v] += wj * xv[v];
         }
-        for (int j = 0; j < nout; ++j) vstore_v(ll_act(acc[j], act, alpha, beta), 0, yg + (size_t)j * hw + p);
-    } else {
-        for (int q = p; q < hw; ++q) {  // the last, partial vector of the plane
-            real acc[OCB];
-            for (int j = 0; j < OCB; ++j) acc[j] = bb[j];
-            for (int ic = 0; ic < cin_g; ++ic) {
-                const real v = xg[(size_t)ic * hw + q];
-                for (int j = 0; j < OCB; ++j) acc[j] += wb[ic * OCB + j] * v;
-            }
-            for (int j = 0; j < nout; ++j) yg[(size_t)j * hw + q] = ll_act((real_v)acc[j], act, alpha, beta).s0;
-        }
+    }
+    const int nout = min(OCB, cout_g - oc0);
+    __global real* yo = y + ((size_t)ng * cout_g + oc0) * hw + p;
+    for (int j = 0; j < nout; ++j) {
+#pragma unroll
+        for (int v = 0; v < NV; ++v) ll_store(yo + (size_t)j * hw + v * VW, ll_act(acc[j][v], act, alpha, beta), hw - p - v * VW);
     }
 }

@@ -1,13 +1,16 @@
 // depthwise_conv2d: depthwise convolution (channel multiplier, any kernel, stride, dilation,
 // asymmetric padding) with fused bias and activation; batch norm is folded on the host. NCHW.
-// Output channel oc reads input channel oc / mult. A work-item computes VW consecutive output
-// columns of one output row of one channel, reading input rows as vectors (ll_row).
-// Weights are [cout][kh][kw], bias [cout].
-// Work: gs0 = oh * xtiles (xtiles = ceil(ow / VW)), gs1 = n * cout.
+// Output channel oc reads input channel oc / mult. A work-item computes NV vectors of VW
+// consecutive output columns of one output row, for OCB consecutive channels one after the
+// other (the column masks, computed once, serve them all). Input row loads step by the
+// horizontal stride SW (1 and 2: whole-vector loads), masked where a lane's column falls in
+// the padding; kernel rows in the padding are skipped.
+// Weights are [cout][kh][KW], bias [cout].
+// Work: gs0 = oh * xtiles (xtiles = ceil(ow / (NV * VW))), gs1 = n * ceil(cout / OCB).
 
-// ll_act: the fused activation (codes in plan.ACTIVATIONS). Shared helper: this text is identical
-// in every kernel file that has an epilogue, so a fusing step keeps one copy.
-real_v ll_act(real_v v, const int act, const float alpha, const float beta)
+// ll_act_any: any fused activation (codes in plan.ACTIVATIONS), out of line. Shared helper: this
+// text is identical in every kernel file that has an epilogue, so a fusing step keeps one copy.
+__attribute__((noinline)) real_v ll_act_any(real_v v, const int act, const float alpha, const float beta)
 {
     switch (act) {
     case 1: return fmax(v, (real_v)0);
@@ -25,30 +28,46 @@ real_v ll_act(real_v v, const int act, const float alpha, const float beta)
     }
 }
 
-// ll_row: the VW inputs plane[iy][ixs + l * sw] (l < VW) of one row, zero outside [0, iw).
-// Strides 1 and 2 use whole-vector loads that may run past the row's ends but never past the
-// plane's, and mask the lanes outside the row; anything else is read lane by lane. Shared
-// helper: this text is identical in every kernel file that has it.
-__attribute__((always_inline)) real_v ll_row(__global const real* plane, const int iy, const int iw, const int plane_size, const int ixs,
-              const int sw)
+// ll_act: the fused activation of an epilogue: none, relu and relu6 inline (they are most of
+// them, and a call would spill the accumulators), the others through ll_act_any. Shared helper:
+// this text is identical in every kernel file that has an epilogue.
+__attribute__((always_inline)) real_v ll_act(const real_v v, const int act, const float alpha, const float beta)
 {
-    const int off = iy * iw + ixs;
-    if (sw == 1 && off >= 0 && off + VW <= plane_size) {
-        const int_v ix = (int_v)ixs + LANES;
-        return select((real_v)0, vload_v(0, plane + off), (ix >= (int_v)0) & (ix < (int_v)iw));
-    }
-    if (sw == 2 && off >= 0 && off + 2 * VW <= plane_size) {
-        const int_v ix = (int_v)ixs + LANES * (int_v)2;
-        const real_v v = shuffle2(vload_v(0, plane + off), vload_v(0, plane + off + VW), EVEN_LANES);
-        return select((real_v)0, v, (ix >= (int_v)0) & (ix < (int_v)iw));
+    if (act == 0) return v;
+    if (act == 1) return fmax(v, (real_v)0);
+    if (act == 2) return clamp(v, (real_v)0, (real_v)6);
+    return ll_act_any(v, act, alpha, beta);
+}
+
+// ll_load: the VW reals x[off + l * SW] (l < VW), the lanes where m is false read as zero. Past
+// the tensor's end, loads read the runner's zeroed buffer slack. Strides 1 and 2 are
+// whole-vector loads (stride 2 keeps the even lanes of two), other strides go lane by lane, and
+// so do the loads that may start before the tensor (lanewise: the first input channels of a
+// first tile; their lanes before x[0] read x[0] and are masked). Shared helper: this text is
+// identical in every kernel file that has it.
+__attribute__((always_inline)) real_v ll_load(__global const real* x, const int off, const int_v m, const int lanewise)
+{
+    if (!lanewise) {
+        if (SW == 1) return select((real_v)0, vload_v(0, x + off), m);
+        if (SW == 2) return select((real_v)0, (real_v)(vload_v(0, x + off).even, vload_v(0, x + off + VW).even), m);
     }
     real t[VW];
 #pragma unroll
-    for (int l = 0; l < VW; ++l) {
-        const int ix = ixs + l * sw;
-        t[l] = (ix >= 0 && ix < iw) ? plane[iy * iw + ix] : (real)0;
+    for (int l = 0; l < VW; ++l) t[l] = x[max(off + l * SW, 0)];
+    return select((real_v)0, vload_v(0, t), m);
+}
+
+// ll_store: y[0 .. n) = the first n lanes of r (the whole vector when n >= VW; nothing when
+// n <= 0). Shared helper: this text is identical in every kernel file that has it.
+__attribute__((always_inline)) void ll_store(__global real* y, const real_v r, const int n)
+{
+    if (n >= VW) {
+        vstore_v(r, 0, y);
+        return;
     }
-    return vload_v(0, t);
+    real t[VW];
+    vstore_v(r, 0, t);
+    for (int l = 0; l < n; ++l) y[l] = t[l];
 }
 
 __kernel void depthwise_conv2d(const int gs0, const int gs1,
@@ -56,39 +75,73 @@ __kernel void depthwise_conv2d(const int gs0, const int gs1,
                                __global real* y,
                                const int cin, const int mult, const int ih, const int iw,
                                const int oh, const int ow, const int xtiles,
-                               const int kh, const int kw, const int sh, const int sw, const int pt, const int pl,
-                               const int dh, const int dw,
+                               const int kh, const int sh, const int pt, const int pl, const int dh, const int dw,
                                const int act, const float alpha, const float beta)
 {
     const int i0 = get_global_id(0);
     const int i1 = get_global_id(1);
     if (i0 >= gs0 || i1 >= gs1) return;
     const int cout = cin * mult;
-    const int oc = i1 % cout;
-    const int n = i1 / cout;
+    const int nblk = (cout + OCB - 1) / OCB;
+    const int oc0 = (i1 % nblk) * OCB;
+    const int n = i1 / nblk;
+    const int nout = min(OCB, cout - oc0);
     const int oy = i0 / xtiles;
-    const int ox0 = (i0 - oy * xtiles) * VW;
-    __global const real* xp = x + ((size_t)n * cin + oc / mult) * ih * iw;
-    __global const real* wk = w + (size_t)oc * kh * kw;
-    real_v acc = (real_v)bias[oc];
+    const int ox0 = (i0 - oy * xtiles) * (NV * VW);
     const int iy0 = oy * sh - pt;
-    const int ix0 = ox0 * sw - pl;
-    for (int ky = 0; ky < kh; ++ky) {
-        const int iy = iy0 + ky * dh;
-        if (iy < 0 || iy >= ih) continue;
-        for (int kx = 0; kx < kw; ++kx) {
-            const real_v v = ll_row(xp, iy, iw, ih * iw, ix0 + kx * dw, sw);
-            acc += (real_v)wk[ky * kw + kx] * v;
+    const int ix0 = ox0 * SW - pl;
+    const int plane = ih * iw;
+    __global real* yo = y + (((size_t)n * cout + oc0) * oh + oy) * ow + ox0;
+    if ((n * cin + oc0 / mult) * plane + max(iy0, 0) * iw + ix0 < 0) {
+        // a tile whose first taps lie before the tensor's start (the first row of the first
+        // plane): pixel by pixel, reading only inside the tensor
+        for (int c = 0; c < nout; ++c) {
+            __global const real* xp = x + (n * cin + (oc0 + c) / mult) * plane;
+            for (int ox = ox0; ox < min(ox0 + NV * VW, ow); ++ox) {
+                real s = bias[oc0 + c];
+                for (int ky = 0; ky < kh; ++ky) {
+                    for (int kx = 0; kx < KW; ++kx) {
+                        const int iy = iy0 + ky * dh;
+                        const int ix = ox * SW - pl + kx * dw;
+                        if (iy >= 0 && iy < ih && ix >= 0 && ix < iw) s += w[(oc0 + c) * kh * KW + ky * KW + kx] * xp[iy * iw + ix];
+                    }
+                }
+                yo[(size_t)c * oh * ow + ox - ox0] = ll_act((real_v)s, act, alpha, beta).s0;
+            }
+        }
+        return;
+    }
+    int_v colm[KW][NV];
+#pragma unroll
+    for (int kx = 0; kx < KW; ++kx) {
+#pragma unroll
+        for (int v = 0; v < NV; ++v) {
+            const idx_v ix = (idx_v)(ix0 + kx * dw + v * VW * SW) + IDX_LANES * (idx_v)SW;
+            colm[kx][v] = to_mask((ix >= (idx_v)0) & (ix < (idx_v)iw));
         }
     }
-    const real_v r = ll_act(acc, act, alpha, beta);
-    __global real* yo = y + (((size_t)n * cout + oc) * oh + oy) * ow + ox0;
-    const int lanes = min(VW, ow - ox0);
-    if (lanes == VW) {
-        vstore_v(r, 0, yo);
-    } else {
-        real t[VW];
-        vstore_v(r, 0, t);
-        for (int l = 0; l < lanes; ++l) yo[l] = t[l];
+    // the channels one after the other: the masks and the tile's setup serve them all, and
+    // only NV accumulators are live
+    const int xb = n * cin * plane + ix0;
+    for (int c = 0; c < nout; ++c) {
+        const int ch = oc0 + c;
+        const int xc = xb + (mult == 1 ? ch : ch / mult) * plane;
+        __global const real* wc = w + ch * kh * KW;
+        real_v acc[NV];
+#pragma unroll
+        for (int v = 0; v < NV; ++v) acc[v] = (real_v)bias[ch];
+        for (int ky = 0; ky < kh; ++ky) {
+            const int iy = iy0 + ky * dh;
+            if (iy < 0 || iy >= ih) continue;
+#pragma unroll
+            for (int kx = 0; kx < KW; ++kx) {
+                const real_v wv = (real_v)wc[ky * KW + kx];
+#pragma unroll
+                for (int v = 0; v < NV; ++v) acc[v] += wv * ll_load(x, xc + iy * iw + kx * dw + v * VW * SW, colm[kx][v], 0);
+            }
+        }
+#pragma unroll
+        for (int v = 0; v < NV; ++v)
+            ll_store(yo + (size_t)c * oh * ow + v * VW, ll_act(acc[v], act, alpha, beta), ow - ox0 - v * VW);
     }
 }

@@ -1,12 +1,13 @@
 // fully_connected: y = x @ W + b over the last axis, with fused activation (and a folded batch
 // norm on 2-D outputs). A work-item computes VW consecutive output features of one row.
-// Weights are [k][npad] (transposed, features zero-padded to npad, a multiple of VW), so a
-// row of VW weights is one vector load; bias is [npad].
+// Weights are blocked [block][k][VW] (blocks of VW features, the last zero-padded), so one
+// block's weights are a contiguous stream; bias is [blocks * VW]. Four partial sums keep four
+// multiply-adds in flight.
 // Work: gs0 = ceil(nout / VW), gs1 = rows (product of the leading axes).
 
-// ll_act: the fused activation (codes in plan.ACTIVATIONS). Shared helper: this text is identical
-// in every kernel file that has an epilogue, so a fusing step keeps one copy.
-real_v ll_act(real_v v, const int act, const float alpha, const float beta)
+// ll_act_any: any fused activation (codes in plan.ACTIVATIONS), out of line. Shared helper: this
+// text is identical in every kernel file that has an epilogue, so a fusing step keeps one copy.
+__attribute__((noinline)) real_v ll_act_any(real_v v, const int act, const float alpha, const float beta)
 {
     switch (act) {
     case 1: return fmax(v, (real_v)0);
@@ -24,10 +25,33 @@ real_v ll_act(real_v v, const int act, const float alpha, const float beta)
     }
 }
 
+// ll_act: the fused activation of an epilogue: none, relu and relu6 inline (they are most of
+// them, and a call would spill the accumulators), the others through ll_act_any. Shared helper:
+// this text is identical in every kernel file that has an epilogue.
+__attribute__((always_inline)) real_v ll_act(const real_v v, const int act, const float alpha, const float beta)
+{
+    if (act == 0) return v;
+    if (act == 1) return fmax(v, (real_v)0);
+    if (act == 2) return clamp(v, (real_v)0, (real_v)6);
+    return ll_act_any(v, act, alpha, beta);
+}
+
+// ll_store: y[0 .. n) = the first n lanes of r (the whole vector when n >= VW; nothing when
+// n <= 0). Shared helper: this text is identical in every kernel file that has it.
+__attribute__((always_inline)) void ll_store(__global real* y, const real_v r, const int n)
+{
+    if (n >= VW) {
+        vstore_v(r, 0, y);
+        return;
+    }
+    real t[VW];
+    vstore_v(r, 0, t);
+    for (int l = 0; l < n; ++l) y[l] = t[l];
+}
+
 __kernel void fully_connected(const int gs0, const int gs1,
                               __global const real* x, __global const real* w, __global const real* bias,
-                              __global real* y,
-                              const int k, const int nout, const int npad,
+                              __global real* y, const int k, const int nout,
                               const int act, const float alpha, const float beta)
 {
     const int i0 = get_global_id(0);
@@ -35,23 +59,15 @@ __kernel void fully_connected(const int gs0, const int gs1,
     if (i0 >= gs0 || i1 >= gs1) return;
     const int j0 = i0 * VW;
     __global const real* xr = x + (size_t)i1 * k;
-    real_v acc = vload_v(0, bias + j0);
+    __global const real* wb = w + (size_t)i0 * k * VW;
+    real_v a0 = vload_v(0, bias + j0), a1 = (real_v)0, a2 = (real_v)0, a3 = (real_v)0;
     int kk = 0;
     for (; kk + 4 <= k; kk += 4) {
-        acc += (real_v)xr[kk] * vload_v(0, w + (size_t)kk * npad + j0);
-        acc += (real_v)xr[kk + 1] * vload_v(0, w + (size_t)(kk + 1) * npad + j0);
-        acc += (real_v)xr[kk + 2] * vload_v(0, w + (size_t)(kk + 2) * npad + j0);
-        acc += (real_v)xr[kk + 3] * vload_v(0, w + (size_t)(kk + 3) * npad + j0);
+        a0 += (real_v)xr[kk] * vload_v(kk, wb);
+        a1 += (real_v)xr[kk + 1] * vload_v(kk + 1, wb);
+        a2 += (real_v)xr[kk + 2] * vload_v(kk + 2, wb);
+        a3 += (real_v)xr[kk + 3] * vload_v(kk + 3, wb);
     }
-    for (; kk < k; ++kk) acc += (real_v)xr[kk] * vload_v(0, w + (size_t)kk * npad + j0);
-    const real_v r = ll_act(acc, act, alpha, beta);
-    __global real* yr = y + (size_t)i1 * nout + j0;
-    const int lanes = min(VW, nout - j0);
-    if (lanes == VW) {
-        vstore_v(r, 0, yr);
-    } else {
-        real t[VW];
-        vstore_v(r, 0, t);
-        for (int l = 0; l < lanes; ++l) yr[l] = t[l];
-    }
+    for (; kk < k; ++kk) a0 += (real_v)xr[kk] * vload_v(kk, wb);
+    ll_store(y + (size_t)i1 * nout + j0, ll_act((a0 + a1) + (a2 + a3), act, alpha, beta), nout - j0);
 }

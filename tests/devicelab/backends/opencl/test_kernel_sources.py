@@ -24,7 +24,7 @@ FORBIDDEN = (
     "#define",
     "#include",
 )
-HELPER = re.compile(r"^(?:__attribute__\(\(\w+\)\) )?real_v (ll_\w+)\(.*?^}\n", re.DOTALL | re.MULTILINE)
+HELPER = re.compile(r"^(?:__attribute__\(\(\w+\)\) )?(?:real_v|idx_v|void) (ll_\w+)\(.*?^}\n", re.DOTALL | re.MULTILINE)
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -48,18 +48,22 @@ def test_shared_helpers_are_the_same_text_everywhere() -> None:
         for match in HELPER.finditer(kernel_source(name)):
             texts.setdefault(match.group(1), set()).add(match.group(0))
             users.setdefault(match.group(1), set()).add(name)
-    assert set(texts) == {"ll_act", "ll_row"}
+    assert set(texts) == {"ll_act", "ll_act_any", "ll_load", "ll_store", "ll_rows"}
     assert all(len(t) == 1 for t in texts.values()), "a helper's text differs between files"
-    assert users["ll_act"] >= {
+    epilogues = {
         "conv2d",
+        "conv2d_flat",
         "conv2d_1x1",
         "depthwise_conv2d",
+        "depthwise_conv2d_flat",
         "fully_connected",
         "binary",
         "activation",
         "scale_shift",
     }
-    assert users["ll_row"] == {"conv2d", "depthwise_conv2d"}
+    assert users["ll_act"] == users["ll_act_any"] == epilogues
+    assert users["ll_load"] == {"conv2d", "conv2d_flat", "depthwise_conv2d", "pool2d"}
+    assert users["ll_rows"] == {"conv2d_flat", "depthwise_conv2d_flat"}
 
 
 @pytest.mark.parametrize("name", KERNELS)

@@ -103,7 +103,7 @@ def test_batch_norm_after_a_shared_tensor_runs_scale_shift(run_graph) -> None:
     x = (np.random.default_rng(6).standard_normal((2, 3, 5, 23)) * 6).astype(np.float32)
     r = run_graph(one_op((2, 3, 5, 23), build), {"input": x})
     assert [(k.kernel, k.ops) for k in r.runner.plan] == [
-        ("conv2d", ("conv",)),
+        ("conv2d_flat", ("conv",)),
         ("scale_shift", ("bn", "act")),
         ("binary", ("add",)),
     ]

@@ -1,11 +1,13 @@
-"""Pooling kernels against numpy: max and average windows with stride, asymmetric padding,
-ceil mode and count_include_pad, odd sizes; global average and max pooling."""
+"""Pooling kernels against numpy: max and average windows with stride 1, 2 and 3, asymmetric
+padding, ceil mode and count_include_pad, odd sizes, rows wider than a tile, plane counts off the
+block; global average and max pooling."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from devicelab.backends.opencl.plan import KernelConfig
 from tests.devicelab.backends.opencl import reference as ref
 from tests.devicelab.backends.opencl.conftest import assert_close, one_op
 
@@ -23,14 +25,26 @@ CASES = [
     ),
     ("avg_1x1_window", "avg", (1, 5, 6, 6), dict(kernel=1, stride=2)),
     ("one_pixel", "max", (1, 3, 1, 1), dict(kernel=1, stride=1)),
+    ("max_s1_wide_rows", "max", (1, 7, 5, 40), dict(kernel=3, stride=1, pad=1)),
+    ("avg_s3_batch2", "avg", (2, 5, 10, 31), dict(kernel=3, stride=3, pad=1)),
+    ("max_k5_plane_tail", "max", (1, 13, 20, 37), dict(kernel=5, stride=2, pad=2)),
+    (
+        "avg_include_pad_wide",
+        "avg",
+        (1, 3, 6, 70),
+        dict(kernel=(2, 3), stride=2, pad=[1, 1, 1, 1], count_include_pad=True),
+    ),
 ]
 
 
+@pytest.mark.parametrize("config", [None, KernelConfig(vector_width=4, pixel_vectors=3, out_channels_per_item=5)])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_pool_matches_numpy(run_graph, case) -> None:
+def test_pool_matches_numpy(run_graph, case, config) -> None:
+    """With the device's tiling and with another (narrow vectors, three per row tile, planes in
+    blocks of five, so a block runs past the last plane)."""
     _, kind, shape, kwargs = case
     method = "max_pool" if kind == "max" else "avg_pool"
-    r = run_graph(one_op(shape, lambda b, x: getattr(b, method)(x, name="pool", **kwargs)))
+    r = run_graph(one_op(shape, lambda b, x: getattr(b, method)(x, name="pool", **kwargs)), config=config)
     assert [k.kernel for k in r.runner.plan] == ["pool2d"]
     a = r.graph.op("pool").attrs
     want = ref.pool2d(

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from devicelab.backends.opencl.plan import (
+    CONV_KERNELS,
     KernelConfig,
     PlanError,
     broadcast_layout,
@@ -35,15 +36,15 @@ def test_mobilenet_v2_fuses_conv_bn_relu6_and_covers_every_operator_once() -> No
     views = view_owner(graph, plan)
     assert set(covered) | set(views) == {o.name for o in graph.operators}
     assert views == {"flatten_0": "global_avg_pool_0"}
-    fused = [k.op_types for k in plan if k.kernel in ("conv2d", "conv2d_1x1", "depthwise_conv2d")]
+    fused = [k.op_types for k in plan if k.kernel in CONV_KERNELS]
     assert fused.count(("conv2d", "batch_norm", "relu6")) == 18  # stem, expansions, head
     assert fused.count(("depthwise_conv2d", "batch_norm", "relu6")) == 17
     assert fused.count(("conv2d", "batch_norm")) == 17  # linear bottleneck projections
-    assert {k.attrs.get("out_channels_per_item") for k in plan if k.kernel.startswith("conv")} == {8, 16}
     assert {k.kernel for k in plan} == {
-        "conv2d",
+        "conv2d",  # the stride-2 stem
         "conv2d_1x1",
-        "depthwise_conv2d",
+        "depthwise_conv2d",  # stride 2
+        "depthwise_conv2d_flat",  # stride 1
         "binary",
         "global_pool",
         "fully_connected",
@@ -56,7 +57,7 @@ def test_an_operator_is_absorbed_only_by_its_producers_sole_consumer() -> None:
         return b.add(b.relu(b.bn(y, name="bn"), name="relu"), y, name="add")
 
     assert _kernels(one_op((1, 4, 8, 8), shared)) == [
-        ("conv2d", ("conv",)),
+        ("conv2d_flat", ("conv",)),
         ("scale_shift", ("bn", "relu")),
         ("binary", ("add",)),
     ]
@@ -88,12 +89,19 @@ def test_kernel_choice_for_convolutions() -> None:
         return b.dwconv(y, 3, name="dw")
 
     assert [k for k, _ in _kernels(one_op((1, 6, 9, 9), convs))] == [
-        "depthwise_conv2d",
+        "depthwise_conv2d_flat",
         "conv2d_1x1",
         "conv2d",
-        "conv2d",
-        "depthwise_conv2d",
+        "conv2d_flat",
+        "depthwise_conv2d_flat",
     ]
+
+    def rows(b, x):
+        y = b.conv(x, 8, 3, pad=0, name="valid")  # stride 1, but 7 columns out of 9
+        y = b.dwconv(y, 3, stride=2, name="dw_s2")
+        return b.conv(y, 8, (1, 3), stride=(2, 1), pad=[0, 1, 0, 1], name="s2_rows")  # rows as wide, stride 2
+
+    assert [k for k, _ in _kernels(one_op((1, 6, 9, 9), rows))] == ["conv2d", "depthwise_conv2d", "conv2d"]
 
 
 def test_concat_and_split_run_one_copy_per_part() -> None:
@@ -114,13 +122,16 @@ def test_concat_and_split_run_one_copy_per_part() -> None:
 
 def test_global_sizes_follow_the_tiling(found) -> None:
     graph = one_op((1, 24, 56, 56), lambda b, x: b.conv(x, 144, 1, name="pw"))
-    for vw, ocb in [(4, 8), (16, 8), (8, 4)]:
-        (k,) = kernels_for_graph(graph, config=KernelConfig(vector_width=vw, out_channels_per_item=ocb))
-        assert k.global_size == (-(-56 * 56 // vw), -(-144 // ocb))
+    for vw, nv, ocb in [(4, 1, 8), (16, 3, 8), (8, 4, 5)]:
+        config = KernelConfig(vector_width=vw, pixel_vectors=nv, out_channels_per_item=ocb)
+        (k,) = kernels_for_graph(graph, config=config)
+        assert k.global_size == (-(-56 * 56 // (nv * vw)), -(-144 // ocb))
+        assert (k.attrs["pixel_vectors"], k.attrs["out_channels_per_item"]) == (nv, ocb)
+        assert k.attrs["variant"] == f"{vw}-nv{nv}-ocb{ocb}"
         assert k.local_size is None and k.launch_size == k.global_size
     (k,) = kernels_for_graph(graph, found.limits)
     vw = KernelConfig.for_device(found.limits).vector_width
-    assert k.global_size[0] == -(-56 * 56 // vw)
+    assert k.global_size[0] == -(-56 * 56 // (vw * k.attrs["pixel_vectors"]))
     assert k.local_size is not None
     assert all(n % loc == 0 and n >= g for n, loc, g in zip(k.launch_size, k.local_size, k.global_size, strict=True))
     json.dumps(k.as_dict())
