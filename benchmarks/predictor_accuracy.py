@@ -1,0 +1,501 @@
+"""Benchmark: accuracy of the latency predictors, as the paper's figures 13, 18 and 21 report it.
+
+(a) qed GPU data (real phones, ``../shared/data``): kernel deduction against the kernel names
+    each phone recorded (share of operators whose deduced kernel matches, per device; fused
+    chains of zoo networks against their qed counterparts), then cross-validation grouped by
+    network: end-to-end and per-kernel-type MAPE per device and method, with the paper's
+    constant overhead and with the affine one.
+(b) host CPU (ONNX Runtime, 1 and 2 threads): N synthetic NAS samples, the zoo, and the probe
+    graphs are profiled (cached under ``var/benchmarks/cache/`` so re-runs are cheap); the
+    fusion rules are learned from the training samples and the probes; then
+    synthetic -> synthetic (train on up to 900, test on the last 100), synthetic -> zoo, and
+    training sizes 30 / 100 / 900, per method.
+
+Prints the tables and writes ``var/benchmarks/predictor_accuracy.json``. Targets (issue #6):
+GBDT end-to-end MAPE <= 2.4 % synthetic -> synthetic on the host CPU with 900 training networks;
+Lasso trained on 30 <= 6.5 % on the zoo; qed GPU end-to-end MAPE per device <= 8.3 %.
+
+    python benchmarks/predictor_accuracy.py                  # N = 300, fast searches
+    python benchmarks/predictor_accuracy.py --n-synthetic 1000 --search paper
+    python benchmarks/predictor_accuracy.py --measure-only   # fill the cache, no training
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import hashlib
+import json
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as `python benchmarks/predictor_accuracy.py` without an install
+    sys.path.insert(0, str(ROOT))
+
+from devicelab.predict import qed  # noqa: E402
+from devicelab.predict.deduce_cpu import CpuDeducer, probe_graphs  # noqa: E402
+from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer, deduce_kernels, kind_from_name, linked_labels  # noqa: E402
+from devicelab.predict.evaluate import evaluate, grouped_cv  # noqa: E402
+from devicelab.predict.models import METHODS  # noqa: E402
+from devicelab.predict.predictor import (  # noqa: E402
+    Scenario,
+    ScenarioPredictor,
+    fit_affine_overhead,
+    train_predictor,
+)
+from devicelab.predict.records import ProfileRecord, record_from_result  # noqa: E402
+from devicelab.predict.samples import Sample  # noqa: E402
+
+OUT = ROOT / "var" / "benchmarks" / "predictor_accuracy.json"
+CACHE = ROOT / "var" / "benchmarks" / "cache" / "predictor_accuracy"
+SYNTHETIC_SEED = 2023
+TEST_SIZE = 100
+TRAIN_SIZES = (30, 100, 900)
+QED_OVERHEAD_KINDS = ("elementwise", "reshape", "split", "pad")
+# zoo networks that have a counterpart among the qed networks (pytorchcv names)
+QED_COUNTERPARTS = {
+    "proxylessnas_mobile": "proxylessnas_mobile",
+    "densenet121": "densenet121",
+    "ghostnet": "ghostnet_1.0",
+    "mobilenet_w1": "mobilenet_v1",
+    "mobilenet_wd2": "mobilenet_v1_0.5",
+    "mobilenetv3_large_w1": "mobilenet_v3_large",
+    "squeezenet_v1_0": "squeezenet_1_0",
+    "squeezenet_v1_1": "squeezenet_1_1",
+    "mnasnet_b1": "mnasnet1_0",
+    "mobilenetv2b_w1": "mobilenet_v2",
+    "regnetx004": "regnetx_400mf",
+    "regnety004": "regnety_400mf",
+}
+LISTED_KINDS = {
+    "conv2d",
+    "winograd",
+    "grouped_conv2d",
+    "depthwise_conv2d",
+    "dw_conv_plus_1x1",
+    "fully_connected",
+    "mean",
+    "pooling",
+    "concat",
+}
+
+
+def log(msg: str) -> None:
+    """Progress to stderr (tables go to stdout)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) qed GPU data
+
+
+def qed_deduction() -> dict[str, Any]:
+    """Kernel selection per operator row, and fused chains of zoo counterparts, per device."""
+    from devicelab.graph import zoo
+
+    rows = qed.read_ops()
+    models = qed.by_model(rows)
+    out: dict[str, Any] = {"kernel_match": {}, "fusion_match": {}}
+    for dev, (_, family) in qed.DEVICES.items():
+        m, n = qed.kernel_match(rows, dev)
+        out["kernel_match"][dev] = {"matched": m, "rows": n, "share": m / n}
+        exact = kinds = total = 0
+        for qname, zname in QED_COUNTERPARTS.items():
+            if qname not in models:
+                continue
+            measured, prev = [], None
+            for r in models[qname]:
+                name = r.kernel[dev]
+                if name != prev:
+                    measured.append((kind_from_name(name), len(linked_labels(name))))
+                prev = name
+            deduced = [
+                (k.type, len(linked_labels(k.name)))
+                for k in deduce_kernels(zoo.build(zname), family)
+                if k.type in LISTED_KINDS
+            ]
+            total += len(measured)
+            exact += sum(
+                b.size for b in difflib.SequenceMatcher(a=measured, b=deduced, autojunk=False).get_matching_blocks()
+            )
+            kinds += sum(
+                b.size
+                for b in difflib.SequenceMatcher(
+                    a=[x[0] for x in measured], b=[x[0] for x in deduced], autojunk=False
+                ).get_matching_blocks()
+            )
+        out["fusion_match"][dev] = {
+            "kernels": total,
+            "kind_share": kinds / total,
+            "kind_and_fused_count_share": exact / total,
+        }
+    return out
+
+
+_TRAINED: dict[tuple[str, str, tuple[str, ...]], ScenarioPredictor] = {}
+
+
+def _qed_trainer(
+    family: str, scenario: Scenario, method: str, overhead: str, search: str, seed: int, mlp_trials: int
+) -> Callable[[Sequence[Sample]], ScenarioPredictor]:
+    """Trains on a fold; the affine variant reuses the fold's kernel models (same splits, same
+    seed) and only refits the overhead, as ``train_predictor(overhead="affine")`` would."""
+
+    def train(samples: Sequence[Sample]) -> ScenarioPredictor:
+        key = (scenario.device, method, tuple(s.name for s in samples))
+        base = _TRAINED.get(key)
+        if base is None:
+            base = _TRAINED[key] = train_predictor(
+                samples,
+                TfliteGpuDeducer(family),
+                scenario,
+                method,
+                seed=seed,
+                search=search,
+                overhead_kinds=QED_OVERHEAD_KINDS,
+                mlp_trials=mlp_trials,
+            )
+        if overhead == "constant":
+            return base
+        scale, t_overhead = fit_affine_overhead(samples, base.t_overhead_ms)
+        return dataclasses.replace(
+            base, kernel_scale=scale, t_overhead_ms=t_overhead, meta={**base.meta, "overhead": "affine"}
+        )
+
+    return train
+
+
+def qed_accuracy(methods: list[str], search: str, seed: int, mlp_trials: int) -> dict[str, Any]:
+    """Grouped 5-fold CV by network per device, method and overhead model."""
+    rows, e2e = qed.read_ops(), qed.read_e2e()
+    out: dict[str, Any] = {}
+    for dev, (gpu, family) in qed.DEVICES.items():
+        samples = qed.gpu_samples(dev, rows, e2e)
+        scenario = Scenario("tflite_gpu", dev, precision="fp16", runtime="tflite gpu delegate (qed data)", gpu=gpu)
+        for method in methods:
+            for overhead in ("constant", "affine"):
+                t0 = time.perf_counter()
+                rep = grouped_cv(
+                    samples,
+                    _qed_trainer(family, scenario, method, overhead, search, seed, mlp_trials),
+                    folds=5,
+                    seed=seed,
+                )
+                out.setdefault(dev, {}).setdefault(method, {})[overhead] = {
+                    "e2e_mape": rep.e2e_mape,
+                    "kernel_mape": rep.kernel_mape,
+                    "kernel_count": rep.kernel_count,
+                    "networks": rep.n_networks,
+                    "seconds": round(time.perf_counter() - t0, 1),
+                }
+                log(f"qed {dev} {method} {overhead}: e2e {100 * rep.e2e_mape:.2f}%")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# (b) host CPU
+
+
+def _cache_path(device: str, threads: int, runs: int, name: str) -> Path:
+    dev = hashlib.sha256(device.encode()).hexdigest()[:12]
+    return CACHE / f"{dev}-t{threads}-r{runs}" / f"{name.replace('/', '_')}.json"
+
+
+def consistent(rec: ProfileRecord, max_cv: float, max_gap: float) -> bool:
+    """A measurement undisturbed by other load: steady end-to-end runs, and end-to-end and
+    per-operator phases (run one after the other) that agree."""
+    cv, ratio = rec.consistency()
+    return cv <= max_cv and abs(ratio - 1) <= max_gap
+
+
+def measure(
+    graphs: list[Any],
+    threads: int,
+    runs: int,
+    warmup: int,
+    retries: int = 2,
+    max_cv: float = 0.10,
+    max_gap: float = 0.2,
+) -> list[ProfileRecord]:
+    """Profile each graph on the host CPU (or read it from the cache).
+
+    The machine is shared: a profile disturbed by other work (end-to-end CV above ``max_cv``, or
+    end-to-end and kernel sum more than ``max_gap`` apart) is repeated up to ``retries`` times
+    and the most consistent attempt kept; the cache records the attempts."""
+    from devicelab.backends import cpu
+    from devicelab.backends.base import ProfileSettings
+
+    device = cpu.discover()[0]
+    settings = ProfileSettings(threads=threads, runs=runs, warmup_runs=warmup)
+    out = []
+    stats = {"cached": 0, "measured": 0, "retried": 0, "still_noisy": 0}
+    t0 = time.perf_counter()
+
+    def score(r: ProfileRecord) -> float:
+        cv, ratio = r.consistency()
+        return cv + abs(ratio - 1)
+
+    for i, g in enumerate(graphs):
+        path = _cache_path(device.identity, threads, runs, g.name)
+        best, attempts = None, 0
+        if path.exists():
+            try:
+                data = json.loads(path.read_text())
+                best = ProfileRecord.from_dict(data.get("record", data))
+                attempts = int(data.get("attempts", 1))
+            except (ValueError, KeyError):
+                best = None  # a broken cache entry is measured again
+        if best is not None and (runs == 1 or consistent(best, max_cv, max_gap) or attempts > retries):
+            stats["cached"] += 1
+            out.append(best)
+            continue
+        stats["measured"] += 1
+        while attempts <= retries:
+            rec = record_from_result(g, cpu.profile(device, g, settings))
+            attempts += 1
+            if best is None or score(rec) < score(best):
+                best = rec
+            if runs == 1 or consistent(best, max_cv, max_gap):
+                break
+            stats["retried"] += 1
+        assert best is not None
+        stats["still_noisy"] += runs > 1 and not consistent(best, max_cv, max_gap)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"record": best.to_dict(), "attempts": attempts}))
+        out.append(best)
+        if (i + 1) % 25 == 0:
+            log(f"  {i + 1}/{len(graphs)} ({threads} threads), {time.perf_counter() - t0:.0f} s, {stats}")
+    log(f"  {len(graphs)} graphs, {threads} thread(s): {stats}")
+    return out
+
+
+def cpu_graphs(n_synthetic: int) -> tuple[list[Any], list[Any], list[Any]]:
+    """Synthetic samples, zoo networks, probe graphs."""
+    from devicelab.graph import nas, zoo
+
+    synthetic = nas.sample("synthetic", n_synthetic, SYNTHETIC_SEED)
+    zoo_graphs = [zoo.build(name) for name in sorted(zoo.entries())]
+    return synthetic, zoo_graphs, probe_graphs()
+
+
+def cpu_accuracy(
+    records: dict[str, list[ProfileRecord]],
+    threads: int,
+    methods: list[str],
+    search: str,
+    seed: int,
+    statistic: str,
+    mlp_trials: int,
+) -> dict[str, Any]:
+    """Synthetic -> synthetic and synthetic -> zoo on the host CPU, per training size and method."""
+    syn, zoo_recs, probes = records["synthetic"], records["zoo"], records["probes"]
+    n_test = min(TEST_SIZE, max(1, len(syn) // 5))
+    test, pool = syn[-n_test:], syn[:-n_test]
+    sizes = sorted({min(s, len(pool)) for s in TRAIN_SIZES})
+    out: dict[str, Any] = {
+        "n_synthetic": len(syn),
+        "n_test": n_test,
+        "n_zoo": len(zoo_recs),
+        "sizes": sizes,
+        "statistic": statistic,
+    }
+    r0 = zoo_recs[0] if zoo_recs else syn[0]
+    scenario = Scenario("cpu", r0.device, threads=threads, precision="fp32", runtime=r0.runtime)
+    for size in sizes:
+        train_recs = pool[:size]
+        deducer = CpuDeducer.learn(train_recs + probes, seed=seed)
+        agreement = {"synthetic_test": deducer.agreement(test), "zoo": deducer.agreement(zoo_recs)}
+        train_s = deducer.samples(train_recs, statistic)
+        test_s = deducer.samples(test, statistic)
+        zoo_s = deducer.samples(zoo_recs, statistic)
+        entry: dict[str, Any] = {"deduction": agreement}
+        for method in methods:
+            t0 = time.perf_counter()
+            pred = train_predictor(train_s, deducer, scenario, method, seed=seed, search=search, mlp_trials=mlp_trials)
+            syn_rep = evaluate(pred, test_s, on_missing="zero")
+            zoo_rep = evaluate(pred, zoo_s, on_missing="zero")
+            entry[method] = {
+                "synthetic": {"e2e_mape": syn_rep.e2e_mape, "kernel_mape": syn_rep.kernel_mape},
+                "zoo": {
+                    "e2e_mape": zoo_rep.e2e_mape,
+                    "kernel_mape": zoo_rep.kernel_mape,
+                    "per_network": {n: [p, m] for n, p, m in zoo_rep.predictions},
+                },
+                "t_overhead_ms": pred.t_overhead_ms,
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+            log(
+                f"cpu {threads}t n={size} {method}: synthetic {100 * syn_rep.e2e_mape:.2f}%  zoo {100 * zoo_rep.e2e_mape:.2f}%"
+            )
+        out[str(size)] = entry
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables
+
+
+def pct(v: float | None) -> str:
+    """A fraction as a percentage cell."""
+    return "   -  " if v is None else f"{100 * v:6.2f}"
+
+
+def print_tables(result: dict[str, Any], methods: list[str]) -> None:
+    """Figure-13/21-style tables on stdout."""
+    if "qed_deduction" in result:
+        d = result["qed_deduction"]
+        print("\n(a) qed GPU data: kernel deduction vs the kernels each phone ran")
+        print(f"{'device':10} {'rows':>6} {'kernel match':>13} {'fused chains (kind)':>20} {'(kind+fused count)':>19}")
+        for dev, km in d["kernel_match"].items():
+            fm = d["fusion_match"][dev]
+            print(
+                f"{dev:10} {km['rows']:6d} {100 * km['share']:12.2f}% {100 * fm['kind_share']:19.2f}% "
+                f"{100 * fm['kind_and_fused_count_share']:18.2f}%"
+            )
+    if "qed" in result:
+        q = result["qed"]
+        for overhead in ("constant", "affine"):
+            print(f"\n(a) qed GPU, grouped 5-fold CV by network: end-to-end MAPE % ({overhead} overhead)")
+            print(f"{'device':10}" + "".join(f"{m:>9}" for m in methods))
+            for dev in q:
+                print(f"{dev:10}" + "".join(f"{pct(q[dev][m][overhead]['e2e_mape']):>9}" for m in methods))
+            means = [sum(q[d][m][overhead]["e2e_mape"] for d in q) / len(q) for m in methods]
+            print(f"{'mean':10}" + "".join(f"{pct(v):>9}" for v in means))
+        first = methods[0]
+        types = sorted({t for dev in q for t in q[dev][first]["constant"]["kernel_mape"]})
+        print(f"\n(a) qed GPU, kernel MAPE % per kernel type ({first}, grouped CV)")
+        print(f"{'device':10}" + "".join(f"{t[:10]:>11}" for t in types))
+        for dev in q:
+            km = q[dev][first]["constant"]["kernel_mape"]
+            print(f"{dev:10}" + "".join(f"{pct(km.get(t)):>11}" for t in types))
+    for key, m in result.get("measurements", {}).items():
+        print(
+            f"\nhost CPU measurements, {key.replace('_', ' ')}: "
+            + ", ".join(
+                f"{part} {v['used']} used of {v['measured']} ({v['consistent']} undisturbed)" for part, v in m.items()
+            )
+        )
+    for key, cpu in result.get("cpu", {}).items():
+        print(f"\n(b) host CPU, {key}: end-to-end MAPE % (synthetic test {cpu['n_test']} / zoo {cpu['n_zoo']})")
+        print(f"{'train':>6} {'test':9}" + "".join(f"{m:>9}" for m in methods) + "   op-match syn / zoo")
+        for size in cpu["sizes"]:
+            e = cpu[str(size)]
+            for where in ("synthetic", "zoo"):
+                agree = e["deduction"]["synthetic_test" if where == "synthetic" else "zoo"]["operator_match"]
+                print(
+                    f"{size:6d} {where:9}"
+                    + "".join(f"{pct(e[m][where]['e2e_mape']):>9}" for m in methods if m in e)
+                    + f"   {100 * agree:6.2f}%"
+                )
+        big = cpu[str(cpu["sizes"][-1])]
+        types = sorted({t for m in methods if m in big for t in big[m]["synthetic"]["kernel_mape"]})
+        print(f"\n(b) host CPU, {key}: kernel MAPE % on the synthetic test set, trained on {cpu['sizes'][-1]}")
+        print(f"{'kernel type':26}" + "".join(f"{m:>9}" for m in methods))
+        for t in types:
+            print(
+                f"{t:26}" + "".join(f"{pct(big[m]['synthetic']['kernel_mape'].get(t)):>9}" for m in methods if m in big)
+            )
+
+
+def main() -> None:
+    """Run the benchmark."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n-synthetic", type=int, default=300, help="synthetic NAS samples to profile (default 300)")
+    ap.add_argument(
+        "--n-synthetic-multi",
+        type=int,
+        default=None,
+        help="synthetic samples for thread counts above 1 (default: --n-synthetic)",
+    )
+    ap.add_argument("--runs", type=int, default=15, help="timed runs per profile (default 15)")
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--threads", default="1,2", help="CPU thread counts, comma-separated")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument(
+        "--search",
+        choices=("paper", "fast"),
+        default="fast",
+        help="hyper-parameter grids: the paper's, or a smaller one (default)",
+    )
+    ap.add_argument("--mlp-trials", type=int, default=4)
+    ap.add_argument("--statistic", default="median", choices=("median", "mean", "min"))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip-qed", action="store_true")
+    ap.add_argument("--skip-cpu", action="store_true")
+    ap.add_argument("--measure-only", action="store_true", help="profile into the cache and stop")
+    ap.add_argument(
+        "--keep-noisy",
+        action="store_true",
+        help="keep measurements that stayed disturbed after their retries (default: drop them)",
+    )
+    args = ap.parse_args()
+    methods = [m for m in args.methods.split(",") if m]
+    threads = [int(t) for t in args.threads.split(",") if t]
+    result: dict[str, Any] = {
+        "settings": vars(args),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+    started = time.perf_counter()
+    if not args.skip_cpu:
+        synthetic, zoo_graphs, probes = cpu_graphs(args.n_synthetic)
+        measured = {}
+        for t in threads:
+            n = args.n_synthetic if t == 1 or args.n_synthetic_multi is None else args.n_synthetic_multi
+            log(f"profiling {n} synthetic + {len(zoo_graphs)} zoo + {len(probes)} probe graphs, {t} thread(s)")
+            measured[t] = {
+                "probes": measure(probes, t, 1, 0),
+                "synthetic": measure(synthetic[:n], t, args.runs, args.warmup),
+                "zoo": measure(zoo_graphs, t, args.runs, args.warmup),
+            }
+        if args.measure_only:
+            log("measured; cache under " + str(CACHE))
+            return
+    if not args.skip_qed:
+        result["qed_deduction"] = qed_deduction()
+        result["qed"] = qed_accuracy(methods, args.search, args.seed, args.mlp_trials)
+    if not args.skip_cpu:
+        for t in threads:
+            # Drop the measurements still disturbed after their retries (the lab flags noisy
+            # samples rather than learning from them), unless asked to keep them.
+            for part in ("synthetic", "zoo"):
+                recs = measured[t][part]
+                kept = recs if args.keep_noisy else [r for r in recs if consistent(r, 0.10, 0.2)]
+                if len(kept) < 0.6 * len(recs):  # mostly disturbed (e.g. all cores busy): keep all, say so
+                    kept = recs
+                result.setdefault("measurements", {}).setdefault(f"{t}_threads", {})[part] = {
+                    "measured": len(recs),
+                    "consistent": sum(consistent(r, 0.10, 0.2) for r in recs),
+                    "used": len(kept),
+                }
+                measured[t][part] = kept
+        result["cpu"] = {
+            f"{t}_thread{'s' if t > 1 else ''}": cpu_accuracy(
+                measured[t], t, methods, args.search, args.seed, args.statistic, args.mlp_trials
+            )
+            for t in threads
+        }
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    if OUT.exists():  # keep the parts this run skipped from the previous run
+        try:
+            previous = json.loads(OUT.read_text())
+        except ValueError:
+            previous = {}
+        for part in ("qed_deduction", "qed", "cpu"):
+            if part not in result and part in previous:
+                result[part] = previous[part]
+                result.setdefault("kept_from_previous_run", []).append(part)
+    print_tables(result, methods)
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=1))
+    print(f"\nwrote {OUT.relative_to(ROOT)} ({result['seconds']} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+"""Predictor features per operator: the latency paper's Table 3, computed in one place.
+
+Every kernel a predictor sees (deduced from a graph, measured by a backend, or read from the
+qed data set) gets its features from ``raw_features``: one fixed-length tuple of numbers
+computed from the anchor operator's type, input / output shapes and canonical attributes.
+``feature_matrix`` then keeps the columns of the kernel's Table 3 row (its *feature group*).
+Training and prediction both go through these two functions, so a model never sees features
+computed two different ways.
+
+Definitions (paper 001, Table 3; shapes are NCHW with the batch dimension):
+
+* ``input_hw`` / ``output_hw``: height of the first input / output (the paper's networks are
+  square; 1 for a rank-2 tensor). It is the height of the operator's input tensor; padding an
+  operator applies itself is not included (a TFLite model with an explicit PAD op reports the
+  padded height, see ``devicelab.predict.qed``).
+* ``input_channels`` / ``output_channels``: axis 1 of a 4-D tensor, the last axis otherwise.
+  For a concat, the first input's channels (as the qed data set records them).
+* ``stride``, ``kernel_hw``: of the window; for a global mean the window is the input height;
+  for concat / split the "kernel" is the number of inputs / outputs (the qed convention).
+* ``filters``: output channels of a convolution, the depth multiplier of a depthwise one (the
+  qed convention), output features of a fully-connected layer.
+* ``input_size`` / ``output_size``: elements of all activation inputs / outputs.
+* ``kernel_size``: elements of the weight tensor; ``param_size``: weights and bias.
+* ``padding_size``: the sum of the pad amounts of a pad operator.
+* ``flops``: ``devicelab.graph.ops`` FLOPs (2 x MACs for conv / FC, window work for pooling).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from devicelab.graph import ops as ir_ops
+from devicelab.graph.ir import Graph, Operator
+
+RAW_NAMES: tuple[str, ...] = (
+    "input_hw",
+    "input_channels",
+    "output_hw",
+    "output_channels",
+    "stride",
+    "kernel_hw",
+    "filters",
+    "groups",
+    "input_size",
+    "output_size",
+    "kernel_size",
+    "param_size",
+    "padding_size",
+    "flops",
+)
+_COL = {n: i for i, n in enumerate(RAW_NAMES)}
+
+# Table 3, row by row: the features of each category of operations.
+_CONV = (
+    "input_hw",
+    "input_channels",
+    "output_hw",
+    "stride",
+    "kernel_hw",
+    "filters",
+    "input_size",
+    "output_size",
+    "kernel_size",
+    "flops",
+)
+FEATURES: dict[str, tuple[str, ...]] = {
+    "conv": _CONV,  # Conv2D, Winograd, DepthwiseConv2D
+    "grouped_conv": (*_CONV[:-1], "groups", "flops"),  # GroupedConv2D
+    "fc": ("input_channels", "filters", "param_size", "flops"),  # FullyConnected
+    "mean": ("input_hw", "input_channels", "kernel_hw", "input_size", "flops"),  # Mean
+    "concat_split": ("input_hw", "input_channels", "kernel_hw", "output_channels", "input_size", "output_size"),
+    "pool": ("input_hw", "input_channels", "output_hw", "stride", "kernel_hw", "input_size", "output_size", "flops"),
+    "pad": ("input_hw", "input_channels", "output_hw", "padding_size", "output_size"),
+    "elementwise": ("input_hw", "input_channels", "input_size"),
+}
+FEATURE_COLUMNS: dict[str, np.ndarray] = {g: np.array([_COL[n] for n in names]) for g, names in FEATURES.items()}
+
+# The kernel kinds every deducer speaks, and the Table 3 row whose features each kind uses.
+# A backend may refine a kind with a suffix ("conv2d/nchwc"); the group follows the kind.
+KIND_GROUP: dict[str, str] = {
+    "conv2d": "conv",
+    "conv2d_1x1": "conv",
+    "winograd": "conv",
+    "depthwise_conv2d": "conv",
+    "dw_conv_plus_1x1": "conv",
+    "grouped_conv2d": "grouped_conv",
+    "fully_connected": "fc",
+    "matmul": "fc",
+    "mean": "mean",
+    "concat": "concat_split",
+    "split": "concat_split",
+    "pooling": "pool",
+    "pad": "pad",
+    "elementwise": "elementwise",
+    "reshape": "elementwise",  # Table 3 has no row for data movement: its size is what costs
+    "reorder_input": "elementwise",  # layout changes a runtime inserts (ONNX Runtime NCHWc)
+    "reorder_output": "elementwise",
+}
+
+
+def kind_of(kernel_type: str) -> str:
+    """The kind of a kernel type: the part before any ``/`` refinement."""
+    return kernel_type.split("/", 1)[0]
+
+
+def feature_group(kernel_type: str) -> str:
+    """The Table 3 row (feature group) of a kernel type; ``KeyError`` names an unknown kind."""
+    kind = kind_of(kernel_type)
+    try:
+        return KIND_GROUP[kind]
+    except KeyError:
+        raise KeyError(f"unknown kernel kind {kind!r} (from kernel type {kernel_type!r})") from None
+
+
+def op_kind(op_type: str, attrs: dict[str, Any], input_shapes: Sequence[Sequence[int]]) -> str:
+    """The kernel kind that runs an IR operator when nothing (fusion, kernel choice) changes it."""
+    if op_type == "conv2d":
+        cin = input_shapes[0][1]
+        groups = attrs.get("groups", 1)
+        if groups > 1 and groups == cin and attrs.get("out_channels") == cin:
+            return "depthwise_conv2d"  # a conv with one group per channel is a depthwise one
+        return "grouped_conv2d" if groups > 1 else "conv2d"
+    category = ir_ops.spec(op_type).category
+    return _CATEGORY_KIND[category]
+
+
+_CATEGORY_KIND = {
+    "dwconv": "depthwise_conv2d",
+    "fc": "fully_connected",
+    "matmul": "matmul",
+    "pool": "pooling",
+    "mean": "mean",
+    "elementwise": "elementwise",
+    "concat": "concat",
+    "split": "split",
+    "pad": "pad",
+    "reshape": "reshape",
+}
+
+
+def _hw(shape: Sequence[int]) -> int:
+    return int(shape[2]) if len(shape) == 4 else 1
+
+
+def _ch(shape: Sequence[int]) -> int:
+    if len(shape) == 4:
+        return int(shape[1])
+    return int(shape[-1]) if shape else 1
+
+
+_OPS = ir_ops.OPS
+_prod = math.prod
+
+
+def raw_features(
+    op_type: str,
+    input_shapes: Sequence[Sequence[int]],
+    output_shapes: Sequence[Sequence[int]],
+    attrs: dict[str, Any],
+) -> tuple[float, ...]:
+    """All ``RAW_NAMES`` values of one operator (canonical attrs, as ``Graph.check`` leaves them)."""
+    # Written for speed (it runs for every kernel of every network a batch predicts): shapes are
+    # used as given (tuples or lists), FLOPs and parameters come from the operator's own spec.
+    s = _OPS.get(op_type) or ir_ops.spec(op_type)
+    x = input_shapes[0] if input_shapes else ()
+    y = output_shapes[0] if output_shapes else ()
+    cin = _ch(x)
+    kernel: Any = attrs.get("kernel")
+    groups, filters, weights = 1, 0, 0
+    if op_type == "conv2d":
+        groups, filters = attrs["groups"], attrs["out_channels"]
+        weights = filters * (cin // groups) * kernel[0] * kernel[1]
+    elif op_type == "depthwise_conv2d":
+        groups, filters = cin, attrs["multiplier"]
+        weights = cin * filters * kernel[0] * kernel[1]
+    elif op_type == "fully_connected":
+        filters = attrs["out_features"]
+        weights = cin * filters
+    elif op_type == "matmul":
+        filters = int(y[-1])
+        weights = int(input_shapes[1][-2]) * int(input_shapes[1][-1])
+    category = s.category
+    if category == "mean":
+        axes = attrs.get("axes", (2, 3))
+        kernel_hw = _hw(x) if (2 in axes or op_type.startswith("global")) else 1
+    elif op_type == "concat":
+        kernel_hw = len(input_shapes)
+    elif op_type == "split":
+        kernel_hw = len(output_shapes)
+    else:
+        kernel_hw = kernel[0] if kernel else 0
+    stride = attrs.get("stride")
+    in_size = _prod(x) if len(input_shapes) == 1 else sum(_prod(v) for v in input_shapes)
+    out_size = _prod(y) if len(output_shapes) == 1 else sum(_prod(v) for v in output_shapes)
+    pads = attrs.get("pads") if op_type == "pad" else None
+    return (
+        float(_hw(x)),
+        float(cin),
+        float(_hw(y)),
+        float(_ch(y)),
+        float(stride[0] if stride else 1),
+        float(kernel_hw),
+        float(filters),
+        float(groups),
+        float(in_size),
+        float(out_size),
+        float(weights),
+        float(s.params(input_shapes, output_shapes, attrs)),  # type: ignore[arg-type]  # any sequence works
+        float(sum(pads) if pads else 0),
+        float(s.flops(input_shapes, output_shapes, attrs)),  # type: ignore[arg-type]
+    )
+
+
+def op_raw_features(graph: Graph, op: Operator) -> tuple[float, ...]:
+    """``raw_features`` of one operator of a checked graph."""
+    t = graph.tensors
+    return raw_features(op.type, [t[n].shape for n in op.inputs], [t[n].shape for n in op.outputs], op.attrs)
+
+
+def feature_matrix(group: str, raws: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
+    """The Table 3 columns of ``group`` for a batch of raw feature tuples: shape (n, features)."""
+    a = np.asarray(raws, dtype=np.float64)
+    if a.ndim != 2 or a.shape[1] != len(RAW_NAMES):
+        a = a.reshape(-1, len(RAW_NAMES))
+    return a[:, FEATURE_COLUMNS[group]]
+
+
+def table3(group: str, raw: Sequence[float]) -> dict[str, float]:
+    """One kernel's features by name (for reports and tests)."""
+    return {n: float(raw[_COL[n]]) for n in FEATURES[group]}
+
+
+__all__ = [
+    "FEATURES",
+    "KIND_GROUP",
+    "RAW_NAMES",
+    "feature_group",
+    "feature_matrix",
+    "kind_of",
+    "op_kind",
+    "op_raw_features",
+    "raw_features",
+    "table3",
+]

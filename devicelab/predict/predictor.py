@@ -1,0 +1,323 @@
+"""A scenario's latency predictor: kernel deduction, one model per kernel type, the overhead.
+
+End-to-end latency of a network (paper 001, section 4.2) is ``T_overhead + sum_c f_c(x_c)``
+over the kernels ``c`` the deducer says will run, ``f_c`` the model of ``c``'s kernel type and
+``T_overhead`` the mean, over the training networks, of measured end-to-end latency minus the
+sum of their measured kernel latencies (``overhead="constant"``, the paper's).
+
+``overhead="affine"`` (our extension, off by default) learns ``a * sum + T_overhead`` instead,
+by least squares on the relative error over the training networks. It is for runtimes whose
+per-kernel timings understate their time inside the whole run by a share rather than a
+constant: on the qed Mali G76 the gap between end-to-end and kernel sum grows with the network
+(correlation 0.94 with end-to-end latency), and the constant leaves 12 % error that the affine
+form halves.
+
+A kernel type without a model of its own is handled, in order, by: a kind whose time the
+training data left in the overhead (``overhead_kinds``: the qed data lists no element-wise
+kernels) contributes 0; a model of the same kind, else of the same Table 3 feature group,
+stands in (the one trained on the most rows; the breakdown names it); else the prediction
+fails with a ``PredictorError`` naming the type (or, with ``on_missing="zero"``, counts 0 and
+lists it).
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from devicelab.graph.ir import Graph
+from devicelab.predict import models as model_fns
+from devicelab.predict.errors import PredictorError
+from devicelab.predict.features import feature_group, feature_matrix, kind_of
+from devicelab.predict.kernels import Deducer, Kernel
+from devicelab.predict.models import FittedModel
+from devicelab.predict.samples import Sample, data_hash
+
+BACKENDS = ("cpu", "tflite_gpu", "opencl")
+OVERHEADS = ("constant", "affine")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Where latencies are predicted: backend, device, threads / cores, precision, runtime."""
+
+    backend: str
+    device: str  # device identity (or a data set's device name, e.g. qed's "pixel4")
+    threads: int = 1
+    cores: tuple[int, ...] = ()
+    precision: str = "fp32"
+    runtime: str = ""  # e.g. "onnxruntime 1.31.1", "tflite gpu delegate (qed data)"
+    gpu: str = ""  # GPU name, for GPU backends
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise PredictorError(f"unknown backend {self.backend!r}; the backends are {list(BACKENDS)}")
+
+    @property
+    def key(self) -> str:
+        """A readable unique key, e.g. ``cpu:<id>|threads=2|cores=0,1|fp32``."""
+        cores = ",".join(str(c) for c in self.cores) or "any"
+        return f"{self.backend}:{self.device}|threads={self.threads}|cores={cores}|{self.precision}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data."""
+        return {
+            "backend": self.backend,
+            "device": self.device,
+            "threads": self.threads,
+            "cores": list(self.cores),
+            "precision": self.precision,
+            "runtime": self.runtime,
+            "gpu": self.gpu,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Scenario:
+        """From ``to_dict`` data."""
+        return cls(
+            str(d["backend"]),
+            str(d["device"]),
+            int(d.get("threads", 1)),
+            tuple(int(c) for c in d.get("cores", ())),
+            str(d.get("precision", "fp32")),
+            str(d.get("runtime", "")),
+            str(d.get("gpu", "")),
+        )
+
+
+@dataclass(frozen=True)
+class KernelPrediction:
+    """One kernel's predicted latency, and which model gave it."""
+
+    name: str
+    type: str
+    ops: tuple[int, ...]
+    latency_ms: float
+    model: str  # the kernel type whose model predicted it; "overhead" or "missing" when none
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A network's predicted end-to-end latency."""
+
+    name: str
+    latency_ms: float
+    kernels_ms: float  # sum over kernels
+    overhead_ms: float
+    kernels: tuple[KernelPrediction, ...] | None = None  # with ``breakdown=True``
+    missing: tuple[str, ...] = ()  # kernel types no model covered (``on_missing="zero"``)
+
+
+@dataclass
+class ScenarioPredictor:
+    """Per-kernel-type models + ``T_overhead`` + the deducer, for one scenario and method."""
+
+    scenario: Scenario
+    method: str
+    deducer: Deducer
+    models: dict[str, FittedModel]
+    t_overhead_ms: float
+    overhead_kinds: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+    kernel_scale: float = 1.0  # ``a`` of the affine overhead; 1 for the paper's constant
+
+    # -- resolving kernel types to models ------------------------------------------------------
+
+    def resolve(self, kernel_type: str) -> str | None:
+        """The kernel type whose model predicts ``kernel_type``: itself, a stand-in, ``"overhead"``
+        (its time is in ``T_overhead``), or None."""
+        if kernel_type in self.models:
+            return kernel_type
+        kind = kind_of(kernel_type)
+        if kind in self.overhead_kinds:
+            return "overhead"
+        try:
+            group = feature_group(kernel_type)
+        except KeyError:
+            return None
+        same_kind = [t for t in self.models if kind_of(t) == kind]
+        pool = same_kind or [t for t in self.models if feature_group(t) == group]
+        if not pool:
+            return None
+        return max(pool, key=lambda t: (self.models[t].n_train, t))
+
+    # -- prediction ----------------------------------------------------------------------------
+
+    def predict(self, graphs: Sequence[Graph], breakdown: bool = False, on_missing: str = "error") -> list[Prediction]:
+        """Predicted end-to-end latency of each graph (kernels deduced by the scenario's deducer)."""
+        kernel_lists = [self.deducer.kernels(g) for g in graphs]
+        return self.predict_kernels(kernel_lists, [g.name for g in graphs], breakdown, on_missing)
+
+    def predict_kernels(
+        self,
+        kernel_lists: Sequence[Sequence[Kernel]],
+        names: Sequence[str] | None = None,
+        breakdown: bool = False,
+        on_missing: str = "error",
+    ) -> list[Prediction]:
+        """Predicted end-to-end latency from already deduced kernel lists (one per network)."""
+        if on_missing not in ("error", "zero"):
+            raise PredictorError(f"on_missing must be 'error' or 'zero', not {on_missing!r}")
+        names = list(names) if names is not None else [f"network-{i}" for i in range(len(kernel_lists))]
+        owner: list[int] = []
+        flat: list[Kernel] = []
+        for n, ks in enumerate(kernel_lists):
+            flat.extend(ks)
+            owner.extend([n] * len(ks))
+        owner_a = np.asarray(owner, dtype=np.int64)
+        lat = np.zeros(len(flat))
+        used: list[str] = [""] * len(flat)
+        by_type: dict[str, list[int]] = {}
+        for i, k in enumerate(flat):
+            by_type.setdefault(k.type, []).append(i)
+        missing: dict[str, set[int]] = {}
+        for ktype, idx in by_type.items():
+            target = self.resolve(ktype)
+            if target is None:
+                if on_missing == "error":
+                    raise PredictorError(
+                        f"the {self.method} predictor for {self.scenario.key} has no model for kernel type "
+                        f"{ktype!r} (models: {sorted(self.models)}); train it on networks that run such kernels"
+                    )
+                for i in idx:
+                    used[i] = "missing"
+                    missing.setdefault(ktype, set()).add(owner[i])
+                continue
+            for i in idx:
+                used[i] = target
+            if target == "overhead":
+                continue
+            raws = np.asarray([flat[i].raw for i in idx], dtype=np.float64)
+            x = feature_matrix(feature_group(target), raws)
+            lat[idx] = self.models[target].predict(x)
+        kernel_sums = (
+            np.bincount(owner_a, weights=lat, minlength=len(kernel_lists)) if flat else np.zeros(len(kernel_lists))
+        )
+        out = []
+        start = 0
+        for n, ks in enumerate(kernel_lists):
+            total = float(kernel_sums[n])
+            details = None
+            if breakdown:
+                details = tuple(
+                    KernelPrediction(k.name, k.type, k.ops, float(lat[start + j]), used[start + j])
+                    for j, k in enumerate(ks)
+                )
+            miss = tuple(sorted(t for t, owners in missing.items() if n in owners))
+            e2e = self.kernel_scale * total + self.t_overhead_ms
+            out.append(Prediction(names[n], e2e, total, e2e - total, details, miss))
+            start += len(ks)
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready summary: scenario, method, overhead, models with their sizes and searches."""
+        return {
+            "scenario": self.scenario.to_dict(),
+            "method": self.method,
+            "t_overhead_ms": self.t_overhead_ms,
+            "kernel_scale": self.kernel_scale,
+            "overhead_kinds": list(self.overhead_kinds),
+            "models": {
+                t: {"method": m.method, "n_train": m.n_train, "hyper": m.hyper, "cv_mspe": m.cv_mspe}
+                for t, m in sorted(self.models.items())
+            },
+            "meta": self.meta,
+        }
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of what trained a predictor (stored for reproducibility, not needed to load it)."""
+    import sklearn
+
+    versions = {"python": platform.python_version(), "numpy": np.__version__, "scikit-learn": sklearn.__version__}
+    try:
+        import scipy
+
+        versions["scipy"] = scipy.__version__
+    except ImportError:  # pragma: no cover - scikit-learn depends on it
+        pass
+    return versions
+
+
+def train_predictor(
+    samples: Sequence[Sample],
+    deducer: Deducer,
+    scenario: Scenario,
+    method: str,
+    seed: int = 0,
+    search: str = "paper",
+    overhead_kinds: Sequence[str] = (),
+    mlp_trials: int = 8,
+    extra_meta: dict[str, Any] | None = None,
+    overhead: str = "constant",
+) -> ScenarioPredictor:
+    """Train one model per kernel type on the samples' measured kernels, and ``T_overhead``."""
+    if not samples:
+        raise PredictorError("no training samples")
+    if overhead not in OVERHEADS:
+        raise PredictorError(f"unknown overhead model {overhead!r}; use one of {list(OVERHEADS)}")
+    if method not in model_fns.METHODS:
+        raise PredictorError(f"unknown method {method!r}; the methods are {list(model_fns.METHODS)}")
+    rows: dict[str, list[Kernel]] = {}
+    for s in samples:
+        for k in s.measured:
+            if k.latency_ms is None:
+                raise PredictorError(f"sample {s.name!r}: kernel {k.name!r} has no measured latency")
+            if k.latency_ms > 0:  # a kernel the profiler saw do no work teaches nothing about eq. (1)
+                rows.setdefault(k.type, []).append(k)
+    started = time.perf_counter()
+    models: dict[str, FittedModel] = {}
+    for ktype in sorted(rows):
+        ks = rows[ktype]
+        x = feature_matrix(feature_group(ktype), [k.raw for k in ks])
+        y = np.asarray([k.latency_ms for k in ks], dtype=np.float64)
+        models[ktype] = model_fns.fit(method, x, y, seed=seed, search=search, mlp_trials=mlp_trials)
+    # Paper 001, section 4.2: the mean gap between end-to-end latency and the kernels' sum.
+    t_overhead = float(np.mean([s.e2e_ms - s.kernel_sum_ms for s in samples]))
+    scale = 1.0
+    if overhead == "affine":
+        scale, t_overhead = fit_affine_overhead(samples, t_overhead)
+    meta = {
+        "seed": seed,
+        "search": search,
+        "overhead": overhead,
+        "n_train_samples": len(samples),
+        "training_data_sha256": data_hash(samples),
+        "training_samples": [s.name for s in samples][:2000],
+        "libraries": library_versions(),
+        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "train_seconds": round(time.perf_counter() - started, 3),
+        **(extra_meta or {}),
+    }
+    return ScenarioPredictor(scenario, method, deducer, models, t_overhead, tuple(overhead_kinds), meta, scale)
+
+
+def fit_affine_overhead(samples: Sequence[Sample], fallback: float) -> tuple[float, float]:
+    """``(a, T)`` minimizing ``sum(((a * S + T - E) / E)^2)`` over the training networks (S: sum of
+    measured kernels, E: end-to-end); the constant ``(1, fallback)`` if that is degenerate."""
+    s = np.asarray([x.kernel_sum_ms for x in samples])
+    e = np.asarray([x.e2e_ms for x in samples])
+    if len(samples) < 3 or np.ptp(s) <= 0:
+        return 1.0, fallback
+    a, t = np.linalg.lstsq(np.stack([s, np.ones_like(s)], axis=1) / e[:, None], np.ones_like(e), rcond=None)[0]
+    if not (np.isfinite(a) and np.isfinite(t)) or a <= 0:
+        return 1.0, fallback
+    return float(a), float(t)
+
+
+__all__ = [
+    "BACKENDS",
+    "OVERHEADS",
+    "KernelPrediction",
+    "Prediction",
+    "Scenario",
+    "ScenarioPredictor",
+    "fit_affine_overhead",
+    "library_versions",
+    "train_predictor",
+]

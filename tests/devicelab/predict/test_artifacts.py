@@ -1,0 +1,130 @@
+"""Predictor artifacts: identical predictions after a round trip, clear errors when unusable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from devicelab.predict import qed
+from devicelab.predict.artifacts import (
+    SCHEMA_VERSION,
+    load_predictor,
+    predictor_from_dict,
+    predictor_to_dict,
+    save_predictor,
+)
+from devicelab.predict.deduce_cpu import CpuDeducer
+from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer
+from devicelab.predict.errors import PredictorError
+from devicelab.predict.models import METHODS
+from devicelab.predict.predictor import Scenario, ScenarioPredictor, train_predictor
+from devicelab.predict.records import ProfileRecord
+
+
+@pytest.fixture(scope="module")
+def cpu_predictors(cpu_records: dict[str, list[ProfileRecord]]) -> dict[str, ScenarioPredictor]:
+    train = cpu_records["synthetic"][:20]
+    deducer = CpuDeducer.learn(train + cpu_records["probes"])
+    samples = deducer.samples(train)
+    scenario = Scenario("cpu", train[0].device, runtime=train[0].runtime)
+    return {m: train_predictor(samples, deducer, scenario, m, seed=5, search="fast", mlp_trials=1) for m in METHODS}
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_round_trip_predicts_identically(
+    cpu_predictors: dict[str, ScenarioPredictor],
+    cpu_records: dict[str, list[ProfileRecord]],
+    method: str,
+    tmp_path: Path,
+) -> None:
+    pred = cpu_predictors[method]
+    path = save_predictor(pred, tmp_path / "p.json")
+    loaded = load_predictor(path)
+    graphs = [r.graph for r in cpu_records["synthetic"][20:]]
+    before = pred.predict(graphs, breakdown=True)
+    after = loaded.predict(graphs, breakdown=True)
+    assert [p.latency_ms for p in after] == [p.latency_ms for p in before]
+    assert [p.kernels for p in after] == [p.kernels for p in before]
+    assert loaded.meta["training_data_sha256"] == pred.meta["training_data_sha256"]
+    text = path.read_text()
+    assert "pickle" not in text and "sklearn." not in text  # numbers, not library objects
+
+
+def test_gpu_predictor_round_trip(qed_rows: list, qed_e2e: dict, tmp_path: Path) -> None:
+    samples = qed.gpu_samples("s10", qed_rows, qed_e2e)
+    pred = train_predictor(
+        samples[::2],
+        TfliteGpuDeducer("mali"),
+        Scenario("tflite_gpu", "s10", gpu="Mali-G76"),
+        "gbdt",
+        seed=0,
+        search="fast",
+        overhead_kinds=("elementwise",),
+        overhead="affine",
+    )
+    loaded = load_predictor(save_predictor(pred, tmp_path / "gpu.json"))
+    kernels = [s.prediction_input() for s in samples[1::2]]
+    before = pred.predict_kernels(kernels, on_missing="zero")
+    assert [p.latency_ms for p in loaded.predict_kernels(kernels, on_missing="zero")] == [p.latency_ms for p in before]
+    assert loaded.kernel_scale == pred.kernel_scale != 1.0
+
+
+def test_training_is_reproducible(cpu_records: dict[str, list[ProfileRecord]]) -> None:
+    train = cpu_records["synthetic"][:15]
+    deducer = CpuDeducer.learn(train)
+    scenario = Scenario("cpu", "host")
+    a, b = (train_predictor(deducer.samples(train), deducer, scenario, "rf", seed=9, search="fast") for _ in range(2))
+    da, db = predictor_to_dict(a), predictor_to_dict(b)
+    assert da["models"] == db["models"]
+    assert da["meta"]["training_data_sha256"] == db["meta"]["training_data_sha256"]
+
+
+def _saved(cpu_predictors: dict[str, ScenarioPredictor], tmp_path: Path) -> Path:
+    return save_predictor(cpu_predictors["gbdt"], tmp_path / "p.json")
+
+
+def test_truncated_file_is_refused(cpu_predictors: dict, tmp_path: Path) -> None:
+    path = _saved(cpu_predictors, tmp_path)
+    path.write_text(path.read_text()[:-100])
+    with pytest.raises(PredictorError, match="not valid JSON"):
+        load_predictor(path)
+
+
+def test_edited_number_fails_the_checksum(cpu_predictors: dict, tmp_path: Path) -> None:
+    path = _saved(cpu_predictors, tmp_path)
+    d = json.loads(path.read_text())
+    d["t_overhead_ms"] += 1.0
+    path.write_text(json.dumps(d))
+    with pytest.raises(PredictorError, match="checksum mismatch"):
+        load_predictor(path)
+
+
+def test_other_schema_versions_and_formats_are_named(cpu_predictors: dict) -> None:
+    d = predictor_to_dict(cpu_predictors["lasso"])
+    with pytest.raises(PredictorError, match=f"schema version 99 .* version {SCHEMA_VERSION}"):
+        predictor_from_dict({**d, "schema_version": 99})
+    with pytest.raises(PredictorError, match="not a predictor artifact"):
+        predictor_from_dict({**d, "format": "something.else"})
+    with pytest.raises(PredictorError, match="JSON object"):
+        predictor_from_dict([1, 2])
+
+
+def test_broken_model_arrays_are_caught_at_load(cpu_predictors: dict) -> None:
+    import hashlib
+
+    from devicelab.predict.artifacts import _canonical
+
+    d = predictor_to_dict(cpu_predictors["gbdt"])
+    ktype = next(iter(d["models"]))
+    d["models"][ktype]["params"]["trees"]["left"] = d["models"][ktype]["params"]["trees"]["left"][:-3]
+    body = {k: v for k, v in d.items() if k != "sha256"}
+    d["sha256"] = hashlib.sha256(_canonical(body)).hexdigest()  # consistent checksum, broken content
+    with pytest.raises(PredictorError, match=f"model for '{ktype}'.*different lengths"):
+        predictor_from_dict(d)
+
+
+def test_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(PredictorError, match="cannot read predictor artifact"):
+        load_predictor(tmp_path / "nope.json")

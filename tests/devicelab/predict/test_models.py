@@ -1,0 +1,98 @@
+"""The four methods fit, search their hyper-parameters, and predict through our own numpy code."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from devicelab.predict.errors import PredictorError
+from devicelab.predict.models import METHODS, FittedModel, fit, mspe
+
+
+def _data(n: int = 240, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Latency-like data: a product of sizes plus a floor, spanning two orders of magnitude."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(1, 10, size=(n, 3))
+    y = 0.05 + 0.02 * x[:, 0] * x[:, 1] + 0.1 * x[:, 2]
+    return x, y * rng.lognormal(0, 0.01, n)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_each_method_learns_and_generalizes(method: str) -> None:
+    x, y = _data()
+    model = fit(method, x[:200], y[:200], seed=1, search="fast", mlp_trials=2)
+    pred = model.predict(x[200:])
+    relative = np.mean(np.abs(pred - y[200:]) / y[200:])
+    assert relative < {"lasso": 0.25, "rf": 0.12, "gbdt": 0.08, "mlp": 0.15}[method]
+    assert model.n_train == 200
+    assert model.hyper  # the search chose something
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_stored_model_predicts_the_same(method: str) -> None:
+    x, y = _data(120)
+    model = fit(method, x, y, seed=3, search="fast", mlp_trials=1)
+    again = FittedModel.from_dict(model.to_dict())
+    assert np.array_equal(again.predict(x), model.predict(x))
+
+
+def test_lasso_minimizes_equation_1_with_non_negative_weights() -> None:
+    from scipy.optimize import minimize
+
+    x, y = _data(150)
+    x = np.column_stack([x, -x[:, 0]])  # a feature that falls as latency rises: its weight must be 0
+    model = fit("lasso", x, y, seed=0)
+    coef = np.asarray(model.params["coef"])
+    assert np.all(coef >= 0)
+    assert coef[3] == 0
+    z = model.standardize(x)
+    alpha = model.hyper["alpha"]
+
+    def eq1(v: np.ndarray) -> float:
+        w, b = v[:-1], v[-1]
+        return float(np.mean(((z @ w + b - y) / y) ** 2) + alpha * np.abs(w).sum())
+
+    ours = eq1(np.append(coef, model.params["intercept"]))
+    start = np.append(np.full(4, 0.01), y.mean())
+    best = minimize(
+        eq1,
+        start,
+        bounds=[(0, None)] * 4 + [(None, None)],
+        method="L-BFGS-B",
+        options={"maxiter": 20000, "ftol": 1e-15},
+    )
+    assert ours <= best.fun + 1e-6
+
+
+def test_alpha_search_picks_by_cross_validation() -> None:
+    x, y = _data(80)
+    model = fit("lasso", x, y, seed=0)
+    assert 1e-5 <= model.hyper["alpha"] <= 1e2
+    assert model.cv_mspe is not None and model.cv_mspe < 0.1
+
+
+def test_tree_searches_use_the_paper_ranges() -> None:
+    x, y = _data(100)
+    rf = fit("rf", x, y, seed=0, search="fast")
+    gbdt = fit("gbdt", x, y, seed=0, search="fast")
+    assert 1 <= rf.hyper["n_estimators"] <= 10 and 2 <= rf.hyper["min_samples_split"] <= 50
+    assert 1 <= gbdt.hyper["n_estimators"] <= 200 and 2 <= gbdt.hyper["min_samples_split"] <= 7
+
+
+def test_tiny_training_sets_fall_back_to_the_best_constant() -> None:
+    x = np.array([[1.0], [2.0]])
+    y = np.array([1.0, 3.0])
+    model = fit("gbdt", x, y)
+    assert model.method == "constant"
+    c = model.predict(x)[0]
+    assert c == pytest.approx((1 / 1 + 1 / 3) / (1 / 1 + 1 / 9))
+    assert mspe(np.full(2, c), y) <= mspe(np.full(2, c * 1.01), y)
+
+
+def test_bad_training_data_is_refused() -> None:
+    with pytest.raises(PredictorError, match="positive"):
+        fit("lasso", np.ones((5, 2)), np.array([1, 2, 0, 3, 4.0]))
+    with pytest.raises(PredictorError, match="unknown method"):
+        fit("svm", np.ones((5, 2)), np.ones(5))
+    with pytest.raises(PredictorError, match="features per row"):
+        fit("lasso", np.ones((5, 2)), np.arange(1, 6.0)).predict(np.ones((2, 3)))
