@@ -23,8 +23,9 @@ The fusion rule (this backend's own; the predictors learn it from ``kernels_for_
 Kernel choice: a ``conv2d`` whose groups equal its input channels (> 1) runs a depthwise
 kernel; a 1x1, stride-1, unpadded ``conv2d`` runs ``conv2d_1x1``; a stride-1 convolution whose
 output rows are as wide as its input rows (``same`` padding) runs the ``_flat`` variant
-(``conv2d_flat``, ``depthwise_conv2d_flat``); every other convolution the row-tiled ``conv2d`` /
-``depthwise_conv2d``.
+(``conv2d_flat``, and ``depthwise_conv2d_flat`` when its rows would fill less than half a
+device vector: 7-wide rows with vectors of 16); every other convolution the row-tiled
+``conv2d`` / ``depthwise_conv2d``.
 
 Work sizes: every kernel has a 2-D ND-range whose logical sizes (``global_size``) are passed as
 its first two arguments; the launched size is rounded up to the work-group size (the kernels
@@ -38,9 +39,16 @@ outputs along the innermost axis, and the convolutions a register tile of ``pixe
 * *flat* kernels (``conv2d_1x1``, ``*_flat``) see an output channel plane as one run of
   ``oh * ow`` pixels, so short rows waste no lanes; a tap of a ``_flat`` convolution is one
   contiguous vector load at a fixed offset, masked where it crosses a row edge or the padding;
-* *row-tiled* kernels (``conv2d``, ``depthwise_conv2d``, ``pool2d``) tile one output row; their
+* *row-tiled* kernels (``conv2d``, ``depthwise_conv2d``, ``pool2d``) tile output rows; their
   loads step through the input row by the horizontal stride (``stride_w``, SW; strides 1 and 2
   are whole-vector loads), and VW narrows for rows shorter than the device's width.
+  ``depthwise_conv2d`` and ``pool2d`` tile ``rows_per_item`` (RB) output rows: each input row
+  under the tile is loaded once per vector and feeds every output row whose window holds it
+  (RB + 2 input rows for RB rows of a 3x3 stride-1 window, not 3 RB); at stride 2 the even and
+  odd columns of one 2 VW span are two taps. Their VW is the widest that fits in a row
+  (``overlap_vector_width``) and a row's last vector ends at the row's end, overlapping its
+  neighbour, so stores are whole vectors. Their whole window (KH, KW, SH, DH, DW) is
+  compile-time, so the row and tap loops unroll.
 
 The vector width follows the device's preferred float vector width; the accumulator budget
 (``KernelConfig.for_device``) follows its register file; the tile is chosen per layer, within
@@ -53,12 +61,15 @@ that budget:
   for kernels wider than 3 at a 24-vector budget: their KW x NV column masks need registers too)
   by a third of the budget's channels in evenly sized blocks (``balanced``);
 * depthwise and pooling: the OCB channels (planes) of a work-item run one after the other, so
-  only NV accumulators are live (``row_vectors``: at least two, the fewest padded lanes); OCB is
-  half the budget, smaller when the device would otherwise sit idle.
+  only NV accumulators are live (``row_vectors``: at least two, the fewest padded lanes), or RB
+  for the row-tiled ones, whose vectors run one after the other too (RB: a quarter of the
+  budget, in evenly sized blocks of rows); OCB is half the budget, smaller when the device
+  would otherwise sit idle.
 
 The kernel width KW and the stride SW of row-tiled loads are compile-time constants (the taps
-along a row unroll and their column masks are computed once per work-item); the kernel height,
-dilation and padding are run-time arguments.
+along a row unroll and their column masks are computed once per work-item); for ``conv2d`` and
+the flat kernels the kernel height, dilation and padding are run-time arguments, for
+``depthwise_conv2d`` and ``pool2d`` only the padding is.
 
 Reads past the end: a flat or strided vector load may read up to ``attrs["overread"]`` elements
 past its input tensor's end (lanes that are masked or never stored); the runner allocates every
@@ -145,13 +156,14 @@ class KernelConfig:
     out_channels_per_item: int = 0  # fixed OCB of the flat convolutions (0: chosen per layer)
     conv_out_channels_per_item: int = 0  # fixed OCB of the row-tiled conv2d (0: chosen per layer)
     pixel_vectors: int = 0  # fixed NV of every convolution (0: chosen per layer)
+    rows_per_item: int = 0  # fixed RB of the row-tiled depthwise and pooling kernels (0: chosen per layer)
     accumulators: int = 24  # accumulator vectors per work-item
     min_items: int = 1  # work-items that fill the device (compute units x wave size)
 
     def __post_init__(self) -> None:
         if self.vector_width not in (4, 8, 16):
             raise ValueError(f"vector_width must be 4, 8 or 16, not {self.vector_width}")
-        if min(self.out_channels_per_item, self.conv_out_channels_per_item, self.pixel_vectors) < 0:
+        if min(self.out_channels_per_item, self.conv_out_channels_per_item, self.pixel_vectors, self.rows_per_item) < 0:
             raise ValueError("fixed tile sizes must be >= 0 (0 chooses per layer)")
         if self.pixel_vectors > MAX_PIXEL_VECTORS:
             raise ValueError(f"pixel_vectors must be at most {MAX_PIXEL_VECTORS}")
@@ -162,6 +174,13 @@ class KernelConfig:
         """The vector width of a kernel that tiles output rows: narrower for narrow rows, so a
         7-wide row fills 7 of 8 lanes rather than 7 of 16."""
         return min(self.vector_width, max(4, _next_pow2(out_width)))
+
+    def overlap_vector_width(self, out_width: int) -> int:
+        """The vector width of a row-tiled kernel whose last vector of a row ends at the row's
+        end (``depthwise_conv2d``, ``pool2d``): the widest that fits in the row, so every store
+        is a whole vector (a 14-wide row is two overlapping vectors of 8, not 14 of 16 lanes
+        stored one by one)."""
+        return min(self.vector_width, max(4, _floor_pow2(out_width)))
 
     @classmethod
     def for_device(cls, limits: DeviceLimits) -> KernelConfig:
@@ -339,14 +358,18 @@ def concat_geometry(graph: Graph, op: Operator) -> tuple[int, int, list[int]]:
     return numel(whole[:axis]), numel(whole[axis + 1 :]), [graph.tensors[t].shape[axis] for t in parts]
 
 
-def conv_kernel(graph: Graph, op: Operator) -> str:
-    """The kernel that runs a convolution operator."""
+def conv_kernel(graph: Graph, op: Operator, cfg: KernelConfig | None = None) -> str:
+    """The kernel that runs a convolution operator (``cfg``: the device's tiling budget)."""
     a = op.attrs
     xs, ys = graph.tensors[op.inputs[0]].shape, graph.tensors[op.outputs[0]].shape
     flat = a["stride"] == [1, 1] and ys[3] == xs[3]  # output rows as wide as input rows
     cin = xs[1]
     if op.type == "depthwise_conv2d" or (a["groups"] > 1 and a["groups"] == cin and a["out_channels"] % cin == 0):
-        return "depthwise_conv2d_flat" if flat else "depthwise_conv2d"
+        # rows that fill at least half a device vector run row-tiled (input rows loaded once
+        # for several output rows); shorter rows flat, where a vector spans rows
+        vw = (cfg or KernelConfig()).vector_width
+        short = 2 * (cfg or KernelConfig()).overlap_vector_width(ys[3]) < vw
+        return "depthwise_conv2d_flat" if flat and short else "depthwise_conv2d"
     if a["kernel"] == [1, 1] and a["stride"] == [1, 1] and a["pads"] == [0, 0, 0, 0]:
         return "conv2d_1x1"
     return "conv2d_flat" if flat else "conv2d"
@@ -470,7 +493,9 @@ def _tiling(graph: Graph, op: Operator, kernel: str, cfg: KernelConfig) -> dict[
     """The compile-time tiling of one kernel (its ``-D`` options) and how far it reads past its
     input's end (see the module docstring)."""
     ys = graph.tensors[op.outputs[0]].shape
-    if kernel in ROW_TILED or kernel == "resize":
+    if kernel in ("depthwise_conv2d", "pool2d"):
+        vw = cfg.overlap_vector_width(ys[3])
+    elif kernel in ROW_TILED or kernel == "resize":
         vw = cfg.row_vector_width(ys[3])
     else:
         vw = cfg.vector_width
@@ -500,11 +525,18 @@ def _tiling(graph: Graph, op: Operator, kernel: str, cfg: KernelConfig) -> dict[
             pixels, rows = ys[2] * ys[3], 1
         else:
             pixels, rows = ys[3], ys[2]
-        # the channels run one after the other in the work-item, so only NV accumulators are
-        # live (row_vectors); half the budget's worth of channels share the masks and the setup
+        # the channels run one after the other in the work-item, so only NV accumulators (RB x
+        # NV for the row-tiled kernels) are live; half the budget's worth of channels share
+        # the masks and the setup
         nv = cfg.pixel_vectors or row_vectors(pixels, vw)
+        rb = 1
+        if kernel in ROW_TILED:
+            # RB output rows share the loads of the input rows under them: as many as a
+            # quarter of the budget allows, in evenly sized blocks
+            rb = cfg.rows_per_item or balanced(rows, max(1, cfg.accumulators // 4))
+            t["rows_per_item"] = rb
         cap = max(1, cfg.accumulators // 2)
-        tiles = ceil_div(pixels, nv * vw) * rows * (1 if kernel == "pool2d" else n)
+        tiles = ceil_div(pixels, nv * vw) * ceil_div(rows, rb) * (1 if kernel == "pool2d" else n)
         while cap > 1 and tiles * ceil_div(planes, cap) < cfg.min_items:
             cap //= 2  # keep every compute unit busy
         ocb = cfg.out_channels_per_item or min(planes, cap)
@@ -514,6 +546,9 @@ def _tiling(graph: Graph, op: Operator, kernel: str, cfg: KernelConfig) -> dict[
         t["kernel_size"] = [kh, kw]
     if kernel in ROW_TILED:
         t["stride_w"] = sw
+    if kernel in ("depthwise_conv2d", "pool2d"):  # the row loop unrolls: its window is compile-time
+        t["stride_h"] = a["stride"][0]
+        t["dilation"] = [dh, dw]
     # the farthest a vector load reaches past the input tensor's last element
     pt, pl = a["pads"][0], a["pads"][1]
     if kernel == "conv2d_1x1":
@@ -533,10 +568,17 @@ def variant(kernel: str, attrs: dict[str, Any]) -> str:
         parts.append(f"nv{attrs['pixel_vectors']}")
     if "out_channels_per_item" in attrs:
         parts.append(f"ocb{attrs['out_channels_per_item']}")
-    if "kernel_size" in attrs:
-        parts.append(f"kw{attrs['kernel_size'][1]}")
-    if "stride_w" in attrs:
-        parts.append(f"s{attrs['stride_w']}")
+    if "rows_per_item" in attrs:
+        parts.append(f"rb{attrs['rows_per_item']}")
+    if "stride_h" in attrs:  # the whole window is compile-time
+        kh, kw = attrs["kernel_size"]
+        (dh, dw), sh = attrs["dilation"], attrs["stride_h"]
+        parts.append(f"k{kh}x{kw}-s{sh}x{attrs['stride_w']}" + (f"-d{dh}x{dw}" if (dh, dw) != (1, 1) else ""))
+    else:
+        if "kernel_size" in attrs:
+            parts.append(f"kw{attrs['kernel_size'][1]}")
+        if "stride_w" in attrs:
+            parts.append(f"s{attrs['stride_w']}")
     return "-".join(parts)
 
 
@@ -556,9 +598,9 @@ def _sizes(graph: Graph, chain: list[Operator], kernel: str, part: int, t: dict[
     if kernel == "depthwise_conv2d_flat":
         return ceil_div(ys[2] * ys[3], nv * vw), ys[0] * ceil_div(ys[1], ocb)
     if kernel == "depthwise_conv2d":
-        return ys[2] * ceil_div(ys[3], nv * vw), ys[0] * ceil_div(ys[1], ocb)
+        return ceil_div(ys[2], t["rows_per_item"]) * ceil_div(ys[3], nv * vw), ys[0] * ceil_div(ys[1], ocb)
     if kernel == "pool2d":
-        return ys[2] * ceil_div(ys[3], nv * vw), ceil_div(ys[0] * ys[1], ocb)
+        return ceil_div(ys[2], t["rows_per_item"]) * ceil_div(ys[3], nv * vw), ceil_div(ys[0] * ys[1], ocb)
     if kernel == "fully_connected":
         return ceil_div(ys[-1], vw), numel(ys[:-1])
     if kernel == "matmul":
@@ -626,7 +668,7 @@ def kernels_for_graph(
                 continue  # an alias of a buffer some kernel writes
             kernels = [("copy_slice", 0)]  # a view of a graph input is materialized
         elif op.type in ("conv2d", "depthwise_conv2d"):
-            kernels = [(conv_kernel(g, op), 0)]
+            kernels = [(conv_kernel(g, op, cfg), 0)]
         elif op.type == "concat":
             kernels = [("copy_slice", i) for i in range(len(op.inputs))]
         elif op.type == "split":

@@ -17,7 +17,9 @@ source-to-source (ParallelFusion, section 4.2):
   ``IDX_LANES`` (32-bit lane coordinates), ``to_mask`` (their compares as an ``int_v`` mask),
   ``float_v`` (float math at that width), ``to_idx_v`` / ``to_float_v`` / ``to_real_v``
   (conversions at that width), and the tiling: ``NV`` (vectors per work-item), ``OCB`` (output channels per
-  work-item), ``KW`` (kernel width: the tap loop along a row unrolls), ``SW`` (horizontal stride of row-tiled loads).
+  work-item), ``KW`` (kernel width: the tap loop along a row unrolls), ``SW`` (horizontal stride of row-tiled loads),
+  ``RB`` (output rows per work-item), and ``KH``, ``SH``, ``DH``, ``DW`` (kernel height, vertical stride,
+  dilation: compile-time for the kernels whose row loop unrolls, 1 where a kernel has none).
   fp16 prepends the ``cl_khr_fp16`` pragma;
 * shared helpers (``ll_act``, ``ll_load``) are plain functions whose text is identical in every
   file that has them, so a fusing step keeps one copy of each.
@@ -61,13 +63,15 @@ def kernel_functions(source: str) -> list[str]:
 def build_options(precision: str, attrs: dict[str, Any]) -> tuple[str, ...]:
     """The compiler options that fix one kernel's types and tiling, from its planned ``attrs``
     (``vector_width`` and, for the convolutions and pooling, ``pixel_vectors``,
-    ``out_channels_per_item``, the width of ``kernel_size``, ``stride_w``; 1 where a kernel has none)."""
+    ``out_channels_per_item``, ``kernel_size``, ``stride_w``, and for the row-blocked depthwise and
+    pooling kernels ``rows_per_item``, ``stride_h``, ``dilation``; 1 where a kernel has none)."""
     try:
         real = PRECISIONS[precision]
     except KeyError:
         raise BackendError(f"opencl backend: precision {precision!r} is not one of {sorted(PRECISIONS)}") from None
     vw = int(attrs["vector_width"])
-    kw = attrs.get("kernel_size", (1, 1))[1]
+    kh, kw = attrs.get("kernel_size", (1, 1))
+    dh, dw = attrs.get("dilation", (1, 1))
     # select() and shuffle2() want integer vectors with the reals' element size; lane
     # coordinates (idx_v) are 32-bit whatever the precision, and to_mask narrows their compares
     lane_int, lane_uint = ("short", "ushort") if precision == "fp16" else ("int", "uint")
@@ -82,8 +86,13 @@ def build_options(precision: str, attrs: dict[str, Any]) -> tuple[str, ...]:
         f"-DVW={vw}",
         f"-DNV={int(attrs.get('pixel_vectors', 1))}",
         f"-DOCB={int(attrs.get('out_channels_per_item', 1))}",
+        f"-DKH={int(kh)}",
         f"-DKW={int(kw)}",
+        f"-DSH={int(attrs.get('stride_h', 1))}",
         f"-DSW={int(attrs.get('stride_w', 1))}",
+        f"-DDH={int(dh)}",
+        f"-DDW={int(dw)}",
+        f"-DRB={int(attrs.get('rows_per_item', 1))}",
         f"-Dint_v={lane_int}{vw}",
         f"-Didx_v=int{vw}",
         f"-Dto_mask=convert_{lane_int}{vw}",

@@ -1,12 +1,18 @@
 // depthwise_conv2d: depthwise convolution (channel multiplier, any kernel, stride, dilation,
 // asymmetric padding) with fused bias and activation; batch norm is folded on the host. NCHW.
-// Output channel oc reads input channel oc / mult. A work-item computes NV vectors of VW
-// consecutive output columns of one output row, for OCB consecutive channels one after the
-// other (the column masks, computed once, serve them all). Input row loads step by the
-// horizontal stride SW (1 and 2: whole-vector loads), masked where a lane's column falls in
-// the padding; kernel rows in the padding are skipped.
-// Weights are [cout][kh][KW], bias [cout].
-// Work: gs0 = oh * xtiles (xtiles = ceil(ow / (NV * VW))), gs1 = n * ceil(cout / OCB).
+// Output channel oc reads input channel oc / mult. A work-item computes a tile of RB output rows
+// by NV vectors of VW consecutive output columns, for OCB consecutive channels one after the
+// other (the column masks, computed once, serve them all). Each input row under the tile is
+// loaded once per vector, as its KW taps (loads step by the horizontal stride SW; 1 and 2 are
+// whole-vector loads, masked where a lane's column falls in the padding), and feeds every output
+// row whose window holds it: RB rows of a 3x3 stride-1 kernel load RB + 2 input rows, not 3 RB.
+// At stride 2 the even and odd columns of one 2 VW span are two taps. Rows in the padding are
+// skipped. The last vector of a row ends at the row's end (overlapping its neighbour, whose
+// shared outputs it computes again), so stores are whole vectors unless the row is narrower
+// than one. The window (KH x KW), vertical stride SH and dilation DH, DW are compile-time, so
+// the row and tap loops unroll into straight multiply-adds.
+// Weights are [cout][KH][KW], bias [cout].
+// Work: gs0 = ceil(oh / RB) * xtiles (xtiles = ceil(ow / (NV * VW))), gs1 = n * ceil(cout / OCB).
 
 // ll_act_any: any fused activation (codes in plan.ACTIVATIONS), out of line. Shared helper: this
 // text is identical in every kernel file that has an epilogue, so a fusing step keeps one copy.
@@ -74,8 +80,7 @@ __kernel void depthwise_conv2d(const int gs0, const int gs1,
                                __global const real* x, __global const real* w, __global const real* bias,
                                __global real* y,
                                const int cin, const int mult, const int ih, const int iw,
-                               const int oh, const int ow, const int xtiles,
-                               const int kh, const int sh, const int pt, const int pl, const int dh, const int dw,
+                               const int oh, const int ow, const int xtiles, const int pt, const int pl,
                                const int act, const float alpha, const float beta)
 {
     const int i0 = get_global_id(0);
@@ -86,62 +91,88 @@ __kernel void depthwise_conv2d(const int gs0, const int gs1,
     const int oc0 = (i1 % nblk) * OCB;
     const int n = i1 / nblk;
     const int nout = min(OCB, cout - oc0);
-    const int oy = i0 / xtiles;
-    const int ox0 = (i0 - oy * xtiles) * (NV * VW);
-    const int iy0 = oy * sh - pt;
-    const int ix0 = ox0 * SW - pl;
+    const int ry = i0 / xtiles;
+    const int oy0 = ry * RB;
+    const int ox0 = (i0 - ry * xtiles) * (NV * VW);
+    const int iy0 = oy0 * SH - pt;
     const int plane = ih * iw;
-    __global real* yo = y + (((size_t)n * cout + oc0) * oh + oy) * ow + ox0;
-    if ((n * cin + oc0 / mult) * plane + max(iy0, 0) * iw + ix0 < 0) {
-        // a tile whose first taps lie before the tensor's start (the first row of the first
-        // plane): pixel by pixel, reading only inside the tensor
-        for (int c = 0; c < nout; ++c) {
-            __global const real* xp = x + (n * cin + (oc0 + c) / mult) * plane;
-            for (int ox = ox0; ox < min(ox0 + NV * VW, ow); ++ox) {
-                real s = bias[oc0 + c];
-                for (int ky = 0; ky < kh; ++ky) {
-                    for (int kx = 0; kx < KW; ++kx) {
-                        const int iy = iy0 + ky * dh;
-                        const int ix = ox * SW - pl + kx * dw;
-                        if (iy >= 0 && iy < ih && ix >= 0 && ix < iw) s += w[(oc0 + c) * kh * KW + ky * KW + kx] * xp[iy * iw + ix];
-                    }
-                }
-                yo[(size_t)c * oh * ow + ox - ox0] = ll_act((real_v)s, act, alpha, beta).s0;
-            }
-        }
-        return;
-    }
+    const int rows = min(RB, oh - oy0);
+    // the output column of each vector's lane 0: the last vector of a row ends at the row's
+    // end (overlapping its neighbour, whose shared outputs it computes again), so every store
+    // is a whole vector unless the row is narrower than one
+    int cx[NV];
     int_v colm[KW][NV];
 #pragma unroll
-    for (int kx = 0; kx < KW; ++kx) {
+    for (int v = 0; v < NV; ++v) {
+        cx[v] = min(ox0 + v * VW, max(ow - VW, 0));
 #pragma unroll
-        for (int v = 0; v < NV; ++v) {
-            const idx_v ix = (idx_v)(ix0 + kx * dw + v * VW * SW) + IDX_LANES * (idx_v)SW;
+        for (int kx = 0; kx < KW; ++kx) {
+            const idx_v ix = (idx_v)(cx[v] * SW - pl + kx * DW) + IDX_LANES * (idx_v)SW;
             colm[kx][v] = to_mask((ix >= (idx_v)0) & (ix < (idx_v)iw));
         }
     }
-    // the channels one after the other: the masks and the tile's setup serve them all, and
-    // only NV accumulators are live
-    const int xb = n * cin * plane + ix0;
-    for (int c = 0; c < nout; ++c) {
-        const int ch = oc0 + c;
-        const int xc = xb + (mult == 1 ? ch : ch / mult) * plane;
-        __global const real* wc = w + ch * kh * KW;
-        real_v acc[NV];
+    // the leading channels whose first loads start before the tensor (the first tile of the
+    // first plane) load lane by lane
+    const int first = max(iy0, 0) * iw + cx[0] * SW - pl;
+    int nfirst = 0;
+    while (nfirst < nout && (n * cin + (oc0 + nfirst) / mult) * plane + first < 0) ++nfirst;
+    // two copies of the channel loop: lane-by-lane loads for the leading channels only
 #pragma unroll
-        for (int v = 0; v < NV; ++v) acc[v] = (real_v)bias[ch];
-        for (int ky = 0; ky < kh; ++ky) {
-            const int iy = iy0 + ky * dh;
-            if (iy < 0 || iy >= ih) continue;
+    for (int lanewise = 1; lanewise >= 0; --lanewise) {
+        for (int c = lanewise ? 0 : nfirst; c < (lanewise ? nfirst : nout); ++c) {
+            const int ch = oc0 + c;
+            const int xc = (n * cin + (mult == 1 ? ch : ch / mult)) * plane - pl;
+            // the channel's weights, broadcast once into registers
+            real_v wv[KH * KW];
 #pragma unroll
-            for (int kx = 0; kx < KW; ++kx) {
-                const real_v wv = (real_v)wc[ky * KW + kx];
+            for (int k = 0; k < KH * KW; ++k) wv[k] = (real_v)w[ch * (KH * KW) + k];
+            __global real* yc = y + ((size_t)(n * cout + ch) * oh + oy0) * ow;
 #pragma unroll
-                for (int v = 0; v < NV; ++v) acc[v] += wv * ll_load(x, xc + iy * iw + kx * dw + v * VW * SW, colm[kx][v], 0);
+            for (int v = 0; v < NV; ++v) {
+                if (ox0 + v * VW >= ow) break;  // a tile past the row's end
+                real_v acc[RB];
+#pragma unroll
+                for (int j = 0; j < RB; ++j) acc[j] = (real_v)bias[ch];
+                // input row r of the tile serves output row j through kernel row (r - j SH) / DH
+#pragma unroll
+                for (int r = 0; r < (RB - 1) * SH + (KH - 1) * DH + 1; ++r) {
+                    const int iy = iy0 + r;
+                    if (iy < 0 || iy >= ih) continue;
+                    const int base = xc + iy * iw + cx[v] * SW;
+                    real_v t[KW];
+                    if (SW == 2 && !lanewise) {
+                        // stride 2: the even and odd columns of one 2 VW span are the taps
+                        // at offsets 0 and 1 (an odd offset reads the odd columns of the span
+                        // one column to its left)
+                        real_v ev = (real_v)0, od = (real_v)0;
+#pragma unroll
+                        for (int kx = 0; kx < KW; ++kx) {
+                            const int o = kx * DW;
+                            if (o % 2 == 0 || kx == 0 || (kx - 1) * DW != o - 1) {
+                                const real_v lo = vload_v(0, x + base + o - o % 2);
+                                const real_v hi = vload_v(0, x + base + o - o % 2 + VW);
+                                ev = (real_v)(lo.even, hi.even);
+                                od = (real_v)(lo.odd, hi.odd);
+                            }
+                            t[kx] = select((real_v)0, o % 2 ? od : ev, colm[kx][v]);
+                        }
+                    } else {
+#pragma unroll
+                        for (int kx = 0; kx < KW; ++kx) t[kx] = ll_load(x, base + kx * DW, colm[kx][v], lanewise);
+                    }
+#pragma unroll
+                    for (int j = 0; j < RB; ++j) {
+                        const int d = r - j * SH;
+                        if (d < 0 || d % DH != 0 || d / DH >= KH) continue;
+#pragma unroll
+                        for (int kx = 0; kx < KW; ++kx) acc[j] += wv[d / DH * KW + kx] * t[kx];
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < RB; ++j) {
+                    if (j < rows) ll_store(yc + j * ow + cx[v], ll_act(acc[j], act, alpha, beta), ow - cx[v]);
+                }
             }
         }
-#pragma unroll
-        for (int v = 0; v < NV; ++v)
-            ll_store(yo + (size_t)c * oh * ow + v * VW, ll_act(acc[v], act, alpha, beta), ow - ox0 - v * VW);
     }
 }

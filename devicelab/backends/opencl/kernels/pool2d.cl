@@ -1,12 +1,15 @@
-// pool2d: max (is_avg = 0) or average (is_avg = 1) pooling over a kh x KW window with stride
+// pool2d: max (is_avg = 0) or average (is_avg = 1) pooling over a KH x KW window with stride
 // and asymmetric padding (ONNX semantics, ceil_mode handled by the output size). Padding never
 // wins a max; an average divides by the valid count, or with count_include_pad by the window
-// clipped to the padded input (ONNX Runtime's rule). A work-item computes NV vectors of VW
-// consecutive outputs of one output row, for OCB consecutive planes one after the other;
-// input row loads step by the horizontal stride SW (1 and 2: whole-vector loads), masked
-// outside the row (the KW x NV column masks computed once serve every plane); rows outside are
-// skipped.
-// Work: gs0 = oh * xtiles (xtiles = ceil(ow / (NV * VW))), gs1 = ceil(n * c / OCB).
+// clipped to the padded input (ONNX Runtime's rule). A work-item computes a tile of RB output
+// rows by NV vectors of VW consecutive outputs, for OCB consecutive planes one after the other
+// (the column masks, computed once, serve them all). Each input row under the tile is loaded
+// once per vector, as its KW window columns (loads step by the horizontal stride SW; stride 2
+// takes the even and odd columns of one span for two of them), masked outside the row, and feeds
+// every output row whose window holds it; rows outside the input are skipped. The last vector
+// of a row ends at the row's end (overlapping its neighbour), so stores are whole vectors unless
+// the row is narrower than one. The window (KH x KW) and the vertical stride SH are compile-time.
+// Work: gs0 = ceil(oh / RB) * xtiles (xtiles = ceil(ow / (NV * VW))), gs1 = ceil(n * c / OCB).
 
 // ll_load: the VW reals x[off + l * SW] (l < VW), the lanes where m is false read as zero. Past
 // the tensor's end, loads read the runner's zeroed buffer slack. Strides 1 and 2 are
@@ -42,7 +45,7 @@ __attribute__((always_inline)) void ll_store(__global real* y, const real_v r, c
 __kernel void pool2d(const int gs0, const int gs1,
                      __global const real* x, __global real* y, const int planes,
                      const int ih, const int iw, const int oh, const int ow, const int xtiles,
-                     const int kh, const int sh, const int pt, const int pl, const int pb, const int pr,
+                     const int pt, const int pl, const int pb, const int pr,
                      const int is_avg, const int count_include_pad)
 {
     const int i0 = get_global_id(0);
@@ -50,77 +53,100 @@ __kernel void pool2d(const int gs0, const int gs1,
     if (i0 >= gs0 || i1 >= gs1) return;
     const int pc0 = i1 * OCB;
     const int nout = min(OCB, planes - pc0);
-    const int oy = i0 / xtiles;
-    const int ox0 = (i0 - oy * xtiles) * (NV * VW);
-    const int iy0 = oy * sh - pt;
-    const int ix0 = ox0 * SW - pl;
-    const int y0 = max(iy0, 0), y1 = min(iy0 + kh, ih);  // the window's rows inside the input
-    __global real* yo = y + ((size_t)pc0 * oh + oy) * ow + ox0;
-    if (pc0 * ih * iw + y0 * iw + ix0 < 0) {
-        // a tile whose first window lies before the tensor's start: pixel by pixel
-        for (int c = 0; c < nout; ++c) {
-            for (int ox = ox0; ox < min(ox0 + NV * VW, ow); ++ox) {
-                const int xs = ox * SW - pl;
-                real r = is_avg ? (real)0 : (real)(-INFINITY);
-                for (int iy = y0; iy < y1; ++iy) {
-                    for (int ix = max(xs, 0); ix < min(xs + KW, iw); ++ix) {
-                        const real v = x[(pc0 + c) * ih * iw + iy * iw + ix];
-                        r = is_avg ? r + v : fmax(r, v);
-                    }
-                }
-                if (is_avg) {
-                    const int count = count_include_pad ? (min(iy0 + kh, ih + pb) - iy0) * (min(xs + KW, iw + pr) - xs)
-                                                        : (y1 - y0) * (min(xs + KW, iw) - max(xs, 0));
-                    r = r / (real)max(count, 1);
-                }
-                yo[(size_t)c * oh * ow + ox - ox0] = r;
-            }
-        }
-        return;
-    }
-    // the divisor of each lane of an average: its window clipped to the input (or padded input)
-    real_v div[NV];
+    const int ry = i0 / xtiles;
+    const int oy0 = ry * RB;
+    const int ox0 = (i0 - ry * xtiles) * (NV * VW);
+    const int iy0 = oy0 * SH - pt;
+    const int plane = ih * iw;
+    const int rows = min(RB, oh - oy0);
+    // the output column of each vector's lane 0 (the row's last vector ends at the row's end),
+    // the lanes whose window column is inside the row, and each lane's window width
+    int cx[NV];
+    int_v colm[KW][NV];
+    idx_v cols[NV];
 #pragma unroll
     for (int v = 0; v < NV; ++v) {
-        const idx_v xs = (idx_v)(ix0 + v * VW * SW) + IDX_LANES * (idx_v)SW;
-        idx_v cols, rows;
-        if (count_include_pad) {
-            rows = (idx_v)(min(iy0 + kh, ih + pb) - iy0);
-            cols = min(xs + (idx_v)KW, (idx_v)(iw + pr)) - xs;
-        } else {
-            rows = (idx_v)(y1 - y0);
-            cols = min(xs + (idx_v)KW, (idx_v)iw) - max(xs, (idx_v)0);
-        }
-        div[v] = to_real_v(max(rows * cols, (idx_v)1));
-    }
-    int_v colm[KW][NV];  // the lanes whose column is inside the row, per window column
+        cx[v] = min(ox0 + v * VW, max(ow - VW, 0));
+        const idx_v xs = (idx_v)(cx[v] * SW - pl) + IDX_LANES * (idx_v)SW;
 #pragma unroll
-    for (int kx = 0; kx < KW; ++kx) {
-#pragma unroll
-        for (int v = 0; v < NV; ++v) {
-            const idx_v ix = (idx_v)(ix0 + kx + v * VW * SW) + IDX_LANES * (idx_v)SW;
+        for (int kx = 0; kx < KW; ++kx) {
+            const idx_v ix = xs + (idx_v)kx;
             colm[kx][v] = to_mask((ix >= (idx_v)0) & (ix < (idx_v)iw));
         }
+        cols[v] = count_include_pad ? min(xs + (idx_v)KW, (idx_v)(iw + pr)) - xs
+                                    : min(xs + (idx_v)KW, (idx_v)iw) - max(xs, (idx_v)0);
     }
+    // the leading planes whose first loads start before the tensor (the first tile of the
+    // first plane) load lane by lane
+    const int first = max(iy0, 0) * iw + cx[0] * SW - pl;
+    int nfirst = 0;
+    while (nfirst < nout && (pc0 + nfirst) * plane + first < 0) ++nfirst;
     const real_v init = is_avg ? (real_v)0 : (real_v)(-INFINITY);
-    // the planes one after the other, the window's rows and columns inside
-    for (int c = 0; c < nout; ++c) {
-        const int xc = (pc0 + c) * ih * iw + ix0;
-        real_v acc[NV];
+    // two copies of the plane loop: lane-by-lane loads for the leading planes only
 #pragma unroll
-        for (int v = 0; v < NV; ++v) acc[v] = init;
-        for (int iy = y0; iy < y1; ++iy) {
+    for (int lanewise = 1; lanewise >= 0; --lanewise) {
+        for (int c = lanewise ? 0 : nfirst; c < (lanewise ? nfirst : nout); ++c) {
+            const int xc = (pc0 + c) * plane - pl;
+            __global real* yc = y + ((size_t)(pc0 + c) * oh + oy0) * ow;
 #pragma unroll
-            for (int kx = 0; kx < KW; ++kx) {
+            for (int v = 0; v < NV; ++v) {
+                if (ox0 + v * VW < ow) {  // else a vector past the row's end
+                    real_v acc[RB];
 #pragma unroll
-                for (int v = 0; v < NV; ++v) {
-                    const real_v xv = ll_load(x, xc + iy * iw + kx + v * VW * SW, colm[kx][v], 0);
-                    acc[v] = is_avg ? acc[v] + xv : fmax(acc[v], select(init, xv, colm[kx][v]));
+                    for (int j = 0; j < RB; ++j) acc[j] = init;
+                    // input row r of the tile is row r - j SH of output row j's window
+#pragma unroll
+                    for (int r = 0; r < (RB - 1) * SH + KH; ++r) {
+                        const int iy = iy0 + r;
+                        if (iy < 0 || iy >= ih) continue;
+                        const int base = xc + iy * iw + cx[v] * SW;
+                        real_v t[KW];
+                        if (SW == 2 && !lanewise) {
+                            // stride 2: the even and odd columns of one 2 VW span are the
+                            // window columns kx and kx + 1
+                            real_v ev = init, od = init;
+#pragma unroll
+                            for (int kx = 0; kx < KW; ++kx) {
+                                if (kx % 2 == 0) {
+                                    const real_v lo = vload_v(0, x + base + kx);
+                                    const real_v hi = vload_v(0, x + base + kx + VW);
+                                    ev = (real_v)(lo.even, hi.even);
+                                    od = (real_v)(lo.odd, hi.odd);
+                                }
+                                t[kx] = kx % 2 ? od : ev;
+                            }
+                        } else {
+#pragma unroll
+                            for (int kx = 0; kx < KW; ++kx) t[kx] = ll_load(x, base + kx, colm[kx][v], lanewise);
+                        }
+                        real_v s = init;  // the row's part of the window, shared by its output rows
+#pragma unroll
+                        for (int kx = 0; kx < KW; ++kx) {
+                            const real_v tv = select(init, t[kx], colm[kx][v]);
+                            s = is_avg ? s + tv : max(s, tv);
+                        }
+#pragma unroll
+                        for (int j = 0; j < RB; ++j) {
+                            const int d = r - j * SH;
+                            if (d >= 0 && d < KH) acc[j] = is_avg ? acc[j] + s : max(acc[j], s);
+                        }
+                    }
+#pragma unroll
+                    for (int j = 0; j < RB; ++j) {
+                        if (j < rows) {
+                            real_v out = acc[j];
+                            if (is_avg) {
+                                // the divisor: the window clipped to the input (or padded input)
+                                const int wy = iy0 + j * SH;
+                                const int wrows = count_include_pad ? min(wy + KH, ih + pb) - wy
+                                                                    : min(wy + KH, ih) - max(wy, 0);
+                                out = out / to_real_v(max((idx_v)wrows * cols[v], (idx_v)1));
+                            }
+                            ll_store(yc + j * ow + cx[v], out, ow - cx[v]);
+                        }
+                    }
                 }
             }
         }
-#pragma unroll
-        for (int v = 0; v < NV; ++v)
-            ll_store(yo + (size_t)c * oh * ow + v * VW, is_avg ? acc[v] / div[v] : acc[v], ow - ox0 - v * VW);
     }
 }

@@ -61,7 +61,7 @@ CONV_CASES: list[tuple[str, tuple[int, ...], dict[str, Any], str]] = [
         "grouped_as_depthwise",
         (1, 6, 8, 9),
         dict(out_channels=12, kernel=3, groups=6, pad="same", bias=True),
-        "depthwise_conv2d_flat",
+        "depthwise_conv2d",  # 9-wide rows fill half of any vector up to 16: row-tiled
     ),
 ]
 
@@ -81,8 +81,10 @@ def _check_conv(r) -> None:
     assert_close(r.out, want)
 
 
+# the last field: the kernel that runs the case with vectors of 16 (stride-1 rows shorter than 8
+# run flat, every other depthwise convolution row-tiled)
 DW_CASES: list[tuple[str, tuple[int, ...], dict[str, Any], str]] = [
-    ("odd_sizes", (1, 5, 9, 11), dict(kernel=3, pad="same"), "depthwise_conv2d_flat"),
+    ("odd_sizes", (1, 5, 9, 11), dict(kernel=3, pad="same"), "depthwise_conv2d"),
     (
         "multiplier_dilation",
         (1, 4, 7, 7),
@@ -90,9 +92,10 @@ DW_CASES: list[tuple[str, tuple[int, ...], dict[str, Any], str]] = [
         "depthwise_conv2d_flat",
     ),
     ("one_pixel_input", (1, 3, 1, 1), dict(kernel=3, pad=1), "depthwise_conv2d_flat"),
-    ("wide_rows", (1, 3, 6, 45), dict(kernel=3, pad="same", bias=True), "depthwise_conv2d_flat"),
+    ("wide_rows", (1, 3, 6, 45), dict(kernel=3, pad="same", bias=True), "depthwise_conv2d"),
     ("channel_tail_batch2", (2, 13, 6, 7), dict(kernel=5, pad="same", bias=True), "depthwise_conv2d_flat"),
-    ("asym_pad", (1, 7, 5, 8), dict(kernel=(3, 5), pad=[0, 1, 2, 3]), "depthwise_conv2d_flat"),
+    ("asym_pad", (1, 7, 5, 8), dict(kernel=(3, 5), pad=[0, 1, 2, 3]), "depthwise_conv2d"),
+    ("asym_pad_narrow", (1, 7, 5, 6), dict(kernel=(3, 5), pad=[0, 1, 2, 3]), "depthwise_conv2d_flat"),
     ("k5_stride2_asym", (2, 6, 12, 13), dict(kernel=5, stride=2, pad=[1, 2, 2, 1], bias=True), "depthwise_conv2d"),
     ("stride2_even", (1, 16, 14, 14), dict(kernel=3, stride=2, pad="same_tf"), "depthwise_conv2d"),
     (
@@ -104,14 +107,26 @@ DW_CASES: list[tuple[str, tuple[int, ...], dict[str, Any], str]] = [
     ("stride3", (1, 2, 10, 40), dict(kernel=3, stride=3, pad=1), "depthwise_conv2d"),
     ("multiplier_stride2", (1, 3, 9, 10), dict(kernel=3, stride=2, multiplier=3, pad=1), "depthwise_conv2d"),
     ("valid_stride1_batch2", (2, 5, 8, 9), dict(kernel=3, pad=0), "depthwise_conv2d"),
+    # stride 2 on odd widths: the last vector of a row overlaps its neighbour; rows off the block
+    ("stride2_odd_width", (1, 5, 13, 61), dict(kernel=3, stride=2, pad=1, bias=True), "depthwise_conv2d"),
+    ("stride2_no_left_pad", (2, 3, 11, 35), dict(kernel=3, stride=2, pad=[0, 0, 1, 1]), "depthwise_conv2d"),
+    ("stride2_k5_odd_rows", (1, 4, 23, 37), dict(kernel=5, stride=2, pad=2), "depthwise_conv2d"),
+    ("stride2_dilation3", (1, 3, 15, 41), dict(kernel=3, stride=2, dilation=3, pad=3), "depthwise_conv2d"),
+    ("stride_2x1", (1, 3, 12, 21), dict(kernel=3, stride=(2, 1), pad=1), "depthwise_conv2d"),
+    ("stride2_one_pixel", (1, 3, 1, 1), dict(kernel=3, stride=2, pad=1), "depthwise_conv2d"),
+    ("stride1_tall_rows_off_block", (1, 6, 31, 17), dict(kernel=3, pad="same", bias=True), "depthwise_conv2d"),
 ]
 
 
+@pytest.mark.parametrize("device_tiling", [False, True], ids=["vw16", "device"])
 @pytest.mark.parametrize("case", DW_CASES, ids=[c[0] for c in DW_CASES])
-def test_depthwise_matches_numpy(run_graph, case) -> None:
+def test_depthwise_matches_numpy(run_graph, case, device_tiling: bool) -> None:
+    """With vectors of 16 (the kernel choice is asserted) and with the device's own tiling."""
     _, shape, kwargs, kernel = case
-    r = run_graph(one_op(shape, lambda b, x: b.dwconv(x, name="dw", **kwargs)))
-    assert [k.kernel for k in r.runner.plan] == [kernel]
+    config = None if device_tiling else KernelConfig(vector_width=16)
+    r = run_graph(one_op(shape, lambda b, x: b.dwconv(x, name="dw", **kwargs)), config=config)
+    if not device_tiling:
+        assert [k.kernel for k in r.runner.plan] == [kernel]
     _check_depthwise(r, shape)
 
 
@@ -123,13 +138,20 @@ def _check_depthwise(r, shape) -> None:
 
 
 @pytest.mark.parametrize(
-    "vector_width,nv,ocb", [(4, 3, 5), (8, 2, 3), (16, 4, 7)], ids=["vw4-nv3-ocb5", "vw8-nv2-ocb3", "vw16-nv4-ocb7"]
+    "vector_width,nv,ocb,rb",
+    [(4, 3, 5, 2), (8, 2, 3, 3), (16, 4, 7, 1)],
+    ids=["vw4-nv3-ocb5-rb2", "vw8-nv2-ocb3-rb3", "vw16-nv4-ocb7-rb1"],
 )
-def test_other_tilings_compute_the_same(run_graph, vector_width: int, nv: int, ocb: int) -> None:
+def test_other_tilings_compute_the_same(run_graph, vector_width: int, nv: int, ocb: int, rb: int) -> None:
     """The tiling follows the device (GPUs get narrower vectors and fewer accumulators) and the
-    layer: every vector width, vector count and channel block must be right, tails included."""
+    layer: every vector width, vector count, row block and channel block must be right, tails
+    included."""
     config = KernelConfig(
-        vector_width=vector_width, pixel_vectors=nv, out_channels_per_item=ocb, conv_out_channels_per_item=ocb
+        vector_width=vector_width,
+        pixel_vectors=nv,
+        out_channels_per_item=ocb,
+        conv_out_channels_per_item=ocb,
+        rows_per_item=rb,
     )
     for _, shape, kwargs, _kernel in CONV_CASES:
         r = run_graph(one_op(shape, lambda b, x, kw=kwargs: b.conv(x, name="conv", **kw)), config=config)
@@ -173,7 +195,8 @@ def test_conv_bn_activation_fused(run_graph, conv: str, act: tuple[str, dict[str
 
     # inputs spread wide enough that every activation's thresholds (0, +-3, 6, clip bounds) are crossed
     x = (np.random.default_rng(5).standard_normal((2, 6, 9, 7)) * 6).astype(np.float32)
-    r = run_graph(one_op((2, 6, 9, 7), build), {"input": x})
+    # vectors of 16: 7-wide stride-1 depthwise rows run flat (see plan.conv_kernel)
+    r = run_graph(one_op((2, 6, 9, 7), build), {"input": x}, config=KernelConfig(vector_width=16))
     assert len(r.runner.plan) == 1
     k = r.runner.plan[0]
     assert (k.kernel, k.ops) == (conv, ("conv", "bn", "act"))

@@ -34,14 +34,33 @@ CASES = [
         (1, 3, 6, 70),
         dict(kernel=(2, 3), stride=2, pad=[1, 1, 1, 1], count_include_pad=True),
     ),
+    # stride 2 on odd widths and heights (the row's last vector overlaps its neighbour, the last
+    # row block runs past the output), a window of two (odd columns of the same span)
+    ("max_2x2_s2_odd", "max", (1, 5, 15, 31), dict(kernel=2, stride=2)),
+    ("max_3x3_s2_wide_batch2", "max", (2, 3, 29, 67), dict(kernel=3, stride=2, pad=1)),
+    ("avg_3x3_s2_tall", "avg", (2, 3, 29, 23), dict(kernel=3, stride=2, pad=1)),
+    (
+        "avg_s2_include_pad_asym",
+        "avg",
+        (1, 4, 17, 45),
+        dict(kernel=3, stride=2, pad=[0, 1, 1, 0], count_include_pad=True),
+    ),
 ]
 
 
-@pytest.mark.parametrize("config", [None, KernelConfig(vector_width=4, pixel_vectors=3, out_channels_per_item=5)])
+@pytest.mark.parametrize(
+    "config",
+    [
+        None,
+        KernelConfig(vector_width=4, pixel_vectors=3, out_channels_per_item=5, rows_per_item=3),
+        KernelConfig(vector_width=16, pixel_vectors=2, out_channels_per_item=2, rows_per_item=1),
+    ],
+    ids=["device", "vw4-nv3-ocb5-rb3", "vw16-nv2-ocb2-rb1"],
+)
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_pool_matches_numpy(run_graph, case, config) -> None:
-    """With the device's tiling and with another (narrow vectors, three per row tile, planes in
-    blocks of five, so a block runs past the last plane)."""
+    """With the device's tiling and with others (narrow vectors, three per row tile, planes in
+    blocks of five, so a block runs past the last plane, row blocks of three; one row a tile)."""
     _, kind, shape, kwargs = case
     method = "max_pool" if kind == "max" else "avg_pool"
     r = run_graph(one_op(shape, lambda b, x: getattr(b, method)(x, name="pool", **kwargs)), config=config)

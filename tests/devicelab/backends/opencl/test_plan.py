@@ -29,7 +29,7 @@ def _kernels(graph, **kw):
 
 def test_mobilenet_v2_fuses_conv_bn_relu6_and_covers_every_operator_once() -> None:
     graph = zoo.build("mobilenet_v2")
-    plan = kernels_for_graph(graph)
+    plan = kernels_for_graph(graph, config=KernelConfig(vector_width=16))  # 7-wide rows run flat
     assert len(plan) == 35 + 17 + 10 + 1 + 1  # convs, depthwise, adds, pool, classifier
     covered = [o for k in plan for o in k.ops]
     assert len(covered) == len(set(covered))
@@ -43,8 +43,8 @@ def test_mobilenet_v2_fuses_conv_bn_relu6_and_covers_every_operator_once() -> No
     assert {k.kernel for k in plan} == {
         "conv2d",  # the stride-2 stem
         "conv2d_1x1",
-        "depthwise_conv2d",  # stride 2
-        "depthwise_conv2d_flat",  # stride 1
+        "depthwise_conv2d",  # stride 2, and stride 1 on rows that fill half a vector
+        "depthwise_conv2d_flat",  # stride 1 on 7-wide rows
         "binary",
         "global_pool",
         "fully_connected",
@@ -88,13 +88,17 @@ def test_kernel_choice_for_convolutions() -> None:
         y = b.conv(y, 12, 3, groups=3, pad="same", name="grouped")
         return b.dwconv(y, 3, name="dw")
 
-    assert [k for k, _ in _kernels(one_op((1, 6, 9, 9), convs))] == [
-        "depthwise_conv2d_flat",
+    wide = KernelConfig(vector_width=16)  # 9-wide rows fill half a vector of 16: row-tiled depthwise
+    assert [k for k, _ in _kernels(one_op((1, 6, 9, 9), convs), config=wide)] == [
+        "depthwise_conv2d",
         "conv2d_1x1",
         "conv2d",
         "conv2d_flat",
-        "depthwise_conv2d_flat",
+        "depthwise_conv2d_flat",  # after the stride-2 1x1: 5-wide rows
     ]
+    narrow = one_op((1, 6, 7, 7), convs)  # 7-wide rows would fill 4 of 16 lanes: flat
+    assert [k for k, _ in _kernels(narrow, config=wide)][::4] == ["depthwise_conv2d_flat"] * 2
+    assert [k for k, _ in _kernels(narrow, config=KernelConfig(vector_width=8))][::4] == ["depthwise_conv2d"] * 2
 
     def rows(b, x):
         y = b.conv(x, 8, 3, pad=0, name="valid")  # stride 1, but 7 columns out of 9
