@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard import views
+from dashboard import predictor_views, views
 
 app_name = "dashboard"
 
@@ -20,4 +20,6 @@ urlpatterns = [
     path("jobs/<int:pk>/result/", views.job_result, name="job_result"),
     path("jobs/<int:pk>/cancel/", views.job_cancel, name="job_cancel"),
     path("compare/", views.compare, name="compare"),
+    path("predictors/", predictor_views.predictor_list, name="predictors"),
+    path("predictors/<int:pk>/", predictor_views.predictor_detail, name="predictor"),
 ]

@@ -1,4 +1,4 @@
-"""The single ``latencylab`` command: graph tools, the zoo, NAS samples, and the service."""
+"""The single ``latencylab`` command: graph tools, the zoo, NAS samples, the service, and its API client."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from latencylab.commands import graph_cmds, nas_cmds, service_cmds, zoo_cmds
+from latencylab.commands import client_cmds, graph_cmds, nas_cmds, predictor_cmds, service_cmds, zoo_cmds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +17,8 @@ def build_parser() -> argparse.ArgumentParser:
     zoo_cmds.add_parser(sub)
     nas_cmds.add_parser(sub)
     service_cmds.add_parsers(sub)
+    predictor_cmds.add_parsers(sub)
+    client_cmds.add_parsers(sub)
     return parser
 
 

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "server.devices",
     "server.networks",
     "server.profiling",
+    "server.predictors",
     "server.api",
     "dashboard",
 ]
@@ -57,6 +58,7 @@ MIGRATION_MODULES = {
     "devices": "migrations.devices",
     "networks": "migrations.networks",
     "profiling": "migrations.profiling",
+    "predictors": "migrations.predictors",
 }
 
 MIDDLEWARE = [
@@ -180,6 +182,12 @@ LATENCYLAB_TASK_TIME_LIMIT = env_int("LATENCYLAB_TASK_TIME_LIMIT", 3600, minimum
 # test sessions sharing one broker never consume each other's messages.
 LATENCYLAB_QUEUE_PREFIX = env_str("LATENCYLAB_QUEUE_PREFIX", "")
 
+# Largest batch POST /api/predict/ accepts in one request.
+LATENCYLAB_PREDICT_MAX_BATCH = env_int("LATENCYLAB_PREDICT_MAX_BATCH", 5000, minimum=1)
+# After training, the trainer also computes the predictor's answer for every NAS-Bench-201 cell
+# (15625 architectures, a few minutes of one core), so the API answers those from a table.
+LATENCYLAB_PREDICT_NB201_TABLE = env_bool("LATENCYLAB_PREDICT_NB201_TABLE", True)
+
 # -- Celery (read by workers/ with namespace "CELERY") ----------------------------------------
 
 if is_set("CELERY_BROKER_URL"):
@@ -259,6 +267,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two models have a "state" (jobs, predictors): name their choice sets explicitly.
+    "ENUM_NAME_OVERRIDES": {
+        "JobStateEnum": "server.profiling.models.JobState",
+        "PredictorStateEnum": "server.predictors.models.PredictorState",
+        "PredictorMethodEnum": "server.predictors.models.PredictorMethod",
+    },
 }
 
 # -- i18n, logging ---------------------------------------------------------------------------

@@ -16,9 +16,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
 
 app = Celery("latencylab")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-# Listed, not autodiscovered: the worker room has one task module and the web process must
-# register it too, so that enqueue_job sends a task the worker knows by the same name.
-app.conf.imports = ("workers.tasks",)
+# Listed, not autodiscovered: the web process must register the task modules too, so that
+# enqueue_job / enqueue_training send tasks the workers know by the same names.
+app.conf.imports = ("workers.tasks", "workers.training_tasks")
 
 
 def uses_filesystem_broker() -> bool:

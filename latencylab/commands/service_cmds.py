@@ -1,4 +1,4 @@
-"""The service commands: ``user add``, ``worker``, ``up``, ``demo`` and ``manage``."""
+"""The service commands: ``user add``, ``worker``, ``trainer``, ``up``, ``demo`` and ``manage``."""
 
 from __future__ import annotations
 
@@ -37,8 +37,14 @@ def add_parsers(sub: Any) -> None:
     add_worker_arguments(worker)
     worker.set_defaults(func=run_worker)
 
+    from workers.trainer import add_arguments as add_trainer_arguments
+
+    trainer = sub.add_parser("trainer", help="run the Celery process that trains latency predictors")
+    add_trainer_arguments(trainer)
+    trainer.set_defaults(func=run_trainer)
+
     for name, helptext in (
-        ("up", "web server and one worker in the foreground"),
+        ("up", "web server, one worker and the trainer in the foreground"),
         ("demo", "like up, plus a demo user and real profiles of zoo models"),
     ):
         p = sub.add_parser(name, help=helptext)
@@ -125,6 +131,15 @@ def run_worker(args: argparse.Namespace) -> int:
     return run_from_args(args)
 
 
+def run_trainer(args: argparse.Namespace) -> int:
+    """``latencylab trainer``: the Celery process that trains predictors (queue ``predictors``)."""
+    setup_django()
+    from workers.trainer import run_from_args
+
+    migrate()
+    return run_from_args(args)
+
+
 def run_manage(args: argparse.Namespace) -> int:
     """``latencylab manage ...``: Django's manage.py."""
     setup_django()
@@ -135,7 +150,7 @@ def run_manage(args: argparse.Namespace) -> int:
 
 
 class Service:
-    """The web server and one worker as child processes, stopped together."""
+    """The web server, one worker and the trainer as child processes, stopped together."""
 
     def __init__(self, host: str, port: int, worker_loglevel: str = "INFO") -> None:
         self.host, self.port = host, port
@@ -143,7 +158,7 @@ class Service:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> None:
-        """Start gunicorn and a worker; both inherit this process's environment."""
+        """Start gunicorn, a worker and the trainer; they inherit this process's environment."""
         env = dict(os.environ, DJANGO_SETTINGS_MODULE="server.settings")
         web = [
             sys.executable,
@@ -170,14 +185,20 @@ class Service:
             "--loglevel",
             self.worker_loglevel,
         ]
-        self.procs = [subprocess.Popen(web, env=env), subprocess.Popen(worker, env=env)]
+        # Predictors train in their own process, never in a device's (it would disturb measurements).
+        trainer = [sys.executable, "-m", "latencylab.cli", "trainer", "--loglevel", self.worker_loglevel]
+        self.procs = [
+            subprocess.Popen(web, env=env),
+            subprocess.Popen(worker, env=env),
+            subprocess.Popen(trainer, env=env),
+        ]
 
     def alive(self) -> bool:
-        """Whether both children still run."""
+        """Whether every child still runs."""
         return all(p.poll() is None for p in self.procs)
 
     def stop(self) -> None:
-        """SIGTERM both children, then SIGKILL whatever has not stopped after 20 s."""
+        """SIGTERM every child, then SIGKILL whatever has not stopped after 20 s."""
         for p in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -190,7 +211,7 @@ class Service:
                 p.wait()
 
     def wait(self) -> int:
-        """Block until Ctrl-C or a child exits; then stop the other."""
+        """Block until Ctrl-C or a child exits; then stop the others."""
         try:
             while self.alive():
                 time.sleep(0.5)
@@ -228,7 +249,7 @@ def _get_json(url: str, token: str) -> Any:
 
 
 def up(args: argparse.Namespace) -> int:
-    """``latencylab up``: migrate, then serve the web app and run one worker in the foreground."""
+    """``latencylab up``: migrate, then serve the web app and run one worker and the trainer in the foreground."""
     setup_django()
     migrate()
     service = Service(args.host, args.port)

@@ -7,12 +7,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
+from server.api.predict_views import PredictorViewSet, PredictView
 from server.api.views import DeviceViewSet, JobViewSet, NetworkModelViewSet
 
 router = DefaultRouter()
 router.register("models", NetworkModelViewSet, basename="model")
 router.register("jobs", JobViewSet, basename="job")
 router.register("devices", DeviceViewSet, basename="device")
+router.register("predictors", PredictorViewSet, basename="predictor")
 
 urlpatterns = [
     path(
@@ -28,5 +30,6 @@ urlpatterns = [
         SpectacularRedocView.as_view(url_name="schema", permission_classes=[AllowAny], authentication_classes=[]),
         name="redoc",
     ),
+    path("predict/", PredictView.as_view(), name="predict"),
     path("", include(router.urls)),
 ]

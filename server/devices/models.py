@@ -33,6 +33,9 @@ class DeviceKind(models.TextChoices):
     CPU = "cpu", "Host CPU"
     OPENCL = "opencl", "OpenCL"
     ANDROID = "android", "Android"
+    # Known only from measurements imported from elsewhere (e.g. the qed phones): no worker
+    # holds it and it runs no jobs, but predictors train on its measurements and serve it.
+    IMPORTED = "imported", "Imported measurements"
 
 
 class DeviceStatus(models.TextChoices):

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from devicelab.backends.base import OpTiming, ProfileResult, ProfileSettings
 from server.accounts.models import Team
-from server.devices.models import Device, DeviceStatus
+from server.devices.models import Device, DeviceKind, DeviceStatus
 from server.networks.models import NetworkModel
 from server.profiling.models import (
     MAX_ATTEMPTS,
@@ -102,6 +102,15 @@ def submit_profiling_job(
     """Queue a job that profiles ``model`` on ``device``; it is enqueued when the transaction commits."""
     if model.team_id != team.pk:
         raise ValidationError({"model": f"there is no model #{model.pk} in team {team.name!r}"})
+    if device.kind == DeviceKind.IMPORTED:
+        source = (device.hardware or {}).get("source", "another lab")
+        raise ValidationError(
+            {
+                "device": f"device {device.name!r} (#{device.pk}) is known only from measurements imported from "
+                f"{source}: no worker holds it, so it cannot run profiling jobs; ask its predictors instead "
+                "(POST /api/predict/)"
+            }
+        )
     # A device whose worker stopped heart-beating may not be marked offline yet.
     mark_stale_devices_offline()
     device.refresh_from_db()

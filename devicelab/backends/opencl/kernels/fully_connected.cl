@@ -37,7 +37,10 @@ __attribute__((always_inline)) real_v ll_act(const real_v v, const int act, cons
 }
 
 // ll_store: y[0 .. n) = the first n lanes of r (the whole vector when n >= VW; nothing when
-// n <= 0). Shared helper: this text is identical in every kernel file that has it.
+// n <= 0). A partial vector goes lane by lane from the registers: the lane loop unrolls, so
+// the lanes are constant indices and the copy stays out of memory (a copy through the stack
+// read back lane by lane stalls a CPU). Shared helper: this text is identical in every kernel
+// file that has it.
 __attribute__((always_inline)) void ll_store(__global real* y, const real_v r, const int n)
 {
     if (n >= VW) {
@@ -46,7 +49,9 @@ __attribute__((always_inline)) void ll_store(__global real* y, const real_v r, c
     }
     real t[VW];
     vstore_v(r, 0, t);
-    for (int l = 0; l < n; ++l) y[l] = t[l];
+#pragma unroll
+    for (int l = 0; l < VW; ++l)
+        if (l < n) y[l] = t[l];
 }
 
 __kernel void fully_connected(const int gs0, const int gs1,

@@ -1,0 +1,559 @@
+"""A Python client of the LatencyLab REST API for scripts and NAS tools: devices, uploads, profiling
+jobs and batch latency predictions.
+
+    from latencylab.client import Client
+
+    lab = Client("http://lab:8000", token)          # or LATENCYLAB_URL / LATENCYLAB_TOKEN
+    result = lab.profile("net.onnx", device="host-cpu").wait(on_progress=print)
+    latencies = lab.predict(["|nor_conv_3x3~0|+|none~0|skip_connect~1|+|...|"], device="pixel4")
+
+Every answer that is not 2xx raises ``ClientError`` carrying the HTTP status and the server's message.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import requests
+
+if TYPE_CHECKING:
+    from devicelab.graph import Graph
+
+URL_ENV = "LATENCYLAB_URL"
+TOKEN_ENV = "LATENCYLAB_TOKEN"
+# The client's own bound on one POST /api/predict/; the server accepts more (LATENCYLAB_PREDICT_MAX_BATCH),
+# but smaller requests keep each answer well under a request timeout and under the upload size limit.
+PREDICT_CHUNK = 1000
+PREDICT_CHUNK_BYTES = 32 * 1024 * 1024
+FINISHED = ("succeeded", "failed", "cancelled")
+_WIRE_KEYS = ("graph", "nb201", "onnx_base64")
+
+
+class ClientError(Exception):
+    """An error answer of the server (``status`` is its HTTP status) or a failure to reach it (``status`` None)."""
+
+    def __init__(self, status: int | None, detail: str, body: Any = None) -> None:
+        self.status = status
+        self.detail = detail
+        self.body = body
+        super().__init__(f"HTTP {status}: {detail}" if status is not None else detail)
+
+    @property
+    def errors(self) -> list[dict[str, Any]]:
+        """Per-item errors of a refused batch (``[{"index", "name", "error"}]``), else empty."""
+        errors = self.body.get("errors") if isinstance(self.body, dict) else None
+        return list(errors) if isinstance(errors, list) else []
+
+
+class InputError(ClientError, ValueError):
+    """What the caller passed cannot be sent (no such file, unknown device name, bad architecture)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(None, detail)
+
+
+class JobFailed(ClientError):
+    """A profiling job ended failed or cancelled; ``job`` holds its last state from the server."""
+
+    def __init__(self, detail: str, job: dict[str, Any]) -> None:
+        super().__init__(None, detail, job)
+        self.job = job
+
+
+class WaitTimeout(ClientError):
+    """A job did not finish within the time ``wait()`` was given; it keeps running on the server."""
+
+    def __init__(self, detail: str, job: dict[str, Any]) -> None:
+        super().__init__(None, detail, job)
+        self.job = job
+
+
+class Predictions(list[dict[str, Any]]):
+    """Per-architecture predictions in input order; ``predictor`` is the predictor that answered."""
+
+    def __init__(self, results: Iterable[dict[str, Any]] = (), predictor: dict[str, Any] | None = None) -> None:
+        super().__init__(results)
+        self.predictor = predictor
+
+
+def _detail(resp: requests.Response) -> tuple[str, Any]:
+    """The server's message in an error answer, as one line, and the decoded body."""
+    try:
+        body = resp.json()
+    except ValueError:
+        text = " ".join(resp.text.split())[:300]
+        return text or resp.reason or "no message", resp.text
+    if isinstance(body, dict):
+        if isinstance(body.get("detail"), str):
+            return body["detail"], body
+        parts = []
+        for key, value in body.items():
+            msgs = value if isinstance(value, list) else [value]
+            text = "; ".join(str(m) for m in msgs)
+            parts.append(text if key == "non_field_errors" else f"{key}: {text}")
+        return "; ".join(parts) or "no message", body
+    if isinstance(body, list):
+        return "; ".join(str(m) for m in body) or "no message", body
+    return str(body), body
+
+
+def _connection_reason(exc: Exception) -> str:
+    """The useful end of a requests/urllib3 connection error ("[Errno 111] Connection refused")."""
+    text = str(exc)
+    found = re.search(r"\[Errno -?\d+\][^'\")]*", text)
+    if found:
+        return found.group(0).strip()
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return "unknown host"
+    return type(exc).__name__
+
+
+def _is_graph(obj: Any) -> bool:
+    from devicelab.graph import Graph
+
+    return isinstance(obj, Graph)
+
+
+def _read_json_file(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a readable JSON file ({exc})") from None
+
+
+def encode_architecture(item: Any, index: int = 0) -> dict[str, Any]:
+    """One architecture in the wire form of ``POST /api/predict/``: ``{"name", "graph"|"nb201"|"onnx_base64"}``.
+
+    ``item`` is a devicelab ``Graph``, an NB-201 cell string (it starts with ``|``), a path to an
+    ``.onnx``, graph ``.json`` or ``.tflite`` file, ONNX or graph-JSON bytes, a graph JSON dict, or a
+    dict already in the wire form (its name defaults to ``arch<index>``).
+    """
+    default = f"arch{index}"
+    if isinstance(item, dict):
+        if any(k in item for k in _WIRE_KEYS):
+            return {"name": default, **item}
+        if "operators" in item:
+            return {"name": str(item.get("name") or default), "graph": item}
+        raise InputError(
+            f"architecture {index}: a dict must hold one of {list(_WIRE_KEYS)} (or be a graph JSON document)"
+        )
+    if isinstance(item, str) and item.strip().startswith("|"):
+        return {"name": item.strip(), "nb201": item.strip()}
+    if isinstance(item, bytes | bytearray):
+        data = bytes(item)
+        if data.lstrip()[:1] == b"{":
+            try:
+                return encode_architecture(json.loads(data), index)
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise InputError(f"architecture {index}: bytes that start with '{{' but are not JSON ({exc})") from None
+        return {"name": default, "onnx_base64": base64.b64encode(data).decode("ascii")}
+    if isinstance(item, str | os.PathLike):
+        path = Path(item)
+        if not path.is_file():
+            raise InputError(
+                f"architecture {index}: {str(item)!r} is neither an NB-201 cell string (they start with '|') "
+                "nor an existing file"
+            )
+        suffix = path.suffix.lower()
+        if suffix == ".onnx":
+            return {"name": path.stem, "onnx_base64": base64.b64encode(path.read_bytes()).decode("ascii")}
+        if suffix == ".json":
+            doc = _read_json_file(path)
+            if not isinstance(doc, dict):
+                raise InputError(f"{path}: a graph JSON file holds an object, not {type(doc).__name__}")
+            return {"name": str(doc.get("name") or path.stem), "graph": doc}
+        if suffix == ".tflite":
+            # The predict API reads graph JSON, ONNX and NB-201: a TFLite file is converted here.
+            from devicelab.graph import GraphError, graph_to_dict, load_graph_file
+
+            try:
+                return {"name": path.stem, "graph": graph_to_dict(load_graph_file(path))}
+            except GraphError as exc:
+                raise InputError(f"{path}: {exc}") from None
+        raise InputError(f"{path}: unknown model file type {suffix or '(none)'!r}; expected .onnx, .json or .tflite")
+    if _is_graph(item):
+        from devicelab.graph import graph_to_dict
+
+        return {"name": item.name, "graph": graph_to_dict(item)}
+    raise InputError(
+        f"architecture {index}: cannot send a {type(item).__name__}; pass a Graph, an NB-201 string, a file "
+        "path, or a dict in the wire form"
+    )
+
+
+def _chunks(items: list[dict[str, Any]], max_items: int, max_bytes: int) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    """``(offset, chunk)`` pairs of at most ``max_items`` items and about ``max_bytes`` of JSON each."""
+    start, size = 0, 0
+    for i, item in enumerate(items):
+        n = len(json.dumps(item, separators=(",", ":")))
+        if i > start and (i - start >= max_items or size + n > max_bytes):
+            yield start, items[start:i]
+            start, size = i, 0
+        size += n
+    if start < len(items):
+        yield start, items[start:]
+
+
+class JobHandle:
+    """A profiling job on the server: ``refresh()`` it, ``wait()`` for its result, or ``cancel()`` it."""
+
+    def __init__(self, client: Client, data: dict[str, Any]) -> None:
+        self.client = client
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"<JobHandle #{self.id} {self.state} {self.progress:.0%}>"
+
+    @property
+    def id(self) -> int:
+        """The job's id."""
+        return int(self.data["id"])
+
+    @property
+    def state(self) -> str:
+        """queued, running, succeeded, failed or cancelled (as of the last refresh)."""
+        return str(self.data["state"])
+
+    @property
+    def progress(self) -> float:
+        """Fraction done, 0..1 (as of the last refresh)."""
+        return float(self.data.get("progress") or 0.0)
+
+    @property
+    def progress_message(self) -> str:
+        """What the worker is doing ("warm-up 3/5", ...)."""
+        return str(self.data.get("progress_message") or "")
+
+    @property
+    def failure_reason(self) -> str:
+        """Why the job failed ("" unless it did)."""
+        return str(self.data.get("failure_reason") or "")
+
+    @property
+    def finished(self) -> bool:
+        """Whether the job reached a final state."""
+        return self.state in FINISHED
+
+    @property
+    def result(self) -> dict[str, Any] | None:
+        """The result once the job succeeded, else None."""
+        result = self.data.get("result")
+        return result if isinstance(result, dict) else None
+
+    def refresh(self) -> JobHandle:
+        """Read the job's current state from the server."""
+        self.data = self.client._request("GET", f"jobs/{self.id}/")
+        return self
+
+    def cancel(self) -> JobHandle:
+        """Cancel the job if it is still queued or running (409 from the server when it already finished)."""
+        self.client._request("POST", f"jobs/{self.id}/cancel/")
+        return self.refresh()
+
+    def wait(
+        self,
+        timeout: float | None = None,
+        poll: float = 0.5,
+        on_progress: Callable[[float], Any] | None = None,
+    ) -> dict[str, Any]:
+        """Poll until the job finished; return its result (end-to-end stats, per-operator rows).
+
+        ``on_progress(fraction)`` is called each time the job's progress grew, and with 1.0 at the end.
+        Raises ``JobFailed`` (with the server's failure reason) when the job failed or was cancelled,
+        and ``WaitTimeout`` after ``timeout`` seconds (the job keeps running on the server).
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        reported = -1.0
+        while True:
+            if on_progress is not None and self.progress > reported and self.state != "queued":
+                reported = self.progress
+                on_progress(reported)
+            if self.state == "succeeded":
+                if self.result is None:  # a list entry, or a body from before the result was stored
+                    self.refresh()
+                if on_progress is not None and reported < 1.0:
+                    on_progress(1.0)
+                assert self.result is not None, f"job #{self.id} succeeded without a result"
+                return self.result
+            if self.state == "failed":
+                raise JobFailed(f"job #{self.id} failed: {self.failure_reason or 'no reason given'}", self.data)
+            if self.state == "cancelled":
+                raise JobFailed(f"job #{self.id} was cancelled", self.data)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(
+                    f"job #{self.id} is still {self.state} ({self.progress:.0%}) after {timeout:g} s; it keeps "
+                    "running on the server (wait again, or cancel it)",
+                    self.data,
+                )
+            time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
+            self.refresh()
+
+
+class Client:
+    """One LatencyLab server and an API token (``Authorization: Token <key>``)."""
+
+    def __init__(self, url: str | None = None, token: str | None = None, timeout: float = 60.0) -> None:
+        url = url or os.environ.get(URL_ENV)
+        token = token or os.environ.get(TOKEN_ENV)
+        if not url:
+            raise InputError(f"no server URL: pass url= or set {URL_ENV}")
+        if not token:
+            raise InputError(f"no API token: pass token= or set {TOKEN_ENV} (latencylab user add prints one)")
+        self.url = url.rstrip("/")
+        if not re.match(r"^https?://", self.url):
+            raise InputError(f"the server URL must start with http:// or https://, got {url!r}")
+        self.timeout = timeout
+        self.session = requests.Session()
+        self.session.headers.update({"Authorization": f"Token {token}", "Accept": "application/json"})
+
+    def __repr__(self) -> str:
+        return f"<Client {self.url}>"
+
+    def close(self) -> None:
+        """Close the kept-alive connections to the server."""
+        self.session.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transport -------------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Send one request to ``/api/<path>`` (or to an absolute URL); the decoded JSON answer."""
+        url = path if path.startswith(("http://", "https://")) else f"{self.url}/api/{path.lstrip('/')}"
+        kwargs.setdefault("timeout", self.timeout)
+        try:
+            resp = self.session.request(method, url, **kwargs)
+        except requests.Timeout:
+            raise ClientError(None, f"{method} {url}: no answer within {kwargs['timeout']} s") from None
+        except requests.ConnectionError as exc:
+            raise ClientError(None, f"cannot connect to {url}: {_connection_reason(exc)}") from None
+        if not 200 <= resp.status_code < 300:
+            status, (detail, body) = resp.status_code, _detail(resp)
+            # The raised error's traceback keeps this frame: without the response in it, the
+            # connection's socket is really closed when the session is.
+            resp.close()
+            del resp
+            raise ClientError(status, detail, body)
+        if not resp.content:
+            return None
+        try:
+            return resp.json()
+        except ValueError:
+            raise ClientError(resp.status_code, f"{method} {url} answered something that is not JSON") from None
+
+    def _list(self, path: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every item of a paginated list, following ``next``."""
+        items: list[dict[str, Any]] = []
+        page = self._request("GET", path, params={**(params or {}), "page_size": 500})
+        while True:
+            if isinstance(page, list):  # an unpaginated list
+                return items + page
+            items.extend(page["results"])
+            if not page.get("next"):
+                return items
+            page = self._request("GET", page["next"])
+
+    # -- devices and models ----------------------------------------------------------------------
+
+    def devices(self) -> list[dict[str, Any]]:
+        """The lab's devices: ``{"id", "kind", "name", "status", ...}``."""
+        return self._list("devices/")
+
+    def device(self, device: int | str | dict[str, Any]) -> dict[str, Any]:
+        """One device by id, name or identity; an online one wins when several share a name."""
+        if isinstance(device, dict):
+            return device
+        if isinstance(device, int) and not isinstance(device, bool):
+            return dict(self._request("GET", f"devices/{device}/"))
+        if not isinstance(device, str) or not device:
+            raise InputError(f"a device is an id or a name, not {device!r}")
+        devices = self.devices()
+        for key in ("name", "identity"):
+            matches = [d for d in devices if d.get(key) == device]
+            online = [d for d in matches if d.get("status") == "online"]
+            if len(matches) == 1:
+                return matches[0]
+            if len(online) == 1:
+                return online[0]
+            if matches:
+                ids = ", ".join(f"#{d['id']} ({d.get('status')})" for d in matches)
+                raise InputError(f"{len(matches)} devices are called {device!r}: {ids}; pass the id instead")
+        if device.isdigit():
+            return self.device(int(device))
+        names = ", ".join(sorted({str(d.get("name")) for d in devices})) or "none"
+        raise InputError(f"no device called {device!r}; the devices are: {names}")
+
+    def _device_id(self, device: int | str | dict[str, Any]) -> int:
+        if isinstance(device, int) and not isinstance(device, bool):
+            return device
+        return int(self.device(device)["id"])
+
+    def models(self) -> list[dict[str, Any]]:
+        """Your team's uploaded models."""
+        return self._list("models/")
+
+    def upload(self, model: str | os.PathLike[str] | bytes | Graph | dict[str, Any], name: str | None = None) -> int:
+        """Upload a model (a .onnx/.tflite/.json path, a devicelab Graph, a graph JSON dict, or file bytes);
+        return its id. The same bytes uploaded again give the existing model's id."""
+        if isinstance(model, dict) or _is_graph(model):
+            if isinstance(model, dict):
+                body = json.dumps(model).encode()
+                name = name or model.get("name")
+            else:
+                from devicelab.graph import graph_to_json
+
+                body = graph_to_json(model).encode()  # type: ignore[arg-type]
+                name = name or model.name  # type: ignore[union-attr]
+            answer = self._request(
+                "POST",
+                "models/",
+                params={"name": name} if name else None,
+                data=body,
+                headers={"Content-Type": "application/json"},
+            )
+            return int(answer["id"])
+        if isinstance(model, bytes | bytearray):
+            data, filename = bytes(model), "model"
+        elif isinstance(model, str | os.PathLike):
+            path = Path(model)
+            if not path.is_file():
+                raise InputError(f"no model file {str(model)!r}")
+            data, filename = path.read_bytes(), path.name
+            name = name or path.stem
+        else:
+            raise InputError(f"cannot upload a {type(model).__name__}; pass a file path, bytes or a Graph")
+        answer = self._request(
+            "POST", "models/", files={"file": (filename, data)}, data={"name": name} if name else None
+        )
+        return int(answer["id"])
+
+    # -- profiling -------------------------------------------------------------------------------
+
+    def profile(
+        self,
+        model: int | str | os.PathLike[str] | bytes | Graph | dict[str, Any],
+        device: int | str | dict[str, Any],
+        settings: dict[str, Any] | None = None,
+    ) -> JobHandle:
+        """Queue a profiling job of ``model`` (an id, or anything ``upload`` takes) on ``device`` (id or
+        name) with ``settings`` (runs, warmup_runs, threads, cores, backend, precision)."""
+        if isinstance(model, bool):
+            raise InputError(f"a model is an id, a file path, bytes or a Graph, not {model!r}")
+        model_id = model if isinstance(model, int) else self.upload(model)
+        body = {"model": model_id, "device": self._device_id(device), "settings": dict(settings or {})}
+        return JobHandle(self, self._request("POST", "jobs/", json=body))
+
+    def job(self, job: int | JobHandle) -> JobHandle:
+        """A handle on an existing job."""
+        return JobHandle(self, self._request("GET", f"jobs/{int(job.id if isinstance(job, JobHandle) else job)}/"))
+
+    def results(self, job: int | JobHandle) -> dict[str, Any]:
+        """A finished job's result: ``e2e`` statistics (ms), ``cold`` start, ``samples_ms``, ``operators``
+        (one row per operator: name, op_type, kernel, mean/median/std ms, fused_into) and the environment."""
+        handle = self.job(job)
+        if handle.state != "succeeded" or handle.result is None:
+            reason = f": {handle.failure_reason}" if handle.failure_reason else ""
+            raise ClientError(None, f"job #{handle.id} is {handle.state}{reason}; it has no result", handle.data)
+        return handle.result
+
+    # -- prediction ------------------------------------------------------------------------------
+
+    def predictors(
+        self, device: int | str | dict[str, Any] | None = None, method: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Predictors your team can use (its own and the lab's shared ones), with each version's MAPE."""
+        params: dict[str, Any] = {}
+        if device is not None:
+            params["device"] = self._device_id(device)
+        if method:
+            params["method"] = method
+        return self._list("predictors/", params)
+
+    def predictor(self, predictor_id: int) -> dict[str, Any]:
+        """One predictor with its evaluation (scatter points, MAPE per kernel type and training size)."""
+        return dict(self._request("GET", f"predictors/{int(predictor_id)}/"))
+
+    def predict(
+        self,
+        architectures: Iterable[Any],
+        device: int | str | dict[str, Any] | None = None,
+        predictor: int | None = None,
+        method: str | None = None,
+        breakdown: bool = False,
+        chunk_size: int = PREDICT_CHUNK,
+    ) -> Predictions:
+        """Predicted latency of each architecture on ``device`` (its best ready predictor, or its
+        ``method`` one) or by ``predictor``; a list of ``{"name", "latency_ms", "kernels_ms",
+        "overhead_ms"[, "kernels"]}`` in input order, with ``.predictor`` naming who answered.
+
+        Architectures are sent ``chunk_size`` (at most 1000) at a time; see ``encode_architecture``
+        for what an item may be.
+        """
+        if isinstance(architectures, str | bytes | dict | os.PathLike) or _is_graph(architectures):
+            raise InputError("predict() takes a list of architectures; wrap a single one in [...]")
+        if (device is None) == (predictor is None):
+            raise InputError("predict() needs a device or a predictor (one of them)")
+        if predictor is not None and method:
+            raise InputError("method= chooses among a device's predictors; it cannot go with predictor=")
+        items = [encode_architecture(a, i) for i, a in enumerate(architectures)]
+        target: dict[str, Any] = (
+            {"predictor": int(predictor)} if predictor is not None else {"device": self._device_id(device)}  # type: ignore[arg-type]
+        )
+        if method:
+            target["method"] = method
+        out = Predictions()
+        for offset, chunk in _chunks(items, max(1, min(chunk_size, PREDICT_CHUNK)), PREDICT_CHUNK_BYTES):
+            try:
+                answer = self._request(
+                    "POST", "predict/", json={**target, "architectures": chunk, "breakdown": breakdown}
+                )
+            except ClientError as exc:
+                raise _shifted(exc, offset) from None
+            results = answer.get("results") or []
+            if len(results) != len(chunk):
+                raise ClientError(
+                    None, f"the server answered {len(results)} predictions for {len(chunk)} architectures"
+                )
+            if out.predictor is None:
+                out.predictor = answer.get("predictor")
+                # Every chunk is answered by the predictor that answered the first, even if a new
+                # version becomes ready meanwhile: one batch, one model of the device.
+                if out.predictor and out.predictor.get("id") is not None:
+                    target = {"predictor": out.predictor["id"]}
+            out.extend(results)
+        return out
+
+
+def _shifted(exc: ClientError, offset: int) -> ClientError:
+    """A refused chunk's error with indices counted from the start of the whole batch."""
+    if not exc.errors:
+        return exc
+    body = dict(exc.body)
+    body["errors"] = [{**e, "index": int(e.get("index", 0)) + offset} for e in exc.errors]
+    first = body["errors"][0]
+    more = f" (and {len(body['errors']) - 1} more)" if len(body["errors"]) > 1 else ""
+    detail = f"{exc.detail}: architecture {first['index']} ({first.get('name')}): {first.get('error')}{more}"
+    return ClientError(exc.status, detail, body)
+
+
+__all__ = [
+    "Client",
+    "ClientError",
+    "InputError",
+    "JobFailed",
+    "JobHandle",
+    "Predictions",
+    "WaitTimeout",
+    "encode_architecture",
+]

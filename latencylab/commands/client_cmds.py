@@ -1,0 +1,261 @@
+"""``latencylab profile`` and ``latencylab predict``: the API client from the command line.
+
+The server and token come from ``--url`` / ``--token`` or ``LATENCYLAB_URL`` / ``LATENCYLAB_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from latencylab.commands.output import fail, print_json, print_table
+
+# A refused request that names bad input (400) or an unknown id (404) exits 2 like bad usage.
+_BAD_INPUT_STATUSES = (400, 404)
+
+
+def _add_server_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", help="server URL (default: $LATENCYLAB_URL)")
+    p.add_argument("--token", help="API token (default: $LATENCYLAB_TOKEN)")
+    p.add_argument("--json", action="store_true", help="print the server's answer as JSON")
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``profile`` and ``predict``."""
+    prof = sub.add_parser("profile", help="profile a model on a lab device through the API and print the result")
+    prof.add_argument("model", metavar="MODEL", help="an .onnx, .tflite or graph .json file, or a model id")
+    prof.add_argument("--device", required=True, help="device name or id (see GET /api/devices/)")
+    prof.add_argument("--runs", type=int, help="measured runs")
+    prof.add_argument("--warmup", type=int, help="warm-up runs")
+    prof.add_argument("--threads", type=int, help="CPU threads")
+    prof.add_argument("--timeout", type=float, help="give up waiting after this many seconds")
+    prof.add_argument("--top", type=int, default=10, help="slowest operators to list (default 10)")
+    _add_server_arguments(prof)
+    prof.set_defaults(func=run_profile)
+
+    pred = sub.add_parser("predict", help="predict the latency of architectures on a device")
+    pred.add_argument(
+        "archs", nargs="*", metavar="ARCH", help="an .onnx / graph .json / .tflite file or an NB-201 string ('|...|')"
+    )
+    pred.add_argument(
+        "--nas",
+        action="append",
+        default=[],
+        metavar="SPACE:N[:SEED]",
+        help="also predict N architectures sampled from a NAS space (synthetic or nb201); repeatable",
+    )
+    pred.add_argument("--device", help="device name or id")
+    pred.add_argument("--predictor", type=int, help="predictor id (instead of --device)")
+    pred.add_argument("--method", choices=["lasso", "rf", "gbdt", "mlp"], help="the device's predictor of this method")
+    pred.add_argument("--breakdown", action="store_true", help="also print the predicted per-kernel latencies")
+    _add_server_arguments(pred)
+    pred.set_defaults(func=run_predict)
+
+
+def _client(args: argparse.Namespace) -> Any:
+    from latencylab.client import Client
+
+    return Client(args.url, args.token)
+
+
+def _with_client_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Turn the client's errors into one line on stderr: exit 2 for bad input, 1 otherwise."""
+
+    def wrapped(args: argparse.Namespace) -> int:
+        from latencylab.client import ClientError, InputError
+
+        try:
+            return run(args)
+        except InputError as exc:
+            return fail(str(exc))
+        except ClientError as exc:
+            return fail(str(exc), 2 if exc.status in _BAD_INPUT_STATUSES else 1)
+
+    wrapped.__doc__ = run.__doc__
+    return wrapped
+
+
+# -- profile -------------------------------------------------------------------------------------
+
+
+class ProgressBar:
+    """A one-line text progress bar on a stream; on a non-terminal, one line per 10% step."""
+
+    def __init__(self, stream: IO[str], width: int = 30) -> None:
+        self.stream = stream
+        self.width = width
+        self.tty = stream.isatty()
+        self.shown = -1
+
+    def update(self, fraction: float, message: str = "") -> None:
+        """Show ``fraction`` (0..1) and what is being done."""
+        fraction = min(max(fraction, 0.0), 1.0)
+        filled = int(round(fraction * self.width))
+        line = f"[{'#' * filled}{'.' * (self.width - filled)}] {fraction:4.0%} {message}"
+        if self.tty:
+            self.stream.write("\r" + line[:120].ljust(self.shown if self.shown > 0 else 0))
+            self.shown = len(line[:120])
+        else:
+            step = int(fraction * 10)
+            if step == self.shown:
+                return
+            self.shown = step
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the bar's line."""
+        if self.tty and self.shown > 0:
+            self.stream.write("\n")
+            self.stream.flush()
+        self.shown = -1
+
+
+def _model_argument(value: str) -> int | Path:
+    """A model file, or a model id when no such file exists and the argument is a number."""
+    from latencylab.client import InputError
+
+    path = Path(value)
+    if path.is_file():
+        return path
+    if value.isdigit():
+        return int(value)
+    raise InputError(f"MODEL: no such file {value!r} (nor a model id)")
+
+
+def _settings(args: argparse.Namespace) -> dict[str, int]:
+    from latencylab.client import InputError
+
+    settings: dict[str, int] = {}
+    for flag, key, minimum in (("runs", "runs", 1), ("warmup", "warmup_runs", 0), ("threads", "threads", 1)):
+        value = getattr(args, flag)
+        if value is None:
+            continue
+        if value < minimum:
+            raise InputError(f"--{flag} must be at least {minimum}, got {value}")
+        settings[key] = value
+    return settings
+
+
+def _ms(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def print_result(job: dict[str, Any], top: int = 10) -> None:
+    """A finished job's end-to-end statistics and its slowest operators."""
+    result = job["result"]
+    e2e, cold, settings = result["e2e"], result["cold"], result.get("settings") or {}
+    print(
+        f"job #{job['id']} {job['state']}: {job.get('model_name')} on {job.get('device_name')} "
+        f"({settings.get('backend', '?')}, {settings.get('threads', '?')} thread(s), {e2e['n']} runs)"
+    )
+    noisy = "  NOISY" if e2e.get("noisy") else ""
+    print(
+        f"end-to-end ms: mean {_ms(e2e['mean'])}  median {_ms(e2e['median'])}  p90 {_ms(e2e['p90'])}  "
+        f"std {_ms(e2e['std'])}  min {_ms(e2e['min'])}  max {_ms(e2e['max'])}  cv {e2e['cv']:.1%}{noisy}"
+    )
+    print(f"cold start ms: load {_ms(cold['load_ms'])}  first run {_ms(cold['first_run_ms'])}")
+    timed = sorted((o for o in result["operators"] if o.get("mean") is not None), key=lambda o: -o["mean"])
+    if timed and top > 0:
+        total = sum(o["mean"] for o in timed) or 1.0
+        print(f"\nslowest operators ({min(top, len(timed))} of {len(timed)} timed):")
+        rows = [
+            (o["name"], o["op_type"], o.get("kernel") or "", _ms(o["mean"]), f"{o['mean'] / total:.1%}")
+            for o in timed[:top]
+        ]
+        print_table(["operator", "type", "kernel", "mean ms", "share"], rows)
+
+
+@_with_client_errors
+def run_profile(args: argparse.Namespace) -> int:
+    """``latencylab profile MODEL --device D``: queue a job, show its progress, print its result."""
+    model = _model_argument(args.model)
+    settings = _settings(args)
+    with _client(args) as client:
+        job = client.profile(model, args.device, settings)
+        print(f"job #{job.id} queued on {job.data.get('device_name', args.device)}", file=sys.stderr)
+        bar = ProgressBar(sys.stderr)
+        try:
+            job.wait(timeout=args.timeout, on_progress=lambda f: bar.update(f, job.progress_message))
+        except KeyboardInterrupt:
+            bar.close()
+            job.cancel()
+            print(f"cancelled job #{job.id}", file=sys.stderr)
+            return 130
+        finally:
+            bar.close()
+    if args.json:
+        print_json(job.data)
+    else:
+        print_result(job.data, args.top)
+    return 0
+
+
+# -- predict -------------------------------------------------------------------------------------
+
+
+def _nas_architectures(spec: str) -> list[Any]:
+    """``SPACE:N[:SEED]`` -> sampled architectures (NB-201 as cell strings, synthetic as graphs)."""
+    from latencylab.client import InputError
+
+    parts = spec.split(":")
+    if len(parts) not in (2, 3) or not all(p.strip().isdigit() for p in parts[1:]):
+        raise InputError(f"--nas {spec!r}: expected SPACE:N or SPACE:N:SEED, e.g. synthetic:100:0")
+    space, n, seed = parts[0], int(parts[1]), int(parts[2]) if len(parts) == 3 else 0
+    if n < 1:
+        raise InputError(f"--nas {spec!r}: N must be at least 1")
+    if space == "nb201":
+        from devicelab.graph.nas import nb201
+
+        return [{"name": f"nb201-{seed}-{i}", "nb201": s} for i, s in enumerate(nb201.sample_strings(n, seed))]
+    if space == "synthetic":
+        from devicelab.graph.nas import sample
+
+        return list(sample(space, n, seed))
+    raise InputError(f"--nas {spec!r}: unknown space {space!r}; the spaces are synthetic and nb201")
+
+
+def print_predictions(predictions: Any) -> None:
+    """The predicted latency of each architecture, and the kernels when they were asked for."""
+    p = predictions.predictor or {}
+    print(f"predictor #{p.get('id')} v{p.get('version')} ({p.get('method')}) of device #{p.get('device')}")
+    rows = [
+        (r["name"], _ms(r.get("latency_ms")), _ms(r.get("kernels_ms")), _ms(r.get("overhead_ms"))) for r in predictions
+    ]
+    print_table(["architecture", "latency ms", "kernels ms", "overhead ms"], rows)
+    for r in predictions:
+        if r.get("kernels"):
+            print(f"\n{r['name']}: {len(r['kernels'])} kernels")
+            print_table(
+                ["kernel", "type", "ops", "ms"],
+                [(k["name"], k["type"], len(k.get("ops") or []), _ms(k.get("latency_ms"))) for k in r["kernels"]],
+            )
+
+
+@_with_client_errors
+def run_predict(args: argparse.Namespace) -> int:
+    """``latencylab predict ARCH... --device D``: predicted latencies from the server's predictor."""
+    from latencylab.client import InputError
+
+    archs: list[Any] = list(args.archs)
+    for spec in args.nas:
+        archs.extend(_nas_architectures(spec))
+    if not archs:
+        raise InputError("nothing to predict: give ARCH files or NB-201 strings, or --nas SPACE:N")
+    if (args.device is None) == (args.predictor is None):
+        raise InputError("give --device or --predictor (one of them)")
+    with _client(args) as client:
+        predictions = client.predict(
+            archs, device=args.device, predictor=args.predictor, method=args.method, breakdown=args.breakdown
+        )
+    if args.json:
+        print_json({"predictor": predictions.predictor, "results": list(predictions)})
+    else:
+        print_predictions(predictions)
+    return 0
+
+
+__all__ = ["ProgressBar", "add_parsers", "print_predictions", "print_result", "run_predict", "run_profile"]

@@ -1,0 +1,1 @@
+"""Latency predictors: trained from stored timings or imported measurements, versioned, served."""

@@ -1,0 +1,194 @@
+"""Stored timings as devicelab profile records: what a predictor of a team's device trains on.
+
+A successful job's ``JobResult`` and ``OperatorTiming`` rows are turned back into the
+``ProfileResult`` the worker reported, and ``devicelab.predict.record_from_result`` makes the
+record from it and the job's stored graph, the same function that serves records measured
+without the server. The rows keep mean, median, std and n of each operator; the other
+statistics of an operator are NaN, so that a statistic we do not have cannot pass for one we
+do (the deducers read the median).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from devicelab.backends.base import ColdStart, DeviceInfo, OpTiming, ProfileResult, ProfileSettings
+from devicelab.graph import graph_from_dict
+from devicelab.measure.stats import HIGH_CV, SampleStats
+from devicelab.predict.records import ProfileRecord, record_from_result
+from server.accounts.models import Team
+from server.devices.models import Device
+from server.networks.models import NetworkModel
+from server.profiling.models import JobResult, JobState, OperatorTiming
+
+_NAN = float("nan")
+
+
+def _op_stats(row: OperatorTiming) -> SampleStats | None:
+    if row.mean is None or row.median is None or row.std is None or row.n is None:
+        return None
+    cv = row.std / row.mean if row.mean > 0 else 0.0
+    return SampleStats(
+        n=row.n, mean=row.mean, median=row.median, p90=_NAN, std=row.std, min=_NAN, max=_NAN, cv=cv, noisy=cv > HIGH_CV
+    )
+
+
+def _timing(row: OperatorTiming) -> OpTiming:
+    return OpTiming(
+        index=row.index,
+        name=row.name,
+        type=row.op_type,
+        kernel=row.kernel,
+        input_shapes=[list(s) for s in row.input_shapes],
+        output_shapes=[list(s) for s in row.output_shapes],
+        attrs=dict(row.attrs),
+        stats=_op_stats(row),
+        fused_into=row.fused_into or None,
+    )
+
+
+def result_from_rows(result: JobResult, timings: Sequence[OperatorTiming]) -> ProfileResult:
+    """The ``ProfileResult`` a stored result was made from (operator rows in insertion order)."""
+    e2e = SampleStats(
+        n=result.e2e_n,
+        mean=result.e2e_mean,
+        median=result.e2e_median,
+        p90=result.e2e_p90,
+        std=result.e2e_std,
+        min=result.e2e_min,
+        max=result.e2e_max,
+        cv=result.e2e_cv,
+        noisy=result.noisy,
+    )
+    info = result.device_info or {}
+    device = DeviceInfo(
+        str(info.get("kind", "")), str(info.get("identity", "")), str(info.get("name", "")), info.get("hardware", {})
+    )
+    return ProfileResult(
+        device=device,
+        settings=ProfileSettings.from_dict(result.settings),
+        e2e=e2e,
+        samples_ms=list(result.samples_ms),
+        cold=ColdStart(result.load_ms, result.first_run_ms),
+        ops=[_timing(t) for t in timings],
+        environment=dict(result.environment),
+    )
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    """A profile record with where it came from."""
+
+    record: ProfileRecord
+    job_id: int
+    model_id: int  # the network: records of one network never sit in both train and test
+    model_sha256: str
+
+
+@dataclass
+class ScenarioRecords:
+    """A team's records of one device and scenario, and what was left out and why."""
+
+    records: list[StoredRecord]
+    runtime: str
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> jobs
+
+    @property
+    def networks(self) -> int:
+        """Distinct networks among the records."""
+        return len({r.model_id for r in self.records})
+
+
+def _scenario_matches(settings: dict[str, Any], threads: int, cores: Sequence[int], precision: str) -> bool:
+    return (
+        int(settings.get("threads", 1)) == threads
+        and [int(c) for c in settings.get("cores", [])] == list(cores)
+        and str(settings.get("precision", "fp32")) == precision
+    )
+
+
+def scenario_results(
+    team: Team, device: Device, threads: int, cores: Sequence[int] = (), precision: str = "fp32"
+) -> list[JobResult]:
+    """The team's stored results on ``device`` measured with these threads, cores and precision
+    (oldest first)."""
+    results = (
+        JobResult.objects.filter(job__team=team, job__device=device, job__state=JobState.SUCCEEDED)
+        .select_related("job")
+        .order_by("pk")
+    )
+    return [r for r in results if _scenario_matches(r.settings, threads, cores, precision)]
+
+
+def count_networks(team: Team, device: Device, threads: int, cores: Sequence[int] = (), precision: str = "fp32") -> int:
+    """How many distinct networks (probe graphs aside) the team measured in this scenario: a cheap
+    check before training."""
+    ids = {r.job.model_id for r in scenario_results(team, device, threads, cores, precision)}
+    return NetworkModel.objects.filter(pk__in=ids).exclude(name__in=_probe_names()).count()
+
+
+def scenario_records(
+    team: Team, device: Device, threads: int, cores: Sequence[int] = (), precision: str = "fp32"
+) -> ScenarioRecords:
+    """The team's records of one scenario, rebuilt from the stored rows.
+
+    A scenario is one runtime: when the runtime was upgraded between jobs, only the results of
+    the newest runtime are kept (the older ones are counted in ``skipped``).
+    """
+    results = scenario_results(team, device, threads, cores, precision)
+    skipped: dict[str, int] = {}
+    runtime = str(results[-1].environment.get("runtime", "")) if results else ""
+    kept = []
+    for r in results:
+        if str(r.environment.get("runtime", "")) != runtime:
+            why = f"measured with runtime {r.environment.get('runtime', '')!r}, not the newest {runtime!r}"
+            skipped[why] = skipped.get(why, 0) + 1
+            continue
+        kept.append(r)
+    timings: dict[int, list[OperatorTiming]] = {}
+    for t in OperatorTiming.objects.filter(result__in=[r.pk for r in kept]).order_by("pk"):
+        timings.setdefault(t.result_id, []).append(t)
+    models = {
+        m.pk: m
+        for m in NetworkModel.objects.filter(pk__in={r.job.model_id for r in kept}).only("pk", "graph", "sha256")
+    }
+    graphs: dict[int, Any] = {}
+    records = []
+    for r in kept:
+        model = models[r.job.model_id]
+        graph = graphs.get(model.pk)
+        if graph is None:
+            graph = graphs[model.pk] = graph_from_dict(model.graph)
+        record = record_from_result(graph, result_from_rows(r, timings.get(r.pk, [])))
+        records.append(StoredRecord(record, r.job_id, model.pk, model.sha256))
+    return ScenarioRecords(records, runtime, skipped)
+
+
+def is_probe(record: ProfileRecord) -> bool:
+    """Whether the record is of one of the CPU deducer's probe graphs (they teach fusion rules
+    and are never latency training data)."""
+    return record.graph.name in _probe_names()
+
+
+_PROBES: set[str] = set()
+
+
+def _probe_names() -> set[str]:
+    if not _PROBES:
+        from devicelab.predict.deduce_cpu import probe_graphs
+
+        _PROBES.update(g.name for g in probe_graphs())
+    return _PROBES
+
+
+__all__ = [
+    "ScenarioRecords",
+    "StoredRecord",
+    "count_networks",
+    "is_probe",
+    "result_from_rows",
+    "scenario_records",
+    "scenario_results",
+]

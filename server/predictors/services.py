@@ -1,0 +1,274 @@
+"""Predictor actions: request a new version, train it, fail it.
+
+The API, the CLI and the trainer's task call these. ``request_predictor`` checks that there is
+data to train on (a 400 with the reason otherwise), creates the next version as ``queued`` and
+hands it to the trainer queue when the transaction commits; ``run_training`` claims a queued
+row with a conditional update, trains and evaluates it (``training.train_and_evaluate``) and
+stores the artifact, or fails the row saying why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from devicelab.graph import GraphError
+from devicelab.predict.artifacts import predictor_to_dict
+from devicelab.predict.errors import PredictorError
+from devicelab.predict.models import SEARCHES
+from devicelab.predict.predictor import OVERHEADS, Scenario
+from server.accounts.models import Team
+from server.devices.models import Device, DeviceKind
+from server.predictors.models import (
+    ImportedMeasurement,
+    Predictor,
+    PredictorMethod,
+    PredictorSource,
+    PredictorState,
+)
+from server.predictors.qed_import import SOURCE as QED_SOURCE
+from server.predictors.records import count_networks
+from server.predictors.training import MIN_NETWORKS, train_and_evaluate
+
+log = logging.getLogger(__name__)
+
+
+def find_device(handle: str | int) -> Device:
+    """A device by id, name or identity (``pixel4`` also finds ``qed:pixel4``); ``ValidationError`` if none
+    or several match."""
+    text = str(handle).strip()
+    if text.isdigit():
+        device = Device.objects.filter(pk=int(text)).first()
+        if device is not None:
+            return device
+    for lookup in ({"identity": text}, {"name": text}, {"identity": f"qed:{text}"}):
+        rows = list(Device.objects.filter(**lookup)[:2])
+        if len(rows) == 1:
+            return rows[0]
+        if len(rows) > 1:
+            raise ValidationError({"device": f"several devices are called {text!r}; give the id (GET /api/devices/)"})
+    raise ValidationError({"device": f"there is no device {text!r} (GET /api/devices/)"})
+
+
+def _scenario(device: Device, threads: int, cores: list[int], precision: str) -> tuple[str, Scenario]:
+    """The data source and scenario a predictor of ``device`` trains for, or ``ValidationError``."""
+    hardware = device.hardware or {}
+    if device.kind == DeviceKind.IMPORTED:
+        if hardware.get("source") != QED_SOURCE:
+            raise ValidationError({"device": f"device {device.name!r} holds no measurements a predictor can read"})
+        if threads != 1 or cores or precision not in ("fp32", "fp16"):
+            raise ValidationError(
+                {
+                    "threads": f"device {device.name!r} was measured on its GPU (fp16) only: no threads, cores or precision"
+                }
+            )
+        scenario = Scenario(
+            "tflite_gpu",
+            device.identity,
+            precision="fp16",
+            runtime="tflite gpu delegate (qed data)",
+            gpu=str(hardware.get("gpu_name", "")),
+        )
+        return PredictorSource.QED, scenario
+    if device.kind == DeviceKind.CPU:
+        return PredictorSource.TIMINGS, Scenario("cpu", device.identity, threads, tuple(cores), precision)
+    if device.kind == DeviceKind.OPENCL:
+        gpu = str(hardware.get("gpu_name", ""))
+        return PredictorSource.TIMINGS, Scenario("opencl", device.identity, threads, tuple(cores), precision, gpu=gpu)
+    raise ValidationError(
+        {
+            "device": f"device {device.name!r} is a {device.kind} device; predictors exist for cpu, opencl and imported devices"
+        }
+    )
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValidationError({name: f"{name} must be an integer >= {minimum}, got {value!r}"})
+    return value
+
+
+def _data_check(team: Team | None, device: Device, source: str, threads: int, cores: list[int], precision: str) -> None:
+    if source == PredictorSource.QED:
+        n = ImportedMeasurement.objects.filter(device=device).count()
+        if n < MIN_NETWORKS:
+            raise ValidationError(
+                {
+                    "device": f"device {device.name!r} has {n} imported network(s); at least {MIN_NETWORKS} are needed "
+                    "(latencylab qed import)"
+                }
+            )
+        return
+    assert team is not None
+    n = count_networks(team, device, threads, cores, precision)
+    if n < MIN_NETWORKS:
+        raise ValidationError(
+            {
+                "device": f"your team has {n} network(s) profiled on device {device.name!r} (#{device.pk}) with "
+                f"threads={threads}, cores={cores or 'any'}, {precision}; a predictor needs at least {MIN_NETWORKS} "
+                "(profile more, e.g. latencylab trainset build)"
+            }
+        )
+
+
+def _enqueue_on_commit(predictor_id: int) -> None:
+    def send() -> None:
+        from workers.training_tasks import enqueue_training
+
+        if Predictor.objects.filter(pk=predictor_id, state=PredictorState.QUEUED).exists():
+            enqueue_training(predictor_id)
+
+    # robust: the row stays queued (the truth) if the broker is down; the failure is logged.
+    transaction.on_commit(send, robust=True)
+
+
+def request_predictor(
+    team: Team | None,
+    device: Device,
+    method: str = "gbdt",
+    threads: int = 1,
+    seed: int = 0,
+    search: str = "paper",
+    overhead: str = "constant",
+    cores: list[int] | None = None,
+    precision: str = "fp32",
+    user: Any = None,
+    enqueue: bool = True,
+) -> Predictor:
+    """Create the next version of a predictor as ``queued`` (and enqueue its training on commit).
+
+    A predictor of an imported (qed) phone trains on lab-wide data and is shared (no team);
+    one of a lab device trains on ``team``'s timings and only that team sees it.
+    """
+    if method not in PredictorMethod.values:
+        raise ValidationError({"method": f"unknown method {method!r}; the methods are {PredictorMethod.values}"})
+    if search not in SEARCHES:
+        raise ValidationError({"search": f"unknown search {search!r}; use one of {list(SEARCHES)}"})
+    if overhead not in OVERHEADS:
+        raise ValidationError({"overhead": f"unknown overhead model {overhead!r}; use one of {list(OVERHEADS)}"})
+    threads = _check_int("threads", threads, 1)
+    seed = _check_int("seed", seed, 0)
+    cores = [_check_int("cores", c, 0) for c in (cores or [])]
+    source, scenario = _scenario(device, threads, cores, precision)
+    owner = None if source == PredictorSource.QED else team
+    if source == PredictorSource.TIMINGS and team is None:
+        raise ValidationError({"team": "a predictor trained on profiling jobs needs the team whose jobs it reads"})
+    _data_check(owner, device, source, threads, cores, precision)
+    params = {
+        "threads": threads,
+        "cores": cores,
+        "precision": scenario.precision,
+        "seed": seed,
+        "search": search,
+        "overhead": overhead,
+    }
+    for attempt in range(5):
+        try:
+            with transaction.atomic():
+                latest = Predictor.objects.filter(device=device, scenario_key=scenario.key, method=method).aggregate(
+                    v=Max("version")
+                )["v"]
+                row = Predictor.objects.create(
+                    team=owner,
+                    device=device,
+                    created_by=user if getattr(user, "is_authenticated", False) else None,
+                    source=source,
+                    method=method,
+                    scenario=scenario.to_dict(),
+                    scenario_key=scenario.key,
+                    version=(latest or 0) + 1,
+                    params=params,
+                )
+                if enqueue:
+                    _enqueue_on_commit(row.pk)
+            return row
+        except IntegrityError:
+            # Another request took this version number at the same moment: take the next one.
+            if attempt == 4:
+                raise
+    raise AssertionError("unreachable")
+
+
+def run_training(
+    predictor_id: int,
+    progress: Callable[[str], object] | None = None,
+    reraise: tuple[type[BaseException], ...] = (),
+    enqueue_table: bool | None = None,
+) -> Predictor | None:
+    """Train a queued predictor; returns its row (None if it no longer exists).
+
+    Expected failures (no data, a kernel nobody can deduce, an artifact that does not check)
+    fail the row with their message; anything else fails it as an internal error and is
+    logged. ``reraise`` lists exceptions that must propagate untouched (a task's time limit).
+    A ready predictor's NB201 table is then queued for the trainer when ``enqueue_table`` is
+    true (default: ``LATENCYLAB_PREDICT_NB201_TABLE``).
+    """
+    row = Predictor.objects.select_related("device", "team").filter(pk=predictor_id).first()
+    if row is None:
+        return None
+    if row.state == PredictorState.TRAINING:
+        # A second delivery of the message. Within the time limit another trainer may still be
+        # at it; past it, that trainer was killed (the limit would have stopped it otherwise).
+        limit = django_settings.CELERY_TASK_TIME_LIMIT
+        if row.started_at is not None and row.started_at < timezone.now() - timedelta(seconds=limit):
+            row.fail(
+                f"the trainer process stopped while training this predictor (killed, out of memory or restarted) "
+                f"more than {limit} s ago; request a new version"
+            )
+        return row
+    if not row.claim():
+        return row
+
+    def report(message: str) -> None:
+        row.report(message)
+        if progress is not None:
+            progress(message)
+
+    try:
+        outcome = train_and_evaluate(row, report)
+        report("checking the artifact")
+        artifact = predictor_to_dict(outcome.predictor)
+        _check_artifact(artifact)
+    except reraise:
+        raise
+    except (PredictorError, GraphError, ValidationError) as exc:
+        text = " ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+        row.fail(text)
+        return row
+    except Exception as exc:  # noqa: BLE001 - the row must say why, whatever went wrong
+        log.exception("training predictor %s failed", predictor_id)
+        row.fail(f"internal error while training: {type(exc).__name__}: {exc}")
+        return row
+    meta = {**outcome.predictor.meta, **outcome.meta}
+    meta.pop("training_samples", None)  # in the artifact; the row keeps the summary
+    if enqueue_table is None:
+        enqueue_table = django_settings.LATENCYLAB_PREDICT_NB201_TABLE
+    if row.succeed(artifact, outcome.evaluation, meta, outcome.n_train) and enqueue_table:
+        from workers.training_tasks import enqueue_table as send_table
+
+        transaction.on_commit(lambda: send_table(row.pk), robust=True)
+    return row
+
+
+def _check_artifact(artifact: dict[str, Any]) -> None:
+    """Load what is about to be stored, so a predictor that could not be served never turns ready."""
+    from devicelab.predict.artifacts import predictor_from_dict
+
+    predictor_from_dict(artifact)
+
+
+def fail_predictor(predictor_id: int, reason: str) -> bool:
+    """Fail a queued or training predictor with ``reason``; False if it had already finished."""
+    row = Predictor.objects.filter(pk=predictor_id).first()
+    return row is not None and row.fail(reason)
+
+
+__all__ = ["fail_predictor", "find_device", "request_predictor", "run_training"]

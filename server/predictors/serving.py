@@ -1,0 +1,335 @@
+"""Answering predictions: which predictor, loading it once per process, and a batch of architectures.
+
+A request names a predictor, or a device (then the ready predictor with the lowest end-to-end
+MAPE the team may use answers, optionally of one method). The loaded ``ScenarioPredictor`` is
+kept per process, keyed by row id, artifact SHA-256 and lookup table, so a request reads one
+small row and parses no artifact. Loading checks the artifact (format, schema, checksum, model
+shapes) and the row's digest of it: a predictor that cannot be loaded answers 409 with the
+reason, never a number.
+
+Architectures come as graph JSON, NAS-Bench-201 cell strings or base64 ONNX files. Every one
+is checked before anything is predicted; a bad one fails the whole batch with its index, name
+and what is wrong. NAS-Bench-201 cells are answered from the predictor's lookup table when it
+has one (``tables``), the rest by building the graph, deducing its kernels and predicting them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db.models import OuterRef, QuerySet, Subquery
+
+from devicelab.graph import Graph, GraphError, graph_from_dict, load_graph
+from devicelab.graph.nas import nb201
+from devicelab.predict.artifacts import predictor_from_dict
+from devicelab.predict.errors import PredictorError
+from devicelab.predict.kernels import Kernel
+from devicelab.predict.predictor import Prediction, ScenarioPredictor
+from server.accounts.models import Team
+from server.devices.models import Device
+from server.predictors.models import ArchitectureTable, Predictor, PredictorState
+from server.predictors.tables import NB201, nb201_index, table_values
+
+log = logging.getLogger(__name__)
+
+CACHE_SIZE = 16
+
+
+class PredictorNotFound(Exception):
+    """No such predictor or device for this team (the API answers 404)."""
+
+
+class PredictorUnavailable(Exception):
+    """Nothing can answer: no ready predictor, or one that cannot be loaded (the API answers 409)."""
+
+
+class ArchitectureErrors(Exception):
+    """Some architectures of a batch are bad; ``errors`` says which and why (the API answers 400)."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        super().__init__(f"{len(errors)} architecture(s) cannot be predicted")
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class LoadedPredictor:
+    """A ready predictor as it answers: the row's identity, the predictor, its NB201 table."""
+
+    id: int
+    version: int
+    method: str
+    device_id: int
+    scenario: dict[str, Any]
+    predictor: ScenarioPredictor
+    nb201: np.ndarray | None
+
+    def describe(self) -> dict[str, Any]:
+        """What the API says answered."""
+        return {
+            "id": self.id,
+            "version": self.version,
+            "method": self.method,
+            "device": self.device_id,
+            "scenario": self.scenario,
+        }
+
+
+_cache: OrderedDict[tuple[int, str, int | None], LoadedPredictor] = OrderedDict()
+_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget every loaded predictor of this process."""
+    with _lock:
+        _cache.clear()
+
+
+def load_row(row: Predictor) -> ScenarioPredictor:
+    """The predictor of a row, checked; ``PredictorError`` says why it cannot be used."""
+    what = f"predictor #{row.pk} ({row.method} v{row.version})"
+    if row.artifact is None:
+        raise PredictorError(f"{what} has no artifact (it is {row.state})")
+    stored = row.artifact.get("sha256") if isinstance(row.artifact, dict) else None
+    if stored != row.artifact_sha256:
+        raise PredictorError(
+            f"{what} cannot be loaded: its artifact's SHA-256 {stored!r} is not the one recorded when it was "
+            f"trained ({row.artifact_sha256!r}); the stored artifact was changed. Train a new version"
+        )
+    try:
+        return predictor_from_dict(row.artifact)
+    except PredictorError as exc:
+        raise PredictorError(f"{what} cannot be loaded: {exc}. Train a new version") from None
+
+
+def _light(rows: QuerySet[Predictor]) -> QuerySet[Predictor]:
+    """Rows without their large JSON, with the id of their current NB201 table."""
+    table = ArchitectureTable.objects.filter(
+        predictor=OuterRef("pk"), space=NB201, artifact_sha256=OuterRef("artifact_sha256")
+    ).values("pk")[:1]
+    return rows.defer("artifact", "evaluation", "meta").annotate(nb201_table_id=Subquery(table))
+
+
+def loaded(row: Predictor) -> LoadedPredictor:
+    """The loaded predictor of a ready row (from ``resolve``), from this process's cache if it can."""
+    table_id = getattr(row, "nb201_table_id", None)
+    key = (row.pk, row.artifact_sha256, table_id)
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+    full = Predictor.objects.get(pk=row.pk)
+    try:
+        predictor = load_row(full)
+        values = None
+        if table_id is not None:
+            values = table_values(ArchitectureTable.objects.get(pk=table_id))
+    except PredictorError as exc:
+        raise PredictorUnavailable(str(exc)) from None
+    entry = LoadedPredictor(full.pk, full.version, full.method, full.device_id, full.scenario, predictor, values)
+    with _lock:
+        for old in [k for k in _cache if k[0] == row.pk]:
+            del _cache[old]
+        _cache[key] = entry
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return entry
+
+
+def resolve(
+    team: Team, device_id: int | None = None, predictor_id: int | None = None, method: str | None = None
+) -> Predictor:
+    """The ready predictor that answers for ``team``: the one named, else the device's best."""
+    visible = _light(Predictor.objects.visible_to(team))
+    if predictor_id is not None:
+        row = visible.filter(pk=predictor_id).first()
+        if row is None:
+            raise PredictorNotFound(f"there is no predictor #{predictor_id} (GET /api/predictors/)")
+        if device_id is not None and row.device_id != device_id:
+            raise ValidationError({"predictor": f"predictor #{predictor_id} is not a predictor of device #{device_id}"})
+        if method is not None and row.method != method:
+            raise ValidationError({"method": f"predictor #{predictor_id} is a {row.method} predictor, not {method}"})
+        if row.state != PredictorState.READY:
+            why = f": {row.failure_reason}" if row.failure_reason else ""
+            raise PredictorUnavailable(f"predictor #{predictor_id} is {row.state}{why}")
+        return row
+    if device_id is None:
+        raise ValidationError({"device": "give a device or a predictor"})
+    device = Device.objects.filter(pk=device_id).first()
+    if device is None:
+        raise PredictorNotFound(f"there is no device #{device_id} (GET /api/devices/)")
+    ready = Predictor.objects.visible_to(team).ready().filter(device=device)
+    if method is not None:
+        ready = ready.filter(method=method)
+    row = _light(ready.best_first()).first()
+    if row is None:
+        which = f"{method} " if method else ""
+        raise PredictorUnavailable(
+            f"device {device.name!r} (#{device.pk}) has no ready {which}predictor you can use; "
+            "train one with POST /api/predictors/"
+        )
+    return row
+
+
+# -- architectures ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Arch:
+    index: int
+    name: str
+    graph: Graph | None = None
+    cell: tuple[str, ...] | None = None  # NAS-Bench-201 edge ops
+    kernels: list[Kernel] | None = None
+
+
+def _error(index: int, name: str, text: str) -> dict[str, Any]:
+    return {"index": index, "name": name, "error": text}
+
+
+def _parse(index: int, item: Any) -> _Arch:
+    """One architecture of the request; ``ValueError`` saying what is wrong."""
+    if not isinstance(item, dict):
+        raise ValueError(f"an architecture is a JSON object, not {type(item).__name__}")
+    name = item.get("name", f"architecture-{index}")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    given = [k for k in ("graph", "nb201", "onnx_base64") if k in item]
+    unknown = sorted(set(item) - {"name", "graph", "nb201", "onnx_base64"})
+    if unknown:
+        raise ValueError(f"unknown key(s) {unknown}; an architecture has 'name' and one of graph, nb201, onnx_base64")
+    if len(given) != 1:
+        raise ValueError(f"give exactly one of 'graph', 'nb201', 'onnx_base64' (got {given or 'none'})")
+    arch = _Arch(index, name)
+    try:
+        if given[0] == "nb201":
+            arch.cell = nb201.parse(item["nb201"])
+        elif given[0] == "graph":
+            if not isinstance(item["graph"], dict):
+                raise ValueError(f"graph must be a graph JSON object, not {type(item['graph']).__name__}")
+            arch.graph = graph_from_dict(item["graph"])
+        else:
+            text = item["onnx_base64"]
+            if not isinstance(text, str):
+                raise ValueError(f"onnx_base64 must be a string, not {type(text).__name__}")
+            try:
+                data = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise ValueError(f"onnx_base64 is not valid base64: {exc}") from None
+            if not data:
+                raise ValueError("onnx_base64 holds an empty file")
+            arch.graph = load_graph(data, filename=f"{name}.onnx", fmt="onnx")
+    except GraphError as exc:
+        raise ValueError(f"{given[0]}: {exc}") from None
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{given[0]}: malformed: {type(exc).__name__}: {exc}") from None
+    return arch
+
+
+def _result(name: str, latency: float, kernels: float, prediction: Prediction | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "latency_ms": latency, "kernels_ms": kernels, "overhead_ms": latency - kernels}
+    if prediction is not None and prediction.kernels is not None:
+        out["kernels"] = [
+            {"name": k.name, "type": k.type, "ops": list(k.ops), "latency_ms": k.latency_ms, "model": k.model}
+            for k in prediction.kernels
+        ]
+    return out
+
+
+def predict_architectures(entry: LoadedPredictor, items: Any, breakdown: bool = False) -> list[dict[str, Any]]:
+    """Predicted latency of each architecture, in request order; ``ArchitectureErrors`` when any is bad."""
+    limit = settings.LATENCYLAB_PREDICT_MAX_BATCH
+    if not isinstance(items, list) or not items:
+        raise ValidationError({"architectures": "architectures must be a non-empty list"})
+    if len(items) > limit:
+        raise ValidationError(
+            {"architectures": f"{len(items)} architectures is over the limit of {limit} (LATENCYLAB_PREDICT_MAX_BATCH)"}
+        )
+    archs: list[_Arch] = []
+    errors: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        try:
+            archs.append(_parse(i, item))
+        except ValueError as exc:
+            name = item.get("name") if isinstance(item, dict) else None
+            errors.append(_error(i, name if isinstance(name, str) else "", str(exc)))
+        except Exception as exc:  # noqa: BLE001 - a reader's bug must still name the architecture
+            log.exception("reading architecture %s failed", i)
+            errors.append(_error(i, "", f"cannot be read: {type(exc).__name__}: {exc}"))
+    if errors:
+        raise ArchitectureErrors(errors)
+
+    p = entry.predictor
+    results: dict[int, dict[str, Any]] = {}
+    live: list[_Arch] = []
+    for a in archs:
+        if a.cell is not None and not breakdown and entry.nb201 is not None:
+            value = float(entry.nb201[nb201_index(a.cell)])
+            if value == value:  # not NaN
+                results[a.index] = _result(a.name, p.kernel_scale * value + p.t_overhead_ms, value)
+                continue
+        live.append(a)
+    for a in live:
+        try:
+            if a.graph is None and a.cell is not None:
+                a.graph = nb201.from_string(nb201.to_string(a.cell), name=a.name)
+            assert a.graph is not None
+            a.kernels = p.deducer.kernels(a.graph)
+        except (GraphError, PredictorError) as exc:
+            errors.append(_error(a.index, a.name, f"cannot deduce its kernels for {p.scenario.key}: {exc}"))
+    if errors:
+        raise ArchitectureErrors(errors)
+    if live:
+        predictions = p.predict_kernels(
+            [a.kernels or [] for a in live], [a.name for a in live], breakdown=breakdown, on_missing="zero"
+        )
+        for a, pred in zip(live, predictions):
+            if pred.missing:
+                errors.append(
+                    _error(
+                        a.index,
+                        a.name,
+                        f"runs kernel type(s) {list(pred.missing)} that this {p.method} predictor has no model for "
+                        f"(it has {sorted(p.models)}); train it on networks that run them",
+                    )
+                )
+            results[a.index] = _result(a.name, pred.latency_ms, pred.kernels_ms, pred)
+    if errors:
+        raise ArchitectureErrors(errors)
+    return [results[i] for i in range(len(items))]
+
+
+def predict_for_team(
+    team: Team,
+    items: Any,
+    device_id: int | None = None,
+    predictor_id: int | None = None,
+    method: str | None = None,
+    breakdown: bool = False,
+) -> dict[str, Any]:
+    """The API's answer: which predictor answered, and one result per architecture."""
+    entry = loaded(resolve(team, device_id, predictor_id, method))
+    return {"predictor": entry.describe(), "results": predict_architectures(entry, items, breakdown)}
+
+
+__all__ = [
+    "ArchitectureErrors",
+    "LoadedPredictor",
+    "PredictorNotFound",
+    "PredictorUnavailable",
+    "clear_cache",
+    "load_row",
+    "loaded",
+    "predict_architectures",
+    "predict_for_team",
+    "resolve",
+]

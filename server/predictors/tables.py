@@ -1,0 +1,119 @@
+"""Lookup tables: a predictor's answer for every NAS-Bench-201 cell, computed once by the trainer.
+
+NAS tools ask for thousands of NAS-Bench-201 architectures at a time. Building one such graph
+and deducing its kernels costs a few milliseconds of Python, so 1,000 of them take seconds;
+the space has only 15625 cells, so the trainer computes every one once after training
+(``build_nb201_table``; a few minutes of one core) and the API answers them from the table. A
+value is what ``ScenarioPredictor.predict_kernels`` gives for that cell's graph (the sum of its
+kernel latencies); the end-to-end latency is then ``kernel_scale * value + T_overhead`` as the
+predictor computes it. Cells the predictor cannot answer are NaN and go the slow way, which
+reports why.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from devicelab.graph import GraphError
+from devicelab.graph.nas import nb201
+from devicelab.predict.errors import PredictorError
+from devicelab.predict.kernels import Kernel
+from devicelab.predict.predictor import ScenarioPredictor
+from server.predictors.models import ArchitectureTable, Predictor
+
+NB201 = "nb201"
+NB201_SIZE = nb201.NUM_CELLS
+_BASE = len(nb201.OPS)
+_OP_INDEX = {op: i for i, op in enumerate(nb201.OPS)}
+
+
+def nb201_index(ops: Sequence[str]) -> int:
+    """The position of a cell (its six edge ops, ``nb201.parse`` order) in the table."""
+    index = 0
+    for op in reversed(ops):
+        index = index * _BASE + _OP_INDEX[op]
+    return index
+
+
+def nb201_ops(index: int) -> tuple[str, ...]:
+    """The cell at a table position."""
+    ops = []
+    for _ in nb201.EDGES:
+        index, r = divmod(index, _BASE)
+        ops.append(nb201.OPS[r])
+    return tuple(ops)
+
+
+def compute_nb201_values(
+    predictor: ScenarioPredictor,
+    indices: Iterable[int] | None = None,
+    chunk: int = 250,
+    progress: Callable[[int, int], object] | None = None,
+) -> np.ndarray:
+    """Kernel-latency sums (ms) of the benchmark's networks for ``indices`` (default: every
+    cell); NaN elsewhere and where the predictor has no answer."""
+    wanted = list(range(NB201_SIZE)) if indices is None else sorted(set(indices))
+    values = np.full(NB201_SIZE, np.nan)
+    for start in range(0, len(wanted), chunk):
+        part = wanted[start : start + chunk]
+        kept: list[int] = []
+        kernel_lists: list[list[Kernel]] = []
+        for i in part:
+            try:
+                graph = nb201.from_string(nb201.to_string(nb201_ops(i)))
+                kernel_lists.append(predictor.deducer.kernels(graph))
+            except (GraphError, PredictorError):
+                continue
+            kept.append(i)
+        for i, p in zip(kept, predictor.predict_kernels(kernel_lists, on_missing="zero")):
+            if not p.missing:
+                values[i] = p.kernels_ms
+        if progress is not None:
+            progress(start + len(part), len(wanted))
+    return values
+
+
+def build_nb201_table(
+    row: Predictor,
+    indices: Iterable[int] | None = None,
+    progress: Callable[[int, int], object] | None = None,
+) -> ArchitectureTable:
+    """Compute and store a ready predictor's NAS-Bench-201 table (replacing an older one for
+    the same artifact)."""
+    from server.predictors.serving import load_row
+
+    started = time.perf_counter()
+    values = compute_nb201_values(load_row(row), indices, progress=progress)
+    table, _ = ArchitectureTable.objects.update_or_create(
+        predictor=row,
+        space=NB201,
+        artifact_sha256=row.artifact_sha256,
+        defaults={
+            "values": values.astype("<f8").tobytes(),
+            "computed": int(np.count_nonzero(~np.isnan(values))),
+            "seconds": time.perf_counter() - started,
+        },
+    )
+    return table
+
+
+def table_values(table: ArchitectureTable) -> np.ndarray:
+    """A stored table's values (read-only)."""
+    values = np.frombuffer(bytes(table.values), dtype="<f8")
+    if values.shape != (NB201_SIZE,):
+        raise PredictorError(f"the {table.space} table #{table.pk} holds {values.size} values, not {NB201_SIZE}")
+    return values
+
+
+__all__ = [
+    "NB201",
+    "NB201_SIZE",
+    "build_nb201_table",
+    "compute_nb201_values",
+    "nb201_index",
+    "nb201_ops",
+    "table_values",
+]

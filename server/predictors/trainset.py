@@ -1,0 +1,105 @@
+"""Building a training set: N synthetic NAS samples plus zoo models, profiled through ordinary jobs.
+
+Networks are uploaded as the team's own (``upload_model``) and profiled with
+``submit_profiling_job``, exactly as a person would through the API; the predictor then trains
+on the stored timings like on any others. On the host CPU the deducer's probe graphs are
+profiled too (one run each): they show the runtime's fusions a NAS sample may lack, and teach
+rules only. A network the team already measured on the device with the same settings (or is
+measuring now) is not submitted again, so a re-run only fills the gaps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from devicelab.graph import Graph, graph_to_json
+from server.accounts.models import Team
+from server.devices.models import Device, DeviceKind
+from server.networks.services import upload_model
+from server.profiling.models import JobState, ProfilingJob
+from server.profiling.services import submit_profiling_job, validate_settings
+
+
+@dataclass
+class TrainingSet:
+    """The jobs of a training set: the ones submitted now and the ones already there."""
+
+    submitted: list[ProfilingJob] = field(default_factory=list)
+    reused: list[ProfilingJob] = field(default_factory=list)
+
+    @property
+    def jobs(self) -> list[ProfilingJob]:
+        """Every job of the set."""
+        return [*self.reused, *self.submitted]
+
+
+def training_graphs(synthetic: int, zoo_names: Sequence[str], seed: int = 0) -> list[Graph]:
+    """The networks of a training set: ``synthetic`` NAS samples drawn with ``seed``, then zoo models."""
+    from devicelab.graph import nas, zoo
+
+    graphs = nas.sample("synthetic", synthetic, seed) if synthetic else []
+    known = sorted(zoo.entries())
+    for name in zoo_names:
+        if name not in known:
+            raise ValidationError({"zoo": f"unknown zoo model {name!r}; the zoo has {known}"})
+        graphs.append(zoo.build(name))
+    return graphs
+
+
+def _existing_job(team: Team, model_id: int, device: Device, settings: dict[str, Any]) -> ProfilingJob | None:
+    """A job of the team that measured (or is measuring) this network on the device with these settings."""
+    for job in ProfilingJob.objects.filter(
+        team=team, model_id=model_id, device=device, state__in=[JobState.SUCCEEDED, JobState.QUEUED, JobState.RUNNING]
+    ).order_by("-pk"):
+        if job.settings == settings:
+            return job
+    return None
+
+
+def build_training_set(
+    team: Team,
+    device: Device,
+    synthetic: int,
+    zoo_names: Sequence[str] = (),
+    threads: int = 1,
+    runs: int = 10,
+    warmup_runs: int = 2,
+    seed: int = 0,
+    probes: bool | None = None,
+    user: Any = None,
+    progress: Callable[[int, int], object] | None = None,
+) -> TrainingSet:
+    """Upload the networks and queue one profiling job per network not yet measured this way."""
+    if device.kind not in (DeviceKind.CPU, DeviceKind.OPENCL):
+        raise ValidationError(
+            {"device": f"device {device.name!r} is a {device.kind} device; a training set is profiled on cpu or opencl"}
+        )
+    if synthetic < 0:
+        raise ValidationError({"synthetic": f"the number of synthetic samples must be >= 0, got {synthetic}"})
+    if probes is None:
+        probes = device.kind == DeviceKind.CPU
+    settings = validate_settings(device, {"threads": threads, "runs": runs, "warmup_runs": warmup_runs})
+    # One timed run is enough for a probe: it only shows which kernels ran.
+    probe_settings = validate_settings(device, {"threads": threads, "runs": 1, "warmup_runs": 0})
+    graphs = training_graphs(synthetic, zoo_names, seed)
+    from devicelab.predict.deduce_cpu import probe_graphs
+
+    plan = [(g, settings) for g in graphs] + ([(g, probe_settings) for g in probe_graphs()] if probes else [])
+    out = TrainingSet()
+    for n, (graph, job_settings) in enumerate(plan, start=1):
+        model, _ = upload_model(team, user, graph_to_json(graph).encode(), f"{graph.name}.json", name=graph.name)
+        job = _existing_job(team, model.pk, device, job_settings)
+        if job is not None:
+            out.reused.append(job)
+        else:
+            out.submitted.append(submit_profiling_job(team, model, device, job_settings, user=user))
+        if progress is not None:
+            progress(n, len(plan))
+    return out
+
+
+__all__ = ["TrainingSet", "build_training_set", "training_graphs"]
