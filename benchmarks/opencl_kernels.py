@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", default="all", help="comma-separated case names, all or none")
     p.add_argument("--models", default="all", help="comma-separated zoo names, all (Table 1) or none")
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--reps", type=int, default=15)
+    p.add_argument("--reps", type=int, default=40, help="timed runs per case and model (the median counts)")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--worker", choices=("ours", "ort"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)

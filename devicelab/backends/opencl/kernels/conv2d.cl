@@ -59,10 +59,9 @@ __attribute__((always_inline)) real_v ll_load(__global const real* x, const int 
 }
 
 // ll_store: y[0 .. n) = the first n lanes of r (the whole vector when n >= VW; nothing when
-// n <= 0). A partial vector goes lane by lane from the registers: the lane loop unrolls, so
-// the lanes are constant indices and the copy stays out of memory (a copy through the stack
-// read back lane by lane stalls a CPU). Shared helper: this text is identical in every kernel
-// file that has it.
+// n <= 0). A partial vector goes lane by lane; the lane loop unrolls, so every lane is a
+// constant index and the copy stays in registers rather than going through the stack. Shared
+// helper: this text is identical in every kernel file that has it.
 __attribute__((always_inline)) void ll_store(__global real* y, const real_v r, const int n)
 {
     if (n >= VW) {
