@@ -66,6 +66,7 @@ class GraphBuilder:
         self.input = input_name
         self._tensors: dict[str, Tensor] = {input_name: Tensor(input_name, tuple(input_shape), dtype)}
         self._ops: list[Operator] = []
+        self._op_names: set[str] = set()
         self._inputs = [input_name]
         self._counts: Counter[str] = Counter()
         self._scope: list[str] = []
@@ -100,7 +101,7 @@ class GraphBuilder:
         base = name or f"{op_type}_{self._counts[op_type]}"
         self._counts[op_type] += 1
         full = "/".join([*self._scope, base])
-        taken = {o.name for o in self._ops}
+        taken = self._op_names
         candidate, i = full, 1
         while candidate in taken or (candidate in self._tensors and candidate not in taken):
             candidate, i = f"{full}_{i}", i + 1
@@ -116,6 +117,7 @@ class GraphBuilder:
         for t, s in zip(outs, out_shapes):
             self._tensors[t] = Tensor(t, s, dtype)
         self._ops.append(Operator(op_name, op_type, list(inputs), outs, canonical))
+        self._op_names.add(op_name)
         self._last = outs[-1]
         return outs
 
@@ -132,7 +134,9 @@ class GraphBuilder:
             outputs = [self._last]
         elif isinstance(outputs, str):
             outputs = [outputs]
-        return Graph(self.name, dict(self._tensors), list(self._inputs), list(outputs), list(self._ops)).check()
+        return Graph(self.name, dict(self._tensors), list(self._inputs), list(outputs), list(self._ops)).check(
+            infer=False
+        )
 
     # -- layers ------------------------------------------------------------------------------
 

@@ -130,8 +130,12 @@ class Graph:
 
     # -- checking ----------------------------------------------------------------------------
 
-    def check(self) -> Graph:
-        """Validate names, edges, order and every shape; return self, or raise ``GraphError``."""
+    def check(self, infer: bool = True) -> Graph:
+        """Validate names, edges, order and every shape; return self, or raise ``GraphError``.
+
+        ``infer=False`` is for a producer that has just normalized every operator and inferred
+        its outputs in order (``GraphBuilder``, the JSON reader): names, edges and order are
+        still checked, attributes and shapes not a second time."""
         if not self.operators:
             raise GraphError("the graph has no operators")
         names = Counter(o.name for o in self.operators)
@@ -157,6 +161,13 @@ class Graph:
                 if t in written:
                     raise GraphError(f"writes tensor {t!r}, which is already written", node=o.name, op=o.type)
                 written.add(t)
+            if not infer:
+                for t in o.outputs:
+                    if t not in self.tensors:
+                        raise GraphError(
+                            f"writes tensor {t!r}, which the graph does not define", node=o.name, op=o.type
+                        )
+                continue
             attrs, shapes = ops.normalize_and_infer(o.type, o.attrs, self.input_shapes(o), o.name)
             if len(shapes) != len(o.outputs):
                 raise GraphError(f"has {len(o.outputs)} outputs, expected {len(shapes)}", node=o.name, op=o.type)

@@ -95,12 +95,13 @@ def graph_from_dict(doc: Any) -> Graph:
             op=op_type,
         )
         for t in op_inputs:
-            _expect(
-                t in tensors,
-                f"reads tensor {t!r} before it is written (list operators in topological order)",
-                node=op_name,
-                op=op_type,
-            )
+            if t not in tensors:
+                _expect(
+                    False,
+                    f"reads tensor {t!r} before it is written (list operators in topological order)",
+                    node=op_name,
+                    op=op_type,
+                )
         attrs = raw.get("attrs", {})
         _expect(isinstance(attrs, dict), "'attrs' must be an object", node=op_name, op=op_type)
         canonical, shapes = ops.normalize_and_infer(op_type, attrs, [tensors[t].shape for t in op_inputs], op_name)
@@ -127,7 +128,8 @@ def graph_from_dict(doc: Any) -> Graph:
                 )
         dtype = tensors[op_inputs[0]].dtype if op_inputs else "float32"
         for t, s in zip(op_outputs, shapes):
-            _expect(t not in tensors, f"writes tensor {t!r}, which is already written", node=op_name, op=op_type)
+            if t in tensors:
+                _expect(False, f"writes tensor {t!r}, which is already written", node=op_name, op=op_type)
             tensors[t] = Tensor(t, tuple(s), dtype)
         operators.append(Operator(op_name, op_type, list(op_inputs), list(op_outputs), canonical))
     outputs = doc.get("outputs")
@@ -137,7 +139,8 @@ def graph_from_dict(doc: Any) -> Graph:
         isinstance(outputs, list) and all(isinstance(t, str) for t in outputs),
         "'outputs' must be a list of tensor names",
     )
-    return Graph(name, tensors, inputs, list(outputs), operators).check()
+    # Every operator was normalized and its outputs inferred above, in order.
+    return Graph(name, tensors, inputs, list(outputs), operators).check(infer=False)
 
 
 def graph_from_json(text: str | bytes) -> Graph:

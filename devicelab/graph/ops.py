@@ -38,8 +38,13 @@ def _need(cond: bool, reason: str) -> None:
 
 
 def _int_list(value: Any, length: int, what: str) -> list[int]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value] * length
+    if type(value) is int:
+        return [value] * length
+    # type() rather than isinstance: bool is an int subclass and is refused.
+    if type(value) in (list, tuple) and len(value) == length and all(type(v) is int for v in value):
+        return list(value)
+    if isinstance(value, int) and not isinstance(value, bool):  # an int subclass (e.g. numpy's)
+        return [int(value)] * length
     _need(
         isinstance(value, (list, tuple))
         and len(value) == length
@@ -289,12 +294,15 @@ def _norm_fc(attrs: Attrs, shapes: list[Shape]) -> Attrs:
 
 
 def _broadcast(a: Shape, b: Shape) -> Shape:
+    if tuple(a) == tuple(b):
+        return tuple(a)
     rank = max(len(a), len(b))
     a1 = (1,) * (rank - len(a)) + tuple(a)
     b1 = (1,) * (rank - len(b)) + tuple(b)
     out = []
     for da, db in zip(a1, b1):
-        _need(da == db or da == 1 or db == 1, f"shapes {list(a)} and {list(b)} do not broadcast")
+        if not (da == db or da == 1 or db == 1):
+            _need(False, f"shapes {list(a)} and {list(b)} do not broadcast")
         out.append(max(da, db))
     return tuple(out)
 

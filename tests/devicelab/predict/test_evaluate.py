@@ -64,3 +64,29 @@ def test_qed_gpu_end_to_end_meets_the_target(qed_rows: list, qed_e2e: dict, devi
     report = grouped_cv(samples, _trainer(device, "lasso", overhead), folds=5)
     assert report.e2e_mape <= TARGET
     assert "conv2d" in report.kernel_mape
+
+
+@pytest.mark.parametrize("method", ["lasso", "rf", "gbdt", "mlp"])
+def test_each_method_predicts_held_out_phone_networks(qed_rows: list, qed_e2e: dict, method: str) -> None:
+    """Every method, trained on four fifths of the phone's networks, predicts the other fifth
+    (measured data from a real phone, so the bound does not depend on this machine's load)."""
+    from devicelab.predict.evaluate import evaluate
+
+    samples = qed.gpu_samples("mi8se", qed_rows, qed_e2e)
+    test = samples[::5]
+    train = [s for s in samples if s not in test]
+    gpu, family = qed.DEVICES["mi8se"]
+    predictor = train_predictor(
+        train,
+        TfliteGpuDeducer(family),
+        Scenario("tflite_gpu", "mi8se", gpu=gpu),
+        method,
+        seed=0,
+        search="fast",
+        overhead_kinds=OVERHEAD_KINDS,
+        mlp_trials=1,
+    )
+    report = evaluate(predictor, test, on_missing="zero")
+    errors = sorted(abs(p - m) / m for _, p, m in report.predictions)
+    assert errors[len(errors) // 2] < (0.25 if method == "mlp" else 0.15)
+    assert report.kernel_mape and all(v < 1.0 for v in report.kernel_mape.values())
