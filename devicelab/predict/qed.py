@@ -51,12 +51,25 @@ DEVICES: dict[str, tuple[str, str]] = {
 }
 
 
+# Where the lab's workspace keeps its shared folder, for a checkout made elsewhere (a CI clone
+# under /tmp has no ``../shared`` of its own).
+WORKSPACE_SHARED_DATA = Path("/work/shared/data")
+
+
 def default_data_dir() -> Path:
-    """``$LATENCYLAB_QED_DATA``, else ``../shared/data`` beside the repository."""
+    """``$LATENCYLAB_QED_DATA``; else the first ``shared/data`` holding the qed files beside the
+    repository or beside one of its parent folders (``../shared/data`` for a checkout next to
+    it), else the workspace's ``/work/shared/data``; else ``../shared/data`` (missing: the
+    readers then say where they looked)."""
     env = os.environ.get("LATENCYLAB_QED_DATA")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
+    repo = Path(__file__).resolve().parents[2]
+    for folder in (*repo.parents, WORKSPACE_SHARED_DATA.parents[1]):
+        candidate = folder / "shared" / "data"
+        if (candidate / OPS_FILE).is_file():
+            return candidate
+    return repo.parent / "shared" / "data"
 
 
 @dataclass(frozen=True)
