@@ -27,6 +27,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import os
 import platform
 import sys
 import time
@@ -40,7 +41,9 @@ if str(ROOT) not in sys.path:  # run as `python benchmarks/predictor_accuracy.py
 
 from devicelab.predict import qed  # noqa: E402
 from devicelab.predict.deduce_cpu import CpuDeducer, probe_graphs  # noqa: E402
+from devicelab.predict.deduce_opencl import OpenclDeducer  # noqa: E402
 from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer, deduce_kernels, kind_from_name, linked_labels  # noqa: E402
+from devicelab.predict.errors import PredictorError  # noqa: E402
 from devicelab.predict.evaluate import evaluate, grouped_cv  # noqa: E402
 from devicelab.predict.models import METHODS  # noqa: E402
 from devicelab.predict.predictor import (  # noqa: E402
@@ -49,7 +52,7 @@ from devicelab.predict.predictor import (  # noqa: E402
     fit_affine_overhead,
     train_predictor,
 )
-from devicelab.predict.records import ProfileRecord, record_from_result  # noqa: E402
+from devicelab.predict.records import ProfileRecord, merge_rounds, record_from_result  # noqa: E402
 from devicelab.predict.samples import Sample  # noqa: E402
 
 OUT = ROOT / "var" / "benchmarks" / "predictor_accuracy.json"
@@ -202,9 +205,10 @@ def qed_accuracy(methods: list[str], search: str, seed: int, mlp_trials: int) ->
 # (b) host CPU
 
 
-def _cache_path(device: str, threads: int, runs: int, name: str) -> Path:
+def _cache_path(device: str, threads: int, cores: Sequence[int], runs: int, rnd: int, name: str) -> Path:
     dev = hashlib.sha256(device.encode()).hexdigest()[:12]
-    return CACHE / f"{dev}-t{threads}-r{runs}" / f"{name.replace('/', '_')}.json"
+    pin = "-c" + "_".join(str(c) for c in cores) if cores else ""
+    return CACHE / f"{dev}-t{threads}{pin}-r{runs}" / f"round{rnd}" / f"{name.replace('/', '_')}.json"
 
 
 def consistent(rec: ProfileRecord, max_cv: float, max_gap: float) -> bool:
@@ -216,69 +220,63 @@ def consistent(rec: ProfileRecord, max_cv: float, max_gap: float) -> bool:
 
 def measure(
     graphs: list[Any],
+    backend: str,
     threads: int,
+    cores: Sequence[int],
     runs: int,
     warmup: int,
-    retries: int = 2,
-    max_cv: float = 0.10,
-    max_gap: float = 0.2,
-    remeasure_noisy: bool = False,
+    rounds: int,
+    statistic: str,
 ) -> list[ProfileRecord]:
-    """Profile each graph on the host CPU (or read it from the cache).
+    """Profile each graph on the host CPU in ``rounds`` rounds (or read them from the cache) and
+    merge each graph's rounds (``merge_rounds``: every row from the round it was fastest in).
 
-    The machine is shared: a profile disturbed by other work (end-to-end CV above ``max_cv``, or
-    end-to-end and kernel sum more than ``max_gap`` apart) is repeated up to ``retries`` times
-    and the most consistent attempt kept; the cache records the attempts. With
-    ``remeasure_noisy`` a cached profile that is still inconsistent gets ``retries`` more
-    attempts (for a quiet machine after a busy one)."""
-    from devicelab.backends import cpu
+    The machine is shared and interference comes in bursts of seconds, so a round profiles
+    every graph once before the next round starts: the rounds of one graph lie minutes apart,
+    and a burst rarely hits all of them."""
     from devicelab.backends.base import ProfileSettings
+    from devicelab.backends.registry import backend_for
 
-    device = cpu.discover()[0]
-    settings = ProfileSettings(threads=threads, runs=runs, warmup_runs=warmup)
-    out = []
-    stats = {"cached": 0, "measured": 0, "retried": 0, "still_noisy": 0}
+    runner = backend_for(backend)
+    device = runner.discover()[0]
+    settings = ProfileSettings(backend=backend, threads=threads, cores=tuple(cores), runs=runs, warmup_runs=warmup)
+    per_graph: list[list[ProfileRecord]] = [[] for _ in graphs]
+    stats = {"cached": 0, "measured": 0}
     t0 = time.perf_counter()
+    for rnd in range(rounds):
+        for i, g in enumerate(graphs):
+            path = _cache_path(device.identity, threads, cores, runs, rnd, g.name)
+            rec = None
+            if path.exists():
+                try:
+                    rec = ProfileRecord.from_dict(json.loads(path.read_text()))
+                    stats["cached"] += 1
+                except (ValueError, KeyError, PredictorError):
+                    rec = None  # a broken cache entry is measured again
+            if rec is None:
+                rec = record_from_result(g, runner.profile(device, g, settings))
+                stats["measured"] += 1
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(rec.to_dict()))
+                if stats["measured"] % 50 == 0:
+                    log(
+                        f"  round {rnd + 1}/{rounds}, {i + 1}/{len(graphs)} ({threads} thread(s)), "
+                        f"{time.perf_counter() - t0:.0f} s, {stats}"
+                    )
+            per_graph[i].append(rec)
+    log(f"  {len(graphs)} graphs x {rounds} rounds, {threads} thread(s): {stats}")
+    return [merge_rounds(recs, statistic) for recs in per_graph]
 
-    def score(r: ProfileRecord) -> float:
-        cv, ratio = r.consistency()
-        return cv + abs(ratio - 1)
 
-    for i, g in enumerate(graphs):
-        path = _cache_path(device.identity, threads, runs, g.name)
-        best, attempts = None, 0
-        if path.exists():
-            try:
-                data = json.loads(path.read_text())
-                best = ProfileRecord.from_dict(data.get("record", data))
-                attempts = int(data.get("attempts", 1))
-            except (ValueError, KeyError):
-                best = None  # a broken cache entry is measured again
-        if best is not None and (
-            runs == 1 or consistent(best, max_cv, max_gap) or (attempts > retries and not remeasure_noisy)
-        ):
-            stats["cached"] += 1
-            out.append(best)
-            continue
-        stats["measured"] += 1
-        limit = attempts + retries if best is not None and attempts > retries else retries
-        while attempts <= limit:
-            rec = record_from_result(g, cpu.profile(device, g, settings))
-            attempts += 1
-            if best is None or score(rec) < score(best):
-                best = rec
-            if runs == 1 or consistent(best, max_cv, max_gap):
-                break
-            stats["retried"] += 1
-        assert best is not None
-        stats["still_noisy"] += runs > 1 and not consistent(best, max_cv, max_gap)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"record": best.to_dict(), "attempts": attempts}))
-        out.append(best)
-        if (i + 1) % 25 == 0:
-            log(f"  {i + 1}/{len(graphs)} ({threads} threads), {time.perf_counter() - t0:.0f} s, {stats}")
-    log(f"  {len(graphs)} graphs, {threads} thread(s): {stats}")
-    return out
+def _cores_for(threads: int, how: str) -> tuple[int, ...]:
+    """The cores ``threads`` threads are pinned to: the last ones (leaving core 0, where the OS
+    and other work tend to run, for last), or none."""
+    if how == "any":
+        return ()
+    if how != "last":
+        raise SystemExit(f"--cores must be 'last' or 'any', not {how!r}")
+    online = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return tuple(online[-threads:]) if len(online) >= threads else ()
 
 
 def cpu_graphs(n_synthetic: int) -> tuple[list[Any], list[Any], list[Any]]:
@@ -290,8 +288,9 @@ def cpu_graphs(n_synthetic: int) -> tuple[list[Any], list[Any], list[Any]]:
     return synthetic, zoo_graphs, probe_graphs()
 
 
-def cpu_accuracy(
+def host_accuracy(
     records: dict[str, list[ProfileRecord]],
+    backend: str,
     threads: int,
     methods: list[str],
     search: str,
@@ -299,7 +298,8 @@ def cpu_accuracy(
     statistic: str,
     mlp_trials: int,
 ) -> dict[str, Any]:
-    """Synthetic -> synthetic and synthetic -> zoo on the host CPU, per training size and method."""
+    """Synthetic -> synthetic and synthetic -> zoo on this machine (the CPU through ONNX Runtime,
+    or the OpenCL backend), per training size and method."""
     syn, zoo_recs, probes = records["synthetic"], records["zoo"], records["probes"]
     n_test = min(TEST_SIZE, max(1, len(syn) // 5))
     test, pool = syn[-n_test:], syn[:-n_test]
@@ -312,11 +312,16 @@ def cpu_accuracy(
         "statistic": statistic,
     }
     r0 = zoo_recs[0] if zoo_recs else syn[0]
-    scenario = Scenario("cpu", r0.device, threads=threads, precision="fp32", runtime=r0.runtime)
+    cores = tuple(int(c) for c in r0.settings.get("cores", ()))
+    scenario = Scenario(backend, r0.device, threads=threads, cores=cores, precision="fp32", runtime=r0.runtime)
     for size in sizes:
         train_recs = pool[:size]
-        deducer = CpuDeducer.learn(train_recs + probes, seed=seed)
-        agreement = {"synthetic_test": deducer.agreement(test), "zoo": deducer.agreement(zoo_recs)}
+        deducer: Any = CpuDeducer.learn(train_recs + probes, seed=seed) if backend == "cpu" else OpenclDeducer()
+        agreement = (
+            {"synthetic_test": deducer.agreement(test), "zoo": deducer.agreement(zoo_recs)}
+            if backend == "cpu"
+            else {}  # the OpenCL deducer is the backend's own plan: it agrees by construction
+        )
         train_s = deducer.samples(train_recs, statistic)
         test_s = deducer.samples(test, statistic)
         zoo_s = deducer.samples(zoo_recs, statistic)
@@ -337,7 +342,7 @@ def cpu_accuracy(
                 "seconds": round(time.perf_counter() - t0, 1),
             }
             log(
-                f"cpu {threads}t n={size} {method}: synthetic {100 * syn_rep.e2e_mape:.2f}%  zoo {100 * zoo_rep.e2e_mape:.2f}%"
+                f"{backend} {threads}t n={size} {method}: synthetic {100 * syn_rep.e2e_mape:.2f}%  zoo {100 * zoo_rep.e2e_mape:.2f}%"
             )
         out[str(size)] = entry
     return out
@@ -382,26 +387,26 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
             print(f"{dev:10}" + "".join(f"{pct(km.get(t)):>11}" for t in types))
     for key, m in result.get("measurements", {}).items():
         print(
-            f"\nhost CPU measurements, {key.replace('_', ' ')}: "
+            f"\nmeasurements, {key}: "
             + ", ".join(
                 f"{part} {v['used']} used of {v['measured']} ({v['consistent']} undisturbed)" for part, v in m.items()
             )
         )
-    for key, cpu in result.get("cpu", {}).items():
-        print(f"\n(b) host CPU, {key}: end-to-end MAPE % (synthetic test {cpu['n_test']} / zoo {cpu['n_zoo']})")
+    for key, cpu in result.get("host", {}).items():
+        print(f"\n(b) {key}: end-to-end MAPE % (synthetic test {cpu['n_test']} / zoo {cpu['n_zoo']})")
         print(f"{'train':>6} {'test':9}" + "".join(f"{m:>9}" for m in methods) + "   op-match syn / zoo")
         for size in cpu["sizes"]:
             e = cpu[str(size)]
             for where in ("synthetic", "zoo"):
-                agree = e["deduction"]["synthetic_test" if where == "synthetic" else "zoo"]["operator_match"]
+                agree = e["deduction"].get("synthetic_test" if where == "synthetic" else "zoo")
                 print(
                     f"{size:6d} {where:9}"
                     + "".join(f"{pct(e[m][where]['e2e_mape']):>9}" for m in methods if m in e)
-                    + f"   {100 * agree:6.2f}%"
+                    + (f"   {100 * agree['operator_match']:6.2f}%" if agree else "   (the backend's own plan)")
                 )
         big = cpu[str(cpu["sizes"][-1])]
         types = sorted({t for m in methods if m in big for t in big[m]["synthetic"]["kernel_mape"]})
-        print(f"\n(b) host CPU, {key}: kernel MAPE % on the synthetic test set, trained on {cpu['sizes'][-1]}")
+        print(f"\n(b) {key}: kernel MAPE % on the synthetic test set, trained on {cpu['sizes'][-1]}")
         print(f"{'kernel type':26}" + "".join(f"{m:>9}" for m in methods))
         for t in types:
             print(
@@ -433,10 +438,28 @@ def main() -> None:
     ap.add_argument("--statistic", default="median", choices=("median", "mean", "min"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-qed", action="store_true")
+    ap.add_argument(
+        "--backend",
+        choices=("cpu", "opencl"),
+        default="cpu",
+        help="what part (b) measures: the CPU through ONNX Runtime, or the OpenCL backend (PoCL here); "
+        "OpenCL takes one thread count per process",
+    )
+    ap.add_argument(
+        "--test-rounds", type=int, default=5, help="rounds for the synthetic test networks and the zoo (default 5)"
+    )
     ap.add_argument("--skip-cpu", action="store_true")
     ap.add_argument("--measure-only", action="store_true", help="profile into the cache and stop")
     ap.add_argument(
-        "--remeasure-noisy", action="store_true", help="measure cached profiles that are still inconsistent again"
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of profiles per graph, spread over time and merged fastest-row-wins (default 3)",
+    )
+    ap.add_argument(
+        "--cores",
+        default="last",
+        help="pin t threads to the last t cores ('last', default), let the OS choose ('any')",
     )
     ap.add_argument(
         "--keep-noisy",
@@ -457,11 +480,23 @@ def main() -> None:
         measured = {}
         for t in threads:
             n = args.n_synthetic if t == 1 or args.n_synthetic_multi is None else args.n_synthetic_multi
-            log(f"profiling {n} synthetic + {len(zoo_graphs)} zoo + {len(probes)} probe graphs, {t} thread(s)")
+            cores = _cores_for(t, args.cores) if args.backend == "cpu" else ()
+            n_test = min(TEST_SIZE, max(1, n // 5))
+            log(
+                f"{args.backend}: profiling {n} synthetic + {len(zoo_graphs)} zoo + {len(probes)} probe graphs, "
+                f"{t} thread(s)"
+            )
+            rounds = (args.runs, args.warmup, args.rounds, args.statistic)
+            test_rounds = (args.runs, args.warmup, max(args.rounds, args.test_rounds), args.statistic)
             measured[t] = {
-                "probes": measure(probes, t, 1, 0),
-                "synthetic": measure(synthetic[:n], t, args.runs, args.warmup, remeasure_noisy=args.remeasure_noisy),
-                "zoo": measure(zoo_graphs, t, args.runs, args.warmup, remeasure_noisy=args.remeasure_noisy),
+                "probes": measure(probes, args.backend, t, cores, 1, 0, 1, args.statistic)
+                if args.backend == "cpu"
+                else [],
+                # the test networks and the zoo get more rounds: their measurements are the truth
+                # every predictor is scored against
+                "synthetic": measure(synthetic[: n - n_test], args.backend, t, cores, *rounds)
+                + measure(synthetic[n - n_test : n], args.backend, t, cores, *test_rounds),
+                "zoo": measure(zoo_graphs, args.backend, t, cores, *test_rounds),
             }
         if args.measure_only:
             log("measured; cache under " + str(CACHE))
@@ -478,15 +513,15 @@ def main() -> None:
                 kept = recs if args.keep_noisy else [r for r in recs if consistent(r, 0.10, 0.2)]
                 if len(kept) < 0.6 * len(recs):  # mostly disturbed (e.g. all cores busy): keep all, say so
                     kept = recs
-                result.setdefault("measurements", {}).setdefault(f"{t}_threads", {})[part] = {
+                result.setdefault("measurements", {}).setdefault(f"{args.backend}, {t} thread(s)", {})[part] = {
                     "measured": len(recs),
                     "consistent": sum(consistent(r, 0.10, 0.2) for r in recs),
                     "used": len(kept),
                 }
                 measured[t][part] = kept
-        result["cpu"] = {
-            f"{t}_thread{'s' if t > 1 else ''}": cpu_accuracy(
-                measured[t], t, methods, args.search, args.seed, args.statistic, args.mlp_trials
+        result["host"] = {
+            f"{args.backend}, {t} thread{'s' if t > 1 else ''}": host_accuracy(
+                measured[t], args.backend, t, methods, args.search, args.seed, args.statistic, args.mlp_trials
             )
             for t in threads
         }
@@ -496,10 +531,15 @@ def main() -> None:
             previous = json.loads(OUT.read_text())
         except ValueError:
             previous = {}
-        for part in ("qed_deduction", "qed", "cpu"):
+        for part in ("qed_deduction", "qed"):
             if part not in result and part in previous:
                 result[part] = previous[part]
                 result.setdefault("kept_from_previous_run", []).append(part)
+        for part in ("host", "measurements"):  # scenarios (backend, threads) this run did not measure
+            for key, value in previous.get(part, {}).items():
+                if key not in result.setdefault(part, {}):
+                    result[part][key] = value
+                    result.setdefault("kept_from_previous_run", []).append(f"{part}: {key}")
     print_tables(result, methods)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1))

@@ -138,9 +138,9 @@ class Graph:
         still checked, attributes and shapes not a second time."""
         if not self.operators:
             raise GraphError("the graph has no operators")
-        names = Counter(o.name for o in self.operators)
-        dup = [n for n, c in names.items() if c > 1]
-        if dup:
+        if len({o.name for o in self.operators}) != len(self.operators):
+            names = Counter(o.name for o in self.operators)
+            dup = [n for n, c in names.items() if c > 1]
             raise GraphError("operator name is used more than once", node=dup[0])
         for t in self.inputs:
             if t not in self.tensors:

@@ -76,60 +76,49 @@ def graph_from_dict(doc: Any) -> Graph:
     _expect(isinstance(raw_ops, list) and raw_ops, "'operators' must be a non-empty list")
     operators: list[Operator] = []
     for i, raw in enumerate(raw_ops):
-        _expect(isinstance(raw, dict), f"operators[{i}] must be an object")
+        if not isinstance(raw, dict):
+            raise GraphError(f"operators[{i}] must be an object")
         op_name = raw.get("name", f"op_{i}")
         op_type = raw.get("type")
-        _expect(isinstance(op_type, str), "operator needs a 'type'", node=op_name)
+        if not isinstance(op_type, str):
+            raise GraphError("operator needs a 'type'", node=op_name)
         ops.spec(op_type, op_name)
         op_inputs, op_outputs = raw.get("inputs"), raw.get("outputs")
-        _expect(
-            isinstance(op_inputs, list) and all(isinstance(t, str) for t in op_inputs),
-            "'inputs' must be a list of tensor names",
-            node=op_name,
-            op=op_type,
-        )
-        _expect(
-            isinstance(op_outputs, list) and op_outputs and all(isinstance(t, str) for t in op_outputs),
-            "'outputs' must be a non-empty list of tensor names",
-            node=op_name,
-            op=op_type,
-        )
+        if type(op_inputs) is not list:
+            raise GraphError("'inputs' must be a list of tensor names", node=op_name, op=op_type)
+        if not (type(op_outputs) is list and op_outputs and all(type(t) is str for t in op_outputs)):
+            raise GraphError("'outputs' must be a non-empty list of tensor names", node=op_name, op=op_type)
+        in_shapes = []
         for t in op_inputs:
-            if t not in tensors:
-                _expect(
-                    False,
+            if type(t) is not str:
+                raise GraphError("'inputs' must be a list of tensor names", node=op_name, op=op_type)
+            tensor = tensors.get(t)
+            if tensor is None:
+                raise GraphError(
                     f"reads tensor {t!r} before it is written (list operators in topological order)",
                     node=op_name,
                     op=op_type,
                 )
+            in_shapes.append(tensor.shape)
         attrs = raw.get("attrs", {})
-        _expect(isinstance(attrs, dict), "'attrs' must be an object", node=op_name, op=op_type)
-        canonical, shapes = ops.normalize_and_infer(op_type, attrs, [tensors[t].shape for t in op_inputs], op_name)
-        _expect(
-            len(shapes) == len(op_outputs),
-            f"has {len(op_outputs)} outputs, expected {len(shapes)}",
-            node=op_name,
-            op=op_type,
-        )
+        if not isinstance(attrs, dict):
+            raise GraphError("'attrs' must be an object", node=op_name, op=op_type)
+        canonical, shapes = ops.normalize_and_infer_memo(op_type, attrs, in_shapes, op_name)
+        if len(shapes) != len(op_outputs):
+            raise GraphError(f"has {len(op_outputs)} outputs, expected {len(shapes)}", node=op_name, op=op_type)
         declared = raw.get("output_shapes")
         if declared is not None:
-            _expect(
-                isinstance(declared, list) and len(declared) == len(shapes),
-                "'output_shapes' must list one shape per output",
-                node=op_name,
-                op=op_type,
-            )
+            if not (isinstance(declared, list) and len(declared) == len(shapes)):
+                raise GraphError("'output_shapes' must list one shape per output", node=op_name, op=op_type)
             for t, want, got in zip(op_outputs, declared, shapes):
-                _expect(
-                    list(want) == list(got),
-                    f"output {t!r} is declared {want} but its inputs give {list(got)}",
-                    node=op_name,
-                    op=op_type,
-                )
+                if not isinstance(want, (list, tuple)) or tuple(want) != tuple(got):
+                    raise GraphError(
+                        f"output {t!r} is declared {want} but its inputs give {list(got)}", node=op_name, op=op_type
+                    )
         dtype = tensors[op_inputs[0]].dtype if op_inputs else "float32"
         for t, s in zip(op_outputs, shapes):
             if t in tensors:
-                _expect(False, f"writes tensor {t!r}, which is already written", node=op_name, op=op_type)
+                raise GraphError(f"writes tensor {t!r}, which is already written", node=op_name, op=op_type)
             tensors[t] = Tensor(t, tuple(s), dtype)
         operators.append(Operator(op_name, op_type, list(op_inputs), list(op_outputs), canonical))
     outputs = doc.get("outputs")

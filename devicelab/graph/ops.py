@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from devicelab.graph.errors import GraphError
 
 Shape = tuple[int, ...]
@@ -821,3 +823,30 @@ def normalize_and_infer(
         raise GraphError(str(exc), node=node, op=op_type) from None
     except (TypeError, ValueError, KeyError) as exc:
         raise GraphError(f"bad attributes {attrs!r}: {exc}", node=node, op=op_type) from None
+
+
+_MEMO: dict[tuple[str, bytes, tuple[Shape, ...]], tuple[Attrs, list[Shape]]] = {}
+_MEMO_LIMIT = 1 << 16
+
+
+def normalize_and_infer_memo(
+    op_type: str, attrs: Attrs, input_shapes: Sequence[Shape], node: str | None = None
+) -> tuple[Attrs, list[Shape]]:
+    """``normalize_and_infer`` remembered per (type, attributes, input shapes).
+
+    A batch of NAS candidates repeats the same operator configurations thousands of times;
+    this answers a repeat with the first answer instead of checking it again (a fresh dict per
+    operator; its values, lists included, are shared and must not be changed in place). The key
+    is the attributes' JSON bytes (equal bytes, equal attributes); attributes that are not plain
+    JSON data, and operators that fail, are not remembered, so errors name every node."""
+    try:
+        key = (op_type, orjson.dumps(attrs, option=orjson.OPT_SORT_KEYS), tuple(input_shapes))
+    except TypeError:  # not JSON data (e.g. numpy scalars): check it directly
+        return normalize_and_infer(op_type, attrs, input_shapes, node)
+    hit = _MEMO.get(key)
+    if hit is None:
+        canonical, shapes = normalize_and_infer(op_type, attrs, input_shapes, node)
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        hit = _MEMO[key] = (dict(canonical), shapes)
+    return dict(hit[0]), hit[1]

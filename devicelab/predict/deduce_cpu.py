@@ -564,8 +564,7 @@ class CpuDeducer:
             op = ops[a]
             shapes_in = [t[n].shape for n in op.inputs]
             kind = op_kind(op.type, op.attrs, shapes_in)
-            raw = raw_features(op.type, shapes_in, [t[n].shape for n in op.outputs], op.attrs)
-            out.append(Kernel(f"{kind}/{layout[a]}", tuple(m), raw, op.name))
+            out.append(Kernel(f"{kind}/{layout[a]}", tuple(m), op_raw_features(graph, op), op.name))
         for tensor, _, kind in self._boundaries(graph, anchor, layout):
             out.append(Kernel(f"{kind}/{BLOCKED}", (), move_raw(t[tensor].shape), f"{kind}:{tensor}"))
         return out

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import orjson
 
 from devicelab.graph import ops as ir_ops
 from devicelab.graph.ir import Graph, Operator
@@ -215,10 +216,26 @@ def raw_features(
     )
 
 
+_MEMO: dict[tuple[Any, ...], tuple[float, ...]] = {}
+_MEMO_LIMIT = 1 << 16
+
+
 def op_raw_features(graph: Graph, op: Operator) -> tuple[float, ...]:
-    """``raw_features`` of one operator of a checked graph."""
+    """``raw_features`` of one operator of a checked graph, remembered per (type, attributes,
+    shapes): a batch of NAS candidates repeats the same configurations thousands of times."""
     t = graph.tensors
-    return raw_features(op.type, [t[n].shape for n in op.inputs], [t[n].shape for n in op.outputs], op.attrs)
+    shapes_in = tuple([t[n].shape for n in op.inputs])
+    shapes_out = tuple([t[n].shape for n in op.outputs])
+    try:
+        key = (op.type, orjson.dumps(op.attrs, option=orjson.OPT_SORT_KEYS), shapes_in, shapes_out)
+    except TypeError:  # attributes that are not plain JSON data: no key, compute directly
+        return raw_features(op.type, shapes_in, shapes_out, op.attrs)
+    hit = _MEMO.get(key)
+    if hit is None:
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        hit = _MEMO[key] = raw_features(op.type, shapes_in, shapes_out, op.attrs)
+    return hit
 
 
 def feature_matrix(group: str, raws: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:

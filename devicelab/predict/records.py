@@ -8,6 +8,7 @@ can be cached on disk or rebuilt from database rows.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -19,6 +20,7 @@ from devicelab.measure.stats import SampleStats
 from devicelab.predict.errors import PredictorError
 
 STATISTICS = ("median", "mean", "min", "p90")
+_COUNTS = ("warmup_runs", "runs", "rounds")  # how much was measured, not where
 
 
 @dataclass(frozen=True)
@@ -113,17 +115,70 @@ def record_from_result(graph: Graph, result: ProfileResult) -> ProfileRecord:
     )
 
 
+def merge_rounds(records: Sequence[ProfileRecord], statistic: str = "median") -> ProfileRecord:
+    """One record from several measurements of the same graph in the same scenario, taken at
+    different times: each operator row and the end-to-end statistics come from the round in
+    which they were fastest by ``statistic``.
+
+    Interference from other work on a shared machine only adds time, and it comes in bursts
+    lasting seconds (a whole profile measured in a slow second is slow throughout), so the
+    fastest of several rounds spread over time is the undisturbed time; each row keeps the
+    complete statistics of the round it came from. ``PredictorError`` when the records are not
+    of one graph and one scenario, or the runtime ran different kernels in different rounds."""
+    if not records:
+        raise PredictorError("no rounds to merge")
+    first = records[0]
+    if len(records) == 1:
+        return first
+    scenario_of(records)
+    keys = [_row_key(o) for o in first.ops]
+    # Each round's row for each of the first round's rows: the same operator, or the same
+    # runtime kernel on the same shapes (the runtime names its own kernels anew in each session).
+    matched: list[list[OpTiming]] = [[o] for o in first.ops]
+    for r in records[1:]:
+        if r.graph.name != first.graph.name:
+            raise PredictorError(f"cannot merge rounds of different graphs ({first.graph.name!r}, {r.graph.name!r})")
+        slots: dict[tuple[Any, ...], list[OpTiming]] = {}
+        for o in r.ops:
+            slots.setdefault(_row_key(o), []).append(o)
+        if sorted(map(repr, keys)) != sorted(repr(k) for k, v in slots.items() for _ in v):
+            raise PredictorError(f"graph {first.graph.name!r}: the runtime ran different kernels in different rounds")
+        for i, k in enumerate(keys):
+            matched[i].append(slots[k].pop(0))
+    ops = []
+    for rows in matched:
+        timed = [o for o in rows if o.stats is not None]
+        ops.append(min(timed, key=lambda t: stat(t.stats, statistic)) if timed else rows[0])  # type: ignore[arg-type]
+    e2e_best = min(records, key=lambda r: r.e2e_ms(statistic))
+    profiled = [r.profiled_e2e_ms for r in records if r.profiled_e2e_ms is not None]
+    settings = dict(first.settings)
+    settings["rounds"] = len(records)
+    return dataclasses.replace(
+        first,
+        ops=tuple(ops),
+        e2e=e2e_best.e2e,
+        settings=settings,
+        profiled_e2e_ms=min(profiled) if profiled else None,
+    )
+
+
+def _row_key(o: OpTiming) -> tuple[Any, ...]:
+    if o.index is not None:
+        return (o.index, o.name, o.kernel)
+    return (None, o.kernel, repr(o.input_shapes), repr(o.output_shapes))
+
+
 def scenario_of(records: Sequence[ProfileRecord]) -> tuple[str, dict[str, Any], str]:
     """The (device, settings without run counts, runtime) all records share, or ``PredictorError``."""
     keys = set()
     for r in records:
-        s = {k: v for k, v in r.settings.items() if k not in ("warmup_runs", "runs")}
+        s = {k: v for k, v in r.settings.items() if k not in _COUNTS}
         keys.add((r.device, tuple(sorted((k, str(v)) for k, v in s.items())), r.runtime))
     if len(keys) != 1:
         raise PredictorError(f"the records come from {len(keys)} scenarios; a predictor is trained on one")
     device, items, runtime = keys.pop()
-    settings = {k: v for k, v in records[0].settings.items() if k not in ("warmup_runs", "runs")}
+    settings = {k: v for k, v in records[0].settings.items() if k not in _COUNTS}
     return device, settings, runtime
 
 
-__all__ = ["STATISTICS", "ProfileRecord", "record_from_result", "scenario_of", "stat"]
+__all__ = ["STATISTICS", "ProfileRecord", "merge_rounds", "record_from_result", "scenario_of", "stat"]

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
+from server.api.parsers import FastJSONParser
 from server.api.predict_serializers import (
     PredictorCreateSerializer,
     PredictorDetailSerializer,
@@ -24,7 +25,13 @@ from server.api.predict_serializers import (
 from server.devices.models import Device
 from server.predictors.models import Predictor, PredictorMethod, PredictorState
 from server.predictors.services import request_predictor
-from server.predictors.serving import ArchitectureErrors, PredictorNotFound, PredictorUnavailable, predict_for_team
+from server.predictors.serving import (
+    ArchitectureErrors,
+    PredictorNotFound,
+    PredictorUnavailable,
+    gc_paused,
+    predict_for_team,
+)
 
 
 @extend_schema_view(
@@ -107,6 +114,8 @@ class PredictorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
 class PredictView(APIView):
     """Predicted latency of a batch of architectures."""
 
+    parser_classes = [FastJSONParser]
+
     @extend_schema(
         summary="Predict the latency of architectures",
         description="Give a `device` (its ready predictor with the lowest end-to-end MAPE answers, optionally of "
@@ -123,6 +132,10 @@ class PredictView(APIView):
     )
     def post(self, request: Request) -> Response:
         """Answer one batch."""
+        with gc_paused():
+            return self._answer(request)
+
+    def _answer(self, request: Request) -> Response:
         body = request.data
         if not isinstance(body, dict):
             raise ValidationError("the request body must be a JSON object")

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gc
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +88,35 @@ class LoadedPredictor:
 
 _cache: OrderedDict[tuple[int, str, int | None], LoadedPredictor] = OrderedDict()
 _lock = threading.Lock()
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a batch is read and predicted.
+
+    A batch of 1,000 graphs builds a few million small objects that all stay alive until the
+    answer is sent; every collection pass walks all of them, and with the collector on, reading
+    such a batch takes twice as long. Nothing in a batch forms reference cycles that must be
+    freed early; reference counting frees it all when the request ends. Nested and concurrent
+    pauses (threads of one process) re-enable the collector only when the last one ends."""
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 def clear_cache() -> None:
@@ -327,6 +359,7 @@ __all__ = [
     "PredictorNotFound",
     "PredictorUnavailable",
     "clear_cache",
+    "gc_paused",
     "load_row",
     "loaded",
     "predict_architectures",

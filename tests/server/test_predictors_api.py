@@ -135,6 +135,39 @@ def test_bad_architectures_are_named_by_index_and_reason(api: Any, phone: Any) -
     assert "colour" in errors[7]["error"]
 
 
+def test_a_malformed_body_is_400_and_the_collector_comes_back(api: Any, phone: Any) -> None:
+    import gc
+
+    ready_predictor(phone)
+    assert gc.isenabled()
+    resp = api.post("/api/predict/", b'{"device": 1, "architectures": [', content_type="application/json")
+    assert resp.status_code == 400 and "JSON parse error" in resp.json()["detail"]
+    assert gc.isenabled()  # paused while a batch is read and predicted, even one that fails
+    resp = api.post("/api/predict/", b'{"device": NaN}', content_type="application/json")
+    assert resp.status_code == 400
+    ok = _predict(api, device=phone.pk, architectures=[{"nb201": CELL}])
+    assert ok.status_code == 200 and gc.isenabled()
+
+
+def test_repeated_operators_in_a_batch_are_each_checked(api: Any, phone: Any) -> None:
+    """Operator checks are remembered per configuration; a bad operator is still named, and a
+    good architecture sent twice gets the same answer twice."""
+    ready_predictor(phone)
+    good = graph_to_dict(tiny_graph("tiny-net", channels=16))
+    bad = graph_to_dict(tiny_graph("tiny-bad", channels=16))
+    bad["operators"][0]["attrs"] = {**bad["operators"][0]["attrs"], "kernel": [0, 0]}
+    archs = [{"name": "a", "graph": good}, {"name": "b", "graph": good}]
+    resp = _predict(api, device=phone.pk, architectures=archs)
+    assert resp.status_code == 200, resp.content
+    first, second = resp.json()["results"]
+    assert first["latency_ms"] == second["latency_ms"]
+    resp = _predict(api, device=phone.pk, architectures=[*archs, {"name": "c", "graph": bad}])
+    assert resp.status_code == 400
+    (error,) = resp.json()["errors"]
+    assert error["index"] == 2 and error["name"] == "c"
+    assert bad["operators"][0]["name"] in error["error"] and "kernel" in error["error"]
+
+
 def test_kernels_without_a_model_fail_the_architecture(api: Any, phone: Any) -> None:
     p = qed_predictor()
     # A predictor trained on networks without fully connected layers.

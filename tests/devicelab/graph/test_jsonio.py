@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from devicelab.graph import GraphBuilder, GraphError, graph_from_json, graph_to_json
+from devicelab.graph import GraphBuilder, GraphError, graph_from_dict, graph_from_json, graph_to_dict, graph_to_json
 from devicelab.graph.ops import OPS
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
@@ -100,3 +100,27 @@ def test_every_operator_type_is_documented():
     text = (DOCS / "graph-format.md").read_text()
     missing = [name for name in OPS if f"| `{name}` |" not in text]
     assert missing == []
+
+
+def test_repeated_operators_are_remembered_not_shared() -> None:
+    """The reader remembers each checked (type, attributes, input shapes); repeats get equal
+    but separate attribute dicts, and a failing configuration is never remembered."""
+    import numpy as np
+
+    from devicelab.graph import ops
+    from devicelab.graph import nas
+
+    g = nas.sample("synthetic", 1, 11)[0]
+    doc = graph_to_dict(g)
+    a, b = graph_from_dict(doc), graph_from_dict(doc)
+    assert a.operators == b.operators == g.operators
+    assert all(x.attrs is not y.attrs for x, y in zip(a.operators, b.operators))
+    conv = next(o for o in doc["operators"] if o["type"] == "conv2d")
+    shapes = [a.tensors[conv["inputs"][0]].shape]
+    bad = {**conv["attrs"], "kernel": [0, 3]}
+    for _ in range(2):
+        with pytest.raises(GraphError, match="kernel sizes"):
+            ops.normalize_and_infer_memo("conv2d", bad, shapes, "n1")
+    # attributes that are not plain JSON data are checked directly
+    odd = {**conv["attrs"], "out_channels": np.int64(conv["attrs"]["out_channels"])}
+    assert ops.normalize_and_infer_memo("conv2d", odd, shapes)[1] == ops.normalize_and_infer("conv2d", odd, shapes)[1]
