@@ -41,6 +41,13 @@ def add_parsers(sub: Any) -> None:
     build.add_argument("--threads", type=int, default=1)
     build.add_argument("--runs", type=int, default=10, help="timed runs per network (default: %(default)s)")
     build.add_argument("--warmup-runs", type=int, default=2)
+    build.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="jobs per network, queued round by round and merged when training (default: %(default)s; "
+        "3 on a machine shared with other work)",
+    )
     build.add_argument("--seed", type=int, default=0, help="seed of the synthetic samples")
     build.add_argument("--no-probes", action="store_true", help="do not profile the CPU deducer's probe graphs")
     build.add_argument("--wait", action="store_true", help="wait for the jobs, showing progress")
@@ -152,6 +159,7 @@ def trainset_build(args: argparse.Namespace) -> int:
             warmup_runs=args.warmup_runs,
             seed=args.seed,
             probes=False if args.no_probes else None,
+            rounds=args.rounds,
             progress=lambda n, total: _progress_line(f"uploading and submitting {n}/{total}"),
         )
     except (ValidationError, LookupError, GraphError) as exc:

@@ -10,6 +10,7 @@ do (the deducers read the median).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,8 @@ from typing import Any
 from devicelab.backends.base import ColdStart, DeviceInfo, OpTiming, ProfileResult, ProfileSettings
 from devicelab.graph import graph_from_dict
 from devicelab.measure.stats import HIGH_CV, SampleStats
-from devicelab.predict.records import ProfileRecord, record_from_result
+from devicelab.predict.errors import PredictorError
+from devicelab.predict.records import ProfileRecord, merge_rounds, record_from_result
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.models import NetworkModel
@@ -166,6 +168,29 @@ def scenario_records(
     return ScenarioRecords(records, runtime, skipped)
 
 
+def merged_by_network(stored: Sequence[StoredRecord]) -> list[StoredRecord]:
+    """One record per network: the results of repeated jobs of one network in one scenario (it
+    was profiled again later, e.g. ``latencylab trainset build --rounds 3``) are merged as rounds,
+    each operator row from the job it was fastest in (``devicelab.predict.merge_rounds``). A
+    network whose jobs ran different kernels keeps its newest job. First-seen order is kept."""
+    groups: dict[int, list[StoredRecord]] = {}
+    for s in stored:
+        groups.setdefault(s.model_id, []).append(s)
+    out = []
+    for group in groups.values():
+        newest = group[-1]
+        if len(group) == 1:
+            out.append(newest)
+            continue
+        try:
+            merged = merge_rounds([s.record for s in group])
+        except PredictorError:
+            out.append(newest)
+            continue
+        out.append(dataclasses.replace(newest, record=merged))
+    return out
+
+
 def is_probe(record: ProfileRecord) -> bool:
     """Whether the record is of one of the CPU deducer's probe graphs (they teach fusion rules
     and are never latency training data)."""
@@ -188,6 +213,7 @@ __all__ = [
     "StoredRecord",
     "count_networks",
     "is_probe",
+    "merged_by_network",
     "result_from_rows",
     "scenario_records",
     "scenario_results",

@@ -38,7 +38,7 @@ from devicelab.predict.samples import Sample
 from server.devices.models import DeviceKind
 from server.predictors.models import Predictor, PredictorSource
 from server.predictors.qed_import import qed_device_of, qed_samples
-from server.predictors.records import is_probe, scenario_records
+from server.predictors.records import is_probe, merged_by_network, scenario_records
 
 MIN_NETWORKS = 5  # fewer leaves nothing to hold out
 HOLDOUT = 0.2
@@ -123,8 +123,8 @@ def train_from_timings(row: Predictor, progress: Progress) -> Outcome:
         str(params.get("precision", "fp32")),
     )
     probes = [s.record for s in stored.records if is_probe(s.record)]
-    data = [s for s in stored.records if not is_probe(s.record)]
-    networks = len({s.model_id for s in data})
+    data = merged_by_network([s for s in stored.records if not is_probe(s.record)])
+    networks = len(data)
     if networks < MIN_NETWORKS:
         raise TrainingDataError(
             f"team {row.team.name!r} has {networks} network(s) measured on device {row.device.name!r} "
@@ -169,7 +169,7 @@ def train_from_timings(row: Predictor, progress: Progress) -> Outcome:
     meta = {
         "source": PredictorSource.TIMINGS,
         "networks": networks,
-        "records": len(data),
+        "records": len([s for s in stored.records if not is_probe(s.record)]),  # jobs, repeats included
         "probe_records": len(probes),
         "jobs": sorted(s.job_id for s in stored.records)[:5000],
         "skipped": stored.skipped,

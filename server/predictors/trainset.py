@@ -50,14 +50,18 @@ def training_graphs(synthetic: int, zoo_names: Sequence[str], seed: int = 0) -> 
     return graphs
 
 
-def _existing_job(team: Team, model_id: int, device: Device, settings: dict[str, Any]) -> ProfilingJob | None:
-    """A job of the team that measured (or is measuring) this network on the device with these settings."""
-    for job in ProfilingJob.objects.filter(
-        team=team, model_id=model_id, device=device, state__in=[JobState.SUCCEEDED, JobState.QUEUED, JobState.RUNNING]
-    ).order_by("-pk"):
-        if job.settings == settings:
-            return job
-    return None
+def _existing_jobs(team: Team, model_id: int, device: Device, settings: dict[str, Any]) -> list[ProfilingJob]:
+    """The team's jobs that measured (or are measuring) this network on the device with these settings."""
+    return [
+        job
+        for job in ProfilingJob.objects.filter(
+            team=team,
+            model_id=model_id,
+            device=device,
+            state__in=[JobState.SUCCEEDED, JobState.QUEUED, JobState.RUNNING],
+        ).order_by("pk")
+        if job.settings == settings
+    ]
 
 
 def build_training_set(
@@ -72,14 +76,20 @@ def build_training_set(
     probes: bool | None = None,
     user: Any = None,
     progress: Callable[[int, int], object] | None = None,
+    rounds: int = 1,
 ) -> TrainingSet:
-    """Upload the networks and queue one profiling job per network not yet measured this way."""
+    """Upload the networks and queue ``rounds`` profiling jobs per network, less those it already
+    has with these settings. Jobs go out round by round (every network once, then every network
+    again), so the rounds of one network are measured minutes apart and training merges them
+    (``records.merged_by_network``): a burst of interference rarely hits all of them."""
     if device.kind not in (DeviceKind.CPU, DeviceKind.OPENCL):
         raise ValidationError(
             {"device": f"device {device.name!r} is a {device.kind} device; a training set is profiled on cpu or opencl"}
         )
     if synthetic < 0:
         raise ValidationError({"synthetic": f"the number of synthetic samples must be >= 0, got {synthetic}"})
+    if rounds < 1:
+        raise ValidationError({"rounds": f"rounds must be >= 1, got {rounds}"})
     if probes is None:
         probes = device.kind == DeviceKind.CPU
     settings = validate_settings(device, {"threads": threads, "runs": runs, "warmup_runs": warmup_runs})
@@ -88,15 +98,22 @@ def build_training_set(
     graphs = training_graphs(synthetic, zoo_names, seed)
     from devicelab.predict.deduce_cpu import probe_graphs
 
-    plan = [(g, settings) for g in graphs] + ([(g, probe_settings) for g in probe_graphs()] if probes else [])
+    plan = [(g, settings, r) for r in range(rounds) for g in graphs]
+    plan += [(g, probe_settings, 0) for g in probe_graphs()] if probes else []
     out = TrainingSet()
-    for n, (graph, job_settings) in enumerate(plan, start=1):
-        model, _ = upload_model(team, user, graph_to_json(graph).encode(), f"{graph.name}.json", name=graph.name)
-        job = _existing_job(team, model.pk, device, job_settings)
-        if job is not None:
-            out.reused.append(job)
+    models: dict[str, Any] = {}
+    existing: dict[str, list[ProfilingJob]] = {}
+    for n, (graph, job_settings, rnd) in enumerate(plan, start=1):
+        key = f"{graph.name}|{job_settings['runs']}"
+        if key not in models:
+            models[key], _ = upload_model(
+                team, user, graph_to_json(graph).encode(), f"{graph.name}.json", name=graph.name
+            )
+            existing[key] = _existing_jobs(team, models[key].pk, device, job_settings)
+        if rnd < len(existing[key]):
+            out.reused.append(existing[key][rnd])
         else:
-            out.submitted.append(submit_profiling_job(team, model, device, job_settings, user=user))
+            out.submitted.append(submit_profiling_job(team, models[key], device, job_settings, user=user))
         if progress is not None:
             progress(n, len(plan))
     return out

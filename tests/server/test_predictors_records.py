@@ -82,3 +82,33 @@ def test_only_the_newest_runtime_is_one_scenario(member: Any, make_device: Any) 
     stored = scenario_records(member.team, device, threads=1)
     assert stored.networks == 2
     assert list(stored.skipped.values()) == [1] and "0.1 (old)" in next(iter(stored.skipped))
+
+
+def test_repeated_jobs_of_a_network_train_as_merged_rounds(member: Any, make_device: Any) -> None:
+    import dataclasses
+
+    from devicelab.measure.stats import SampleStats
+    from server.predictors.records import is_probe, merged_by_network, scenario_records
+
+    def scaled(s: SampleStats, f: float) -> SampleStats:
+        return dataclasses.replace(s, mean=s.mean * f, median=s.median * f, min=s.min * f, max=s.max * f)
+
+    device = make_device("cpu")
+    profiles = cpu_profiles()[:3]
+    store_profiles(member.team, device, profiles)
+    graph, first = profiles[0]
+    # a later round of the first network: whole runs faster, every operator slower
+    later = dataclasses.replace(
+        first,
+        e2e=scaled(first.e2e, 0.8),
+        ops=[o if o.stats is None else dataclasses.replace(o, stats=scaled(o.stats, 1.25)) for o in first.ops],
+    )
+    store_profiles(member.team, device, [(graph, later)])
+    stored = scenario_records(member.team, device, threads=1)
+    assert len(stored.records) == 4 and stored.networks == 3
+    merged = {s.record.graph.name: s.record for s in merged_by_network(stored.records) if not is_probe(s.record)}
+    assert len(merged) == 3
+    rec = merged[graph.name]
+    assert rec.settings["rounds"] == 2
+    assert rec.e2e.median == pytest.approx(first.e2e.median * 0.8)
+    assert rec.kernel_sum_ms() == pytest.approx(record_from_result(graph, first).kernel_sum_ms())

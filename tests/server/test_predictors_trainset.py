@@ -39,6 +39,22 @@ def test_synthetic_samples_zoo_models_and_probes_become_jobs(member: Any, make_d
     assert len(other_threads.submitted) == 1
 
 
+def test_rounds_queue_every_network_once_per_round(member: Any, make_device: Any) -> None:
+    from server.predictors.trainset import build_training_set
+
+    device = make_device("cpu")
+    once = build_training_set(member.team, device, 2, [], runs=3, seed=5, probes=False)
+    assert [j.model.name for j in once.submitted] == ["synthetic-5-0", "synthetic-5-1"]
+    # two more rounds, the first round reused; jobs go out round by round
+    three = build_training_set(member.team, device, 2, [], runs=3, seed=5, probes=False, rounds=3)
+    assert [j.pk for j in three.reused] == [j.pk for j in once.submitted]
+    assert [j.model.name for j in three.submitted] == ["synthetic-5-0", "synthetic-5-1"] * 2
+    again = build_training_set(member.team, device, 2, [], runs=3, seed=5, probes=False, rounds=3)
+    assert len(again.reused) == 6 and not again.submitted
+    with pytest.raises(ValidationError, match="rounds must be >= 1"):
+        build_training_set(member.team, device, 2, [], rounds=0)
+
+
 def test_a_training_set_needs_a_lab_device_and_known_models(member: Any, make_device: Any) -> None:
     from server.predictors.qed_import import ensure_qed_device
     from server.predictors.trainset import build_training_set
