@@ -107,8 +107,7 @@ def test_repeated_operators_are_remembered_not_shared() -> None:
     but separate attribute dicts, and a failing configuration is never remembered."""
     import numpy as np
 
-    from devicelab.graph import ops
-    from devicelab.graph import nas
+    from devicelab.graph import nas, ops
 
     g = nas.sample("synthetic", 1, 11)[0]
     doc = graph_to_dict(g)
