@@ -50,6 +50,7 @@ from devicelab.predict.predictor import (  # noqa: E402
     Scenario,
     ScenarioPredictor,
     fit_affine_overhead,
+    fit_calibration,
     train_predictor,
 )
 from devicelab.predict.records import ProfileRecord, merge_rounds, record_from_result  # noqa: E402
@@ -166,6 +167,8 @@ def _qed_trainer(
             )
         if overhead == "constant":
             return base
+        if overhead == "calibrated":
+            return _calibrated(base, samples)
         scale, t_overhead = fit_affine_overhead(samples, base.t_overhead_ms)
         return dataclasses.replace(
             base, kernel_scale=scale, t_overhead_ms=t_overhead, meta={**base.meta, "overhead": "affine"}
@@ -182,7 +185,7 @@ def qed_accuracy(methods: list[str], search: str, seed: int, mlp_trials: int) ->
         samples = qed.gpu_samples(dev, rows, e2e)
         scenario = Scenario("tflite_gpu", dev, precision="fp16", runtime="tflite gpu delegate (qed data)", gpu=gpu)
         for method in methods:
-            for overhead in ("constant", "affine"):
+            for overhead in ("constant", "affine", "calibrated"):
                 t0 = time.perf_counter()
                 rep = grouped_cv(
                     samples,
@@ -289,6 +292,15 @@ def cpu_graphs(n_synthetic: int, zoo_names: str = "all") -> tuple[list[Any], lis
     return synthetic, zoo_graphs, probe_graphs()
 
 
+def _calibrated(pred: ScenarioPredictor, train: Sequence[Sample]) -> ScenarioPredictor:
+    """The same kernel models with the calibrated overhead, as ``train_predictor(overhead="calibrated")``
+    fits it: ``a * P**b + T`` on the predictor's own kernel sums of the training networks."""
+    plain = dataclasses.replace(pred, kernel_scale=1.0, kernel_power=1.0, t_overhead_ms=0.0)
+    sums = [p.kernels_ms for p in plain.predict_kernels([s.prediction_input() for s in train], on_missing="zero")]
+    a, b, t = fit_calibration(sums, [s.e2e_ms for s in train], pred.t_overhead_ms)
+    return dataclasses.replace(pred, kernel_scale=a, kernel_power=b, t_overhead_ms=t)
+
+
 def host_accuracy(
     records: dict[str, list[ProfileRecord]],
     backend: str,
@@ -337,6 +349,9 @@ def host_accuracy(
             affine = dataclasses.replace(pred, kernel_scale=scale, t_overhead_ms=t_over)
             syn_aff = evaluate(affine, test_s, on_missing="zero")
             zoo_aff = evaluate(affine, zoo_s, on_missing="zero")
+            calibrated = _calibrated(pred, train_s)
+            syn_cal = evaluate(calibrated, test_s, on_missing="zero")
+            zoo_cal = evaluate(calibrated, zoo_s, on_missing="zero")
             entry[method] = {
                 "synthetic": {"e2e_mape": syn_rep.e2e_mape, "kernel_mape": syn_rep.kernel_mape},
                 "zoo": {
@@ -345,13 +360,22 @@ def host_accuracy(
                     "per_network": {n: [p, m] for n, p, m in zoo_rep.predictions},
                 },
                 "affine": {"synthetic": {"e2e_mape": syn_aff.e2e_mape}, "zoo": {"e2e_mape": zoo_aff.e2e_mape}},
+                "calibrated": {
+                    "synthetic": {"e2e_mape": syn_cal.e2e_mape},
+                    "zoo": {
+                        "e2e_mape": zoo_cal.e2e_mape,
+                        "per_network": {n: [p, m] for n, p, m in zoo_cal.predictions},
+                    },
+                    "a_b_t": [calibrated.kernel_scale, calibrated.kernel_power, calibrated.t_overhead_ms],
+                },
                 "t_overhead_ms": pred.t_overhead_ms,
                 "seconds": round(time.perf_counter() - t0, 1),
             }
             log(
                 f"{backend} {threads}t n={size} {method}: synthetic {100 * syn_rep.e2e_mape:.2f}% "
-                f"(affine {100 * syn_aff.e2e_mape:.2f}%)  zoo {100 * zoo_rep.e2e_mape:.2f}% "
-                f"(affine {100 * zoo_aff.e2e_mape:.2f}%)"
+                f"(affine {100 * syn_aff.e2e_mape:.2f}%, calibrated {100 * syn_cal.e2e_mape:.2f}%)  "
+                f"zoo {100 * zoo_rep.e2e_mape:.2f}% (affine {100 * zoo_aff.e2e_mape:.2f}%, "
+                f"calibrated {100 * zoo_cal.e2e_mape:.2f}%)"
             )
         out[str(size)] = entry
     return out
@@ -380,7 +404,7 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
             )
     if "qed" in result:
         q = result["qed"]
-        for overhead in ("constant", "affine"):
+        for overhead in ("constant", "affine", "calibrated"):
             print(f"\n(a) qed GPU, grouped 5-fold CV by network: end-to-end MAPE % ({overhead} overhead)")
             print(f"{'device':10}" + "".join(f"{m:>9}" for m in methods))
             for dev in q:
@@ -419,6 +443,16 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
             for where in ("synthetic", "zoo"):
                 cells = "".join(
                     f"{pct(e[m]['affine'][where]['e2e_mape']):>9}" for m in methods if m in e and "affine" in e[m]
+                )
+                print(f"{size:6d} {where:9}" + cells)
+        print(f"(b) {key}: the same kernel models with the calibrated overhead (a * P**b + T)")
+        for size in cpu["sizes"]:
+            e = cpu[str(size)]
+            for where in ("synthetic", "zoo"):
+                cells = "".join(
+                    f"{pct(e[m]['calibrated'][where]['e2e_mape']):>9}"
+                    for m in methods
+                    if m in e and "calibrated" in e[m]
                 )
                 print(f"{size:6d} {where:9}" + cells)
         big = cpu[str(cpu["sizes"][-1])]

@@ -25,7 +25,8 @@ from devicelab.predict.models import METHODS, FittedModel
 from devicelab.predict.predictor import Scenario, ScenarioPredictor
 
 FORMAT = "latencylab.predictor"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: ``kernel_power`` (the calibrated overhead); version 1 artifacts load with power 1
+READABLE_VERSIONS = (1, 2)
 
 
 def _canonical(body: dict[str, Any]) -> bytes:
@@ -42,6 +43,7 @@ def predictor_to_dict(p: ScenarioPredictor) -> dict[str, Any]:
         "deducer": p.deducer.to_dict(),
         "t_overhead_ms": p.t_overhead_ms,
         "kernel_scale": p.kernel_scale,
+        "kernel_power": p.kernel_power,
         "overhead_kinds": list(p.overhead_kinds),
         "features": {t: list(FEATURES[feature_group(t)]) for t in sorted(p.models)},
         "models": {t: m.to_dict() for t, m in sorted(p.models.items())},
@@ -62,10 +64,10 @@ def predictor_from_dict(d: Any) -> ScenarioPredictor:
     if d.get("format") != FORMAT:
         raise PredictorError(f"not a predictor artifact: format is {d.get('format')!r}, expected {FORMAT!r}")
     version = d.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS:
         raise PredictorError(
-            f"predictor artifact schema version {version!r} is not supported; this LatencyLab reads version "
-            f"{SCHEMA_VERSION} (retrain the predictor, or load it with the version that wrote it)"
+            f"predictor artifact schema version {version!r} is not supported; this LatencyLab reads versions "
+            f"{list(READABLE_VERSIONS)} (retrain the predictor, or load it with the version that wrote it)"
         )
     body = {k: v for k, v in d.items() if k != "sha256"}
     try:
@@ -105,6 +107,7 @@ def predictor_from_dict(d: Any) -> ScenarioPredictor:
             overhead_kinds=tuple(str(k) for k in d.get("overhead_kinds", ())),
             meta=dict(d.get("meta", {})),
             kernel_scale=float(d.get("kernel_scale", 1.0)),
+            kernel_power=float(d["kernel_power"]) if version >= 2 else 1.0,
         )
     except PredictorError:
         raise

@@ -62,7 +62,7 @@ def add_parsers(sub: Any) -> None:
     train.add_argument("--threads", type=int, default=1)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--search", choices=["paper", "fast"], default="paper", help="hyper-parameter search")
-    train.add_argument("--overhead", choices=["constant", "affine"], default="constant")
+    train.add_argument("--overhead", choices=["constant", "affine", "calibrated"], default="constant")
     train.add_argument(
         "--inline", action="store_true", help="train in this process instead of queueing it for the trainer"
     )

@@ -64,7 +64,9 @@ class PredictorCreateSerializer(serializers.Serializer):
         choices=["paper", "fast"], default="paper", help_text="Hyper-parameter search: the paper's, or a quick one."
     )
     overhead = serializers.ChoiceField(
-        choices=["constant", "affine"], default="constant", help_text="T_overhead model (the paper's is constant)."
+        choices=["constant", "affine", "calibrated"],
+        default="constant",
+        help_text="T_overhead model: the paper's constant, a * sum + T, or a * predicted_sum**b + T (calibrated).",
     )
 
 

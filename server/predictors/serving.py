@@ -307,7 +307,7 @@ def predict_architectures(entry: LoadedPredictor, items: Any, breakdown: bool = 
         if a.cell is not None and not breakdown and entry.nb201 is not None:
             value = float(entry.nb201[nb201_index(a.cell)])
             if value == value:  # not NaN
-                results[a.index] = _result(a.name, p.kernel_scale * value + p.t_overhead_ms, value)
+                results[a.index] = _result(a.name, p.end_to_end(value), value)
                 continue
         live.append(a)
     for a in live:

@@ -5,7 +5,7 @@ and deducing its kernels costs a few milliseconds of Python, so 1,000 of them ta
 the space has only 15625 cells, so the trainer computes every one once after training
 (``build_nb201_table``; a few minutes of one core) and the API answers them from the table. A
 value is what ``ScenarioPredictor.predict_kernels`` gives for that cell's graph (the sum of its
-kernel latencies); the end-to-end latency is then ``kernel_scale * value + T_overhead`` as the
+kernel latencies); the end-to-end latency is then ``ScenarioPredictor.end_to_end(value)`` as the
 predictor computes it. Cells the predictor cannot answer are NaN and go the slow way, which
 reports why.
 """

@@ -71,6 +71,49 @@ def test_gpu_predictor_round_trip(qed_rows: list, qed_e2e: dict, tmp_path: Path)
     assert loaded.kernel_scale == pred.kernel_scale != 1.0
 
 
+def test_calibrated_overhead_round_trips_and_fits_the_sums(qed_rows: list, qed_e2e: dict, tmp_path: Path) -> None:
+    import numpy as np
+
+    samples = qed.gpu_samples("pixel4", qed_rows, qed_e2e)
+    train, test = samples[::2], samples[1::2]
+    args = (TfliteGpuDeducer("adreno6xx"), Scenario("tflite_gpu", "pixel4", gpu="Adreno 640"), "gbdt")
+    kw = {"seed": 0, "search": "fast", "overhead_kinds": ("elementwise", "reshape", "split", "pad")}
+    constant = train_predictor(train, *args, **kw)
+    cal = train_predictor(train, *args, **kw, overhead="calibrated")
+    assert cal.models.keys() == constant.models.keys()
+    assert cal.kernel_scale > 0 and 0.8 <= cal.kernel_power <= 1.3 and (cal.kernel_power, cal.kernel_scale) != (1, 1)
+    # the fit is a least-squares fit of the relative error on the predictor's own training sums
+    sums = np.array([p.kernels_ms for p in constant.predict_kernels([s.prediction_input() for s in train])])
+    e2e = np.array([s.e2e_ms for s in train])
+
+    def loss(a: float, b: float, t: float) -> float:
+        return float(np.sum(((a * sums**b + t - e2e) / e2e) ** 2))
+
+    fitted = loss(cal.kernel_scale, cal.kernel_power, cal.t_overhead_ms)
+    assert fitted <= loss(1.0, 1.0, constant.t_overhead_ms)
+    assert fitted <= loss(cal.kernel_scale * 1.01, cal.kernel_power, cal.t_overhead_ms)
+    loaded = load_predictor(save_predictor(cal, tmp_path / "cal.json"))
+    kernels = [s.prediction_input() for s in test]
+    assert [p.latency_ms for p in loaded.predict_kernels(kernels)] == [
+        p.latency_ms for p in cal.predict_kernels(kernels)
+    ]
+    assert loaded.kernel_power == cal.kernel_power
+    one = cal.predict_kernels(kernels[:1])[0]
+    assert one.latency_ms == pytest.approx(cal.kernel_scale * one.kernels_ms**cal.kernel_power + cal.t_overhead_ms)
+
+
+def test_version_1_artifacts_still_load_with_power_one(cpu_predictors: dict) -> None:
+    import hashlib
+
+    from devicelab.predict.artifacts import _canonical
+
+    d = predictor_to_dict(cpu_predictors["gbdt"])
+    body = {k: v for k, v in d.items() if k not in ("sha256", "kernel_power")}
+    body["schema_version"] = 1
+    old = predictor_from_dict({**body, "sha256": hashlib.sha256(_canonical(body)).hexdigest()})
+    assert old.kernel_power == 1.0 and old.t_overhead_ms == cpu_predictors["gbdt"].t_overhead_ms
+
+
 def test_training_is_reproducible(cpu_records: dict[str, list[ProfileRecord]]) -> None:
     train = cpu_records["synthetic"][:15]
     deducer = CpuDeducer.learn(train)
@@ -103,7 +146,7 @@ def test_edited_number_fails_the_checksum(cpu_predictors: dict, tmp_path: Path) 
 
 def test_other_schema_versions_and_formats_are_named(cpu_predictors: dict) -> None:
     d = predictor_to_dict(cpu_predictors["lasso"])
-    with pytest.raises(PredictorError, match=f"schema version 99 .* version {SCHEMA_VERSION}"):
+    with pytest.raises(PredictorError, match=rf"schema version 99 .* versions \[1, {SCHEMA_VERSION}\]"):
         predictor_from_dict({**d, "schema_version": 99})
     with pytest.raises(PredictorError, match="not a predictor artifact"):
         predictor_from_dict({**d, "format": "something.else"})
