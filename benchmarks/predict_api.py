@@ -209,8 +209,10 @@ def main() -> None:
         connection.creation.destroy_test_db(original_name, verbosity=0)
         media.cleanup()
     worst = max(r["nb201_table"]["median_s"] for r in report["predictors"].values())
+    worst_json = max(r["graph_json"]["median_s"] for r in report["predictors"].values())
     report["worst_nb201_table_median_s"] = worst
-    report["meets_target"] = worst < TARGET_S
+    report["worst_graph_json_median_s"] = worst_json
+    report["meets_target"] = worst < TARGET_S and worst_json < TARGET_S
     print(f"POST /api/predict/ with {N} architectures ({args.method}, in-process, {connection.vendor})")
     print(f"{'predictor':26} {'path':34} {'median s':>9} {'min s':>8}")
     for name, r in report["predictors"].items():
@@ -228,9 +230,9 @@ def main() -> None:
             f"{name:26} table: {t['computed']}/{t['cells']} cells in {t['build_s']} s; "
             f"table vs live max rel. diff {r['table_vs_live_max_rel_diff']:.1e}"
         )
-    print(
-        f"NB201 from the table: worst median {worst:.3f} s; target < {TARGET_S} s: {'met' if worst < TARGET_S else 'NOT met'}"
-    )
+    for label, value in (("NB201 from the table", worst), ("graph JSON", worst_json)):
+        verdict = "met" if value < TARGET_S else "NOT met"
+        print(f"{label}: worst median {value:.3f} s; target < {TARGET_S} s: {verdict}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(report, indent=1) + "\n")
     print(f"wrote {OUT.relative_to(ROOT)}")

@@ -408,10 +408,16 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
             print(f"\n(a) qed GPU, grouped 5-fold CV by network: end-to-end MAPE % ({overhead} overhead)")
             print(f"{'device':10}" + "".join(f"{m:>9}" for m in methods))
             for dev in q:
-                print(f"{dev:10}" + "".join(f"{pct(q[dev][m][overhead]['e2e_mape']):>9}" for m in methods))
-            means = [sum(q[d][m][overhead]["e2e_mape"] for d in q) / len(q) for m in methods]
+                print(
+                    f"{dev:10}"
+                    + "".join(f"{pct(q[dev][m][overhead]['e2e_mape'] if m in q[dev] else None):>9}" for m in methods)
+                )
+            means = [
+                sum(q[d][m][overhead]["e2e_mape"] for d in q) / len(q) if all(m in q[d] for d in q) else None
+                for m in methods
+            ]
             print(f"{'mean':10}" + "".join(f"{pct(v):>9}" for v in means))
-        first = methods[0]
+        first = next(m for m in methods if all(m in q[d] for d in q)) if q else methods[0]
         types = sorted({t for dev in q for t in q[dev][first]["constant"]["kernel_mape"]})
         print(f"\n(a) qed GPU, kernel MAPE % per kernel type ({first}, grouped CV)")
         print(f"{'device':10}" + "".join(f"{t[:10]:>11}" for t in types))
@@ -434,7 +440,7 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
                 agree = e["deduction"].get("synthetic_test" if where == "synthetic" else "zoo")
                 print(
                     f"{size:6d} {where:9}"
-                    + "".join(f"{pct(e[m][where]['e2e_mape']):>9}" for m in methods if m in e)
+                    + "".join(f"{pct(e[m][where]['e2e_mape'] if m in e else None):>9}" for m in methods)
                     + (f"   {100 * agree['operator_match']:6.2f}%" if agree else "   (the backend's own plan)")
                 )
         print(f"(b) {key}: the same kernel models with the affine overhead")
@@ -442,7 +448,8 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
             e = cpu[str(size)]
             for where in ("synthetic", "zoo"):
                 cells = "".join(
-                    f"{pct(e[m]['affine'][where]['e2e_mape']):>9}" for m in methods if m in e and "affine" in e[m]
+                    f"{pct(e[m]['affine'][where]['e2e_mape'] if m in e and 'affine' in e[m] else None):>9}"
+                    for m in methods
                 )
                 print(f"{size:6d} {where:9}" + cells)
         print(f"(b) {key}: the same kernel models with the calibrated overhead (a * P**b + T)")
@@ -450,9 +457,8 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
             e = cpu[str(size)]
             for where in ("synthetic", "zoo"):
                 cells = "".join(
-                    f"{pct(e[m]['calibrated'][where]['e2e_mape']):>9}"
+                    f"{pct(e[m]['calibrated'][where]['e2e_mape'] if m in e and 'calibrated' in e[m] else None):>9}"
                     for m in methods
-                    if m in e and "calibrated" in e[m]
                 )
                 print(f"{size:6d} {where:9}" + cells)
         big = cpu[str(cpu["sizes"][-1])]
@@ -461,7 +467,8 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
         print(f"{'kernel type':26}" + "".join(f"{m:>9}" for m in methods))
         for t in types:
             print(
-                f"{t:26}" + "".join(f"{pct(big[m]['synthetic']['kernel_mape'].get(t)):>9}" for m in methods if m in big)
+                f"{t:26}"
+                + "".join(f"{pct(big[m]['synthetic']['kernel_mape'].get(t) if m in big else None):>9}" for m in methods)
             )
 
 
@@ -597,9 +604,9 @@ def main() -> None:
                 if key not in result.setdefault(part, {}):
                     result[part][key] = value
                     result.setdefault("kept_from_previous_run", []).append(f"{part}: {key}")
-    print_tables(result, methods)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=1))
+    print_tables(result, methods)
     print(f"\nwrote {OUT.relative_to(ROOT)} ({result['seconds']} s)")
 
 
