@@ -295,10 +295,12 @@ def cpu_graphs(n_synthetic: int, zoo_names: str = "all") -> tuple[list[Any], lis
 def _calibrated(pred: ScenarioPredictor, train: Sequence[Sample]) -> ScenarioPredictor:
     """The same kernel models with the calibrated overhead, as ``train_predictor(overhead="calibrated")``
     fits it: ``a * P**b + T`` on the predictor's own kernel sums of the training networks."""
-    plain = dataclasses.replace(pred, kernel_scale=1.0, kernel_power=1.0, t_overhead_ms=0.0)
-    sums = [p.kernels_ms for p in plain.predict_kernels([s.prediction_input() for s in train], on_missing="zero")]
-    a, b, t = fit_calibration(sums, [s.e2e_ms for s in train], pred.t_overhead_ms)
-    return dataclasses.replace(pred, kernel_scale=a, kernel_power=b, t_overhead_ms=t)
+    plain = dataclasses.replace(pred, kernel_scale=1.0, kernel_power=1.0, per_kernel_ms=0.0, t_overhead_ms=0.0)
+    inputs = [s.prediction_input() for s in train]
+    sums = [p.kernels_ms for p in plain.predict_kernels(inputs, on_missing="zero")]
+    counts = [sum(1 for k in ks if plain.resolve(k.type) not in (None, "overhead")) for ks in inputs]
+    a, b, c, t = fit_calibration(sums, counts, [s.e2e_ms for s in train], pred.t_overhead_ms)
+    return dataclasses.replace(pred, kernel_scale=a, kernel_power=b, per_kernel_ms=c, t_overhead_ms=t)
 
 
 def host_accuracy(
@@ -366,7 +368,12 @@ def host_accuracy(
                         "e2e_mape": zoo_cal.e2e_mape,
                         "per_network": {n: [p, m] for n, p, m in zoo_cal.predictions},
                     },
-                    "a_b_t": [calibrated.kernel_scale, calibrated.kernel_power, calibrated.t_overhead_ms],
+                    "a_b_c_t": [
+                        calibrated.kernel_scale,
+                        calibrated.kernel_power,
+                        calibrated.per_kernel_ms,
+                        calibrated.t_overhead_ms,
+                    ],
                 },
                 "t_overhead_ms": pred.t_overhead_ms,
                 "seconds": round(time.perf_counter() - t0, 1),
@@ -452,7 +459,7 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
                     for m in methods
                 )
                 print(f"{size:6d} {where:9}" + cells)
-        print(f"(b) {key}: the same kernel models with the calibrated overhead (a * P**b + T)")
+        print(f"(b) {key}: the same kernel models with the calibrated overhead (a * (P + c n)**b + T)")
         for size in cpu["sizes"]:
             e = cpu[str(size)]
             for where in ("synthetic", "zoo"):

@@ -25,7 +25,7 @@ from devicelab.predict.models import METHODS, FittedModel
 from devicelab.predict.predictor import Scenario, ScenarioPredictor
 
 FORMAT = "latencylab.predictor"
-SCHEMA_VERSION = 2  # 2: ``kernel_power`` (the calibrated overhead); version 1 artifacts load with power 1
+SCHEMA_VERSION = 2  # 2: ``kernel_power`` and ``per_kernel_ms`` (the calibrated overhead); 1 loads with 1 and 0
 READABLE_VERSIONS = (1, 2)
 
 
@@ -44,6 +44,7 @@ def predictor_to_dict(p: ScenarioPredictor) -> dict[str, Any]:
         "t_overhead_ms": p.t_overhead_ms,
         "kernel_scale": p.kernel_scale,
         "kernel_power": p.kernel_power,
+        "per_kernel_ms": p.per_kernel_ms,
         "overhead_kinds": list(p.overhead_kinds),
         "features": {t: list(FEATURES[feature_group(t)]) for t in sorted(p.models)},
         "models": {t: m.to_dict() for t, m in sorted(p.models.items())},
@@ -108,6 +109,7 @@ def predictor_from_dict(d: Any) -> ScenarioPredictor:
             meta=dict(d.get("meta", {})),
             kernel_scale=float(d.get("kernel_scale", 1.0)),
             kernel_power=float(d["kernel_power"]) if version >= 2 else 1.0,
+            per_kernel_ms=float(d["per_kernel_ms"]) if version >= 2 else 0.0,
         )
     except PredictorError:
         raise

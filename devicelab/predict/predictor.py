@@ -13,8 +13,9 @@ constant: on the qed Mali G76 the gap between end-to-end and kernel sum grows wi
 form halves.
 
 ``overhead="calibrated"`` (ours too) learns ``a * P**b + T`` where ``P`` is the predictor's *own*
-kernel sum of each training network (not the measured one), by least squares on the relative
-error. On a CPU the same kernel runs slower inside a larger network (its weights and inputs
+kernel sum of each training network (not the measured one), each kernel's prediction raised by a
+launch cost ``c`` (an OpenCL driver spends microseconds per kernel outside the kernels' event
+times), by least squares on the relative error. On a CPU the same kernel runs slower inside a larger network (its weights and inputs
 are less often still in the caches: measured here, a network's mean kernel residual correlates
 0.75 with its log latency), which per-kernel features cannot see; the calibration learns how the
 predicted sum maps to the whole network's time, and with ``b`` near 1 how that grows with size.
@@ -133,6 +134,7 @@ class ScenarioPredictor:
     meta: dict[str, Any] = field(default_factory=dict)
     kernel_scale: float = 1.0  # ``a`` of the affine / calibrated overhead; 1 for the paper's constant
     kernel_power: float = 1.0  # ``b`` of the calibrated overhead
+    per_kernel_ms: float = 0.0  # ``c`` of the calibrated overhead: added to every predicted kernel
 
     def end_to_end(self, kernels_ms: float) -> float:
         """End-to-end latency from a network's predicted kernel sum: ``a * sum**b + T``."""
@@ -208,7 +210,7 @@ class ScenarioPredictor:
                 continue
             raws = np.asarray([flat[i].raw for i in idx], dtype=np.float64)
             x = feature_matrix(feature_group(target), raws)
-            lat[idx] = self.models[target].predict(x)
+            lat[idx] = self.models[target].predict(x) + self.per_kernel_ms
         kernel_sums = (
             np.bincount(owner_a, weights=lat, minlength=len(kernel_lists)) if flat else np.zeros(len(kernel_lists))
         )
@@ -236,6 +238,7 @@ class ScenarioPredictor:
             "t_overhead_ms": self.t_overhead_ms,
             "kernel_scale": self.kernel_scale,
             "kernel_power": self.kernel_power,
+            "per_kernel_ms": self.per_kernel_ms,
             "overhead_kinds": list(self.overhead_kinds),
             "models": {
                 t: {"method": m.method, "n_train": m.n_train, "hyper": m.hyper, "cv_mspe": m.cv_mspe}
@@ -294,14 +297,17 @@ def train_predictor(
         models[ktype] = model_fns.fit(method, x, y, seed=seed, search=search, mlp_trials=mlp_trials)
     # Paper 001, section 4.2: the mean gap between end-to-end latency and the kernels' sum.
     t_overhead = float(np.mean([s.e2e_ms - s.kernel_sum_ms for s in samples]))
-    scale, power = 1.0, 1.0
+    scale, power, per_kernel = 1.0, 1.0, 0.0
     if overhead == "affine":
         scale, t_overhead = fit_affine_overhead(samples, t_overhead)
     elif overhead == "calibrated":
         plain = ScenarioPredictor(scenario, method, deducer, models, 0.0, tuple(overhead_kinds))
         predicted = plain.predict_kernels([s.prediction_input() for s in samples], on_missing="zero")
-        scale, power, t_overhead = fit_calibration(
-            [p.kernels_ms for p in predicted], [s.e2e_ms for s in samples], t_overhead
+        scale, power, per_kernel, t_overhead = fit_calibration(
+            [p.kernels_ms for p in predicted],
+            [sum(1 for k in s.prediction_input() if plain.resolve(k.type) not in (None, "overhead")) for s in samples],
+            [s.e2e_ms for s in samples],
+            t_overhead,
         )
     meta = {
         "seed": seed,
@@ -315,7 +321,9 @@ def train_predictor(
         "train_seconds": round(time.perf_counter() - started, 3),
         **(extra_meta or {}),
     }
-    return ScenarioPredictor(scenario, method, deducer, models, t_overhead, tuple(overhead_kinds), meta, scale, power)
+    return ScenarioPredictor(
+        scenario, method, deducer, models, t_overhead, tuple(overhead_kinds), meta, scale, power, per_kernel
+    )
 
 
 def fit_affine_overhead(samples: Sequence[Sample], fallback: float) -> tuple[float, float]:
@@ -332,29 +340,37 @@ def fit_affine_overhead(samples: Sequence[Sample], fallback: float) -> tuple[flo
 
 
 POWERS = np.round(np.arange(0.80, 1.3001, 0.005), 3)  # the grid of ``b`` the calibration searches
+PER_KERNEL_MS = np.concatenate([[0.0], np.geomspace(1e-4, 0.1, 31)])  # and of ``c`` (0.1 us to 100 us)
 
 
-def fit_calibration(predicted: Sequence[float], e2e: Sequence[float], fallback: float) -> tuple[float, float, float]:
-    """``(a, b, T)`` minimizing ``sum(((a * P**b + T - E) / E)^2)`` over the training networks (P:
-    the predictor's kernel sum, E: measured end-to-end), ``a > 0`` and ``b`` on ``POWERS``; the
-    constant ``(1, 1, fallback)`` when there are too few networks or nothing fits."""
+def fit_calibration(
+    predicted: Sequence[float], kernels: Sequence[int], e2e: Sequence[float], fallback: float
+) -> tuple[float, float, float, float]:
+    """``(a, b, c, T)`` minimizing ``sum(((a * (P + c * n)**b + T - E) / E)^2)`` over the training
+    networks (P: the predictor's kernel sum, n: its number of predicted kernels, E: measured
+    end-to-end), ``a > 0``, ``b`` on ``POWERS`` and ``c`` (a launch cost per kernel, e.g. an
+    OpenCL driver's) on ``PER_KERNEL_MS``; the constant ``(1, 1, 0, fallback)`` when there are
+    too few networks or nothing fits."""
     p = np.asarray(predicted, dtype=np.float64)
+    n = np.asarray(kernels, dtype=np.float64)
     e = np.asarray(e2e, dtype=np.float64)
     if len(p) < 5 or np.any(p <= 0) or np.ptp(p) <= 0:
-        return 1.0, 1.0, fallback
-    best: tuple[float, float, float, float] | None = None
+        return 1.0, 1.0, 0.0, fallback
+    best: tuple[float, float, float, float, float] | None = None
     ones = np.ones_like(e)
-    for b in POWERS:
-        x = np.stack([p**b, ones], axis=1) / e[:, None]
-        (a, t), *_ = np.linalg.lstsq(x, ones, rcond=None)
-        if not (np.isfinite(a) and np.isfinite(t)) or a <= 0:
-            continue
-        err = float(np.sum((x @ np.array([a, t]) - 1) ** 2))
-        if best is None or err < best[0]:
-            best = (err, float(a), float(b), float(t))
+    for c in PER_KERNEL_MS:
+        base = p + c * n
+        for b in POWERS:
+            x = np.stack([base**b, ones], axis=1) / e[:, None]
+            (a, t), *_ = np.linalg.lstsq(x, ones, rcond=None)
+            if not (np.isfinite(a) and np.isfinite(t)) or a <= 0:
+                continue
+            err = float(np.sum((x @ np.array([a, t]) - 1) ** 2))
+            if best is None or err < best[0]:
+                best = (err, float(a), float(b), float(c), float(t))
     if best is None:
-        return 1.0, 1.0, fallback
-    return best[1], best[2], best[3]
+        return 1.0, 1.0, 0.0, fallback
+    return best[1], best[2], best[3], best[4]
 
 
 __all__ = [

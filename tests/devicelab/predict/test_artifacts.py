@@ -82,22 +82,25 @@ def test_calibrated_overhead_round_trips_and_fits_the_sums(qed_rows: list, qed_e
     cal = train_predictor(train, *args, **kw, overhead="calibrated")
     assert cal.models.keys() == constant.models.keys()
     assert cal.kernel_scale > 0 and 0.8 <= cal.kernel_power <= 1.3 and (cal.kernel_power, cal.kernel_scale) != (1, 1)
-    # the fit is a least-squares fit of the relative error on the predictor's own training sums
-    sums = np.array([p.kernels_ms for p in constant.predict_kernels([s.prediction_input() for s in train])])
+    # the fit is a least-squares fit of the relative error on the predictor's own training sums,
+    # each predicted kernel raised by the launch cost c
+    inputs = [s.prediction_input() for s in train]
+    sums = np.array([p.kernels_ms for p in constant.predict_kernels(inputs)])
+    counts = np.array([sum(1 for k in ks if constant.resolve(k.type) != "overhead") for ks in inputs])
     e2e = np.array([s.e2e_ms for s in train])
 
-    def loss(a: float, b: float, t: float) -> float:
-        return float(np.sum(((a * sums**b + t - e2e) / e2e) ** 2))
+    def loss(a: float, b: float, c: float, t: float) -> float:
+        return float(np.sum(((a * (sums + c * counts) ** b + t - e2e) / e2e) ** 2))
 
-    fitted = loss(cal.kernel_scale, cal.kernel_power, cal.t_overhead_ms)
-    assert fitted <= loss(1.0, 1.0, constant.t_overhead_ms)
-    assert fitted <= loss(cal.kernel_scale * 1.01, cal.kernel_power, cal.t_overhead_ms)
+    fitted = loss(cal.kernel_scale, cal.kernel_power, cal.per_kernel_ms, cal.t_overhead_ms)
+    assert fitted <= loss(1.0, 1.0, 0.0, constant.t_overhead_ms)
+    assert fitted <= loss(cal.kernel_scale * 1.01, cal.kernel_power, cal.per_kernel_ms, cal.t_overhead_ms)
     loaded = load_predictor(save_predictor(cal, tmp_path / "cal.json"))
     kernels = [s.prediction_input() for s in test]
     assert [p.latency_ms for p in loaded.predict_kernels(kernels)] == [
         p.latency_ms for p in cal.predict_kernels(kernels)
     ]
-    assert loaded.kernel_power == cal.kernel_power
+    assert (loaded.kernel_power, loaded.per_kernel_ms) == (cal.kernel_power, cal.per_kernel_ms)
     one = cal.predict_kernels(kernels[:1])[0]
     assert one.latency_ms == pytest.approx(cal.kernel_scale * one.kernels_ms**cal.kernel_power + cal.t_overhead_ms)
 
@@ -108,10 +111,14 @@ def test_version_1_artifacts_still_load_with_power_one(cpu_predictors: dict) -> 
     from devicelab.predict.artifacts import _canonical
 
     d = predictor_to_dict(cpu_predictors["gbdt"])
-    body = {k: v for k, v in d.items() if k not in ("sha256", "kernel_power")}
+    body = {k: v for k, v in d.items() if k not in ("sha256", "kernel_power", "per_kernel_ms")}
     body["schema_version"] = 1
     old = predictor_from_dict({**body, "sha256": hashlib.sha256(_canonical(body)).hexdigest()})
-    assert old.kernel_power == 1.0 and old.t_overhead_ms == cpu_predictors["gbdt"].t_overhead_ms
+    assert (
+        old.kernel_power == 1.0
+        and old.per_kernel_ms == 0.0
+        and old.t_overhead_ms == cpu_predictors["gbdt"].t_overhead_ms
+    )
 
 
 def test_training_is_reproducible(cpu_records: dict[str, list[ProfileRecord]]) -> None:
