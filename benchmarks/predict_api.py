@@ -14,7 +14,9 @@ through the job services. Then, for each predictor, with the API's token auth, i
   the trainer builds it, all 15625 cells; its build time is reported): the first request of
   the process (loads artifact and table) and the median of repeated ones;
 * the same 1,000 cells without the table (graph built, kernels deduced, models evaluated);
-* 1,000 architectures as graph JSON (synthetic NAS samples), and NB201 with ``breakdown``.
+* 1,000 architectures as graph JSON (synthetic NAS samples), and NB201 with ``breakdown``;
+* graph JSON and NB201 without the table again in one process (``LATENCYLAB_PREDICT_PROCESSES``
+  is 1), to show what splitting a batch over the cores gives.
 
 A timed request covers what the server does: parsing the JSON body, auth, finding and (first
 time) loading the predictor, building / deducing / predicting, rendering the JSON answer.
@@ -145,6 +147,14 @@ def bench_predictor(client: APIClient, row: Any, cells: list[str], graphs: list[
     log("  graph JSON")
     body = {"predictor": row.pk, "architectures": [{"name": f"g{i}", "graph": g} for i, g in enumerate(graphs)]}
     out["graph_json"] = _timed(client, body, args.slow_repeats)
+    log("  graph JSON and NB201 without the table, in one process")
+    processes = settings.LATENCYLAB_PREDICT_PROCESSES
+    settings.LATENCYLAB_PREDICT_PROCESSES = 1
+    try:
+        out["graph_json_one_process"] = _timed(client, body, args.slow_repeats)
+        out["nb201_no_table_one_process"] = _timed(client, nb, args.slow_repeats)
+    finally:
+        settings.LATENCYLAB_PREDICT_PROCESSES = processes
     return out
 
 
@@ -183,6 +193,7 @@ def main() -> None:
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
         "architectures": N,
+        "processes": settings.LATENCYLAB_PREDICT_PROCESSES,
         "target_s": TARGET_S,
         "predictors": {},
     }
@@ -213,7 +224,10 @@ def main() -> None:
     report["worst_nb201_table_median_s"] = worst
     report["worst_graph_json_median_s"] = worst_json
     report["meets_target"] = worst < TARGET_S and worst_json < TARGET_S
-    print(f"POST /api/predict/ with {N} architectures ({args.method}, in-process, {connection.vendor})")
+    print(
+        f"POST /api/predict/ with {N} architectures ({args.method}, in-process, {connection.vendor}; "
+        f"{report['processes']} process(es) per batch, LATENCYLAB_PREDICT_PROCESSES)"
+    )
     print(f"{'predictor':26} {'path':34} {'median s':>9} {'min s':>8}")
     for name, r in report["predictors"].items():
         first = r["nb201_table_first_request_s"]
@@ -222,7 +236,9 @@ def main() -> None:
             ("nb201_table", "NB201, table"),
             ("nb201_no_table", "NB201, no table (build+deduce)"),
             ("nb201_breakdown", "NB201 with breakdown"),
+            ("nb201_no_table_one_process", "  the same in one process"),
             ("graph_json", f"graph JSON (~{report['graph_json_operators_mean']:.0f} ops each)"),
+            ("graph_json_one_process", "  the same in one process"),
         ):
             print(f"{name:26} {label:34} {r[key]['median_s']:9.3f} {r[key]['min_s']:8.3f}")
         t = r["table"]

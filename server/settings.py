@@ -7,6 +7,7 @@ used is logged once.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +188,12 @@ LATENCYLAB_PREDICT_MAX_BATCH = env_int("LATENCYLAB_PREDICT_MAX_BATCH", 5000, min
 # After training, the trainer also computes the predictor's answer for every NAS-Bench-201 cell
 # (15625 architectures, a few minutes of one core), so the API answers those from a table.
 LATENCYLAB_PREDICT_NB201_TABLE = env_bool("LATENCYLAB_PREDICT_NB201_TABLE", True)
+# A batch with at least PARALLEL_MIN architectures to deduce and predict (graph JSON, ONNX,
+# NAS-Bench-201 cells not in a table) is split over PROCESSES processes: the web process and
+# PROCESSES - 1 workers it starts (devicelab/predict/parallel.py). 1 answers every batch in the
+# web process.
+LATENCYLAB_PREDICT_PROCESSES = env_int("LATENCYLAB_PREDICT_PROCESSES", min(os.cpu_count() or 1, 4), minimum=1)
+LATENCYLAB_PREDICT_PARALLEL_MIN = env_int("LATENCYLAB_PREDICT_PARALLEL_MIN", 200, minimum=1)
 
 # -- Celery (read by workers/ with namespace "CELERY") ----------------------------------------
 

@@ -75,18 +75,25 @@ def graph_from_dict(doc: Any) -> Graph:
     raw_ops = doc.get("operators")
     _expect(isinstance(raw_ops, list) and raw_ops, "'operators' must be a non-empty list")
     operators: list[Operator] = []
+    names: set[str] = set()
+    known = ops.OPS
     for i, raw in enumerate(raw_ops):
         if not isinstance(raw, dict):
             raise GraphError(f"operators[{i}] must be an object")
-        op_name = raw.get("name", f"op_{i}")
+        op_name = raw.get("name")
+        if op_name is None:
+            op_name = f"op_{i}"
+        elif type(op_name) is not str:
+            raise GraphError(f"operators[{i}]: 'name' must be a string, got {op_name!r}")
         op_type = raw.get("type")
         if not isinstance(op_type, str):
             raise GraphError("operator needs a 'type'", node=op_name)
-        ops.spec(op_type, op_name)
+        if op_type not in known:
+            ops.spec(op_type, op_name)  # says the type is unknown
         op_inputs, op_outputs = raw.get("inputs"), raw.get("outputs")
         if type(op_inputs) is not list:
             raise GraphError("'inputs' must be a list of tensor names", node=op_name, op=op_type)
-        if not (type(op_outputs) is list and op_outputs and all(type(t) is str for t in op_outputs)):
+        if type(op_outputs) is not list or not op_outputs:
             raise GraphError("'outputs' must be a non-empty list of tensor names", node=op_name, op=op_type)
         in_shapes = []
         for t in op_inputs:
@@ -117,9 +124,14 @@ def graph_from_dict(doc: Any) -> Graph:
                     )
         dtype = tensors[op_inputs[0]].dtype if op_inputs else "float32"
         for t, s in zip(op_outputs, shapes):
+            if type(t) is not str:
+                raise GraphError("'outputs' must be a non-empty list of tensor names", node=op_name, op=op_type)
             if t in tensors:
                 raise GraphError(f"writes tensor {t!r}, which is already written", node=op_name, op=op_type)
-            tensors[t] = Tensor(t, tuple(s), dtype)
+            tensors[t] = Tensor(t, s if type(s) is tuple else tuple(s), dtype)
+        if op_name in names:
+            raise GraphError("operator name is used more than once", node=op_name)
+        names.add(op_name)
         operators.append(Operator(op_name, op_type, list(op_inputs), list(op_outputs), canonical))
     outputs = doc.get("outputs")
     if outputs is None:
@@ -128,8 +140,13 @@ def graph_from_dict(doc: Any) -> Graph:
         isinstance(outputs, list) and all(isinstance(t, str) for t in outputs),
         "'outputs' must be a list of tensor names",
     )
-    # Every operator was normalized and its outputs inferred above, in order.
-    return Graph(name, tensors, inputs, list(outputs), operators).check(infer=False)
+    for t in outputs:
+        if t not in tensors:
+            raise GraphError(f"graph output {t!r} is never written", node=t)
+    # Everything ``Graph.check`` asks was checked above, operator by operator, in order: every
+    # operator normalized and its outputs inferred, every tensor read after it is written and
+    # written once, operator names unique.
+    return Graph(name, tensors, inputs, list(outputs), operators)
 
 
 def graph_from_json(text: str | bytes) -> Graph:

@@ -15,8 +15,6 @@ has one (``tables``), the rest by building the graph, deducing its kernels and p
 
 from __future__ import annotations
 
-import base64
-import binascii
 import gc
 import logging
 import threading
@@ -31,12 +29,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from devicelab.graph import Graph, GraphError, graph_from_dict, load_graph
-from devicelab.graph.nas import nb201
 from devicelab.predict.artifacts import predictor_from_dict
+from devicelab.predict.batch import Arch, answer_items, read_item, result
 from devicelab.predict.errors import PredictorError
-from devicelab.predict.kernels import Kernel
-from devicelab.predict.predictor import Prediction, ScenarioPredictor
+from devicelab.predict.parallel import BatchPool
+from devicelab.predict.predictor import ScenarioPredictor
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.predictors.models import ArchitectureTable, Predictor, PredictorState
@@ -74,6 +71,7 @@ class LoadedPredictor:
     scenario: dict[str, Any]
     predictor: ScenarioPredictor
     nb201: np.ndarray | None
+    artifact_sha256: str = ""
 
     def describe(self) -> dict[str, Any]:
         """What the API says answered."""
@@ -167,7 +165,10 @@ def loaded(row: Predictor) -> LoadedPredictor:
             values = table_values(ArchitectureTable.objects.get(pk=table_id))
     except PredictorError as exc:
         raise PredictorUnavailable(str(exc)) from None
-    entry = LoadedPredictor(full.pk, full.version, full.method, full.device_id, full.scenario, predictor, values)
+    entry = LoadedPredictor(
+        full.pk, full.version, full.method, full.device_id, full.scenario, predictor, values, full.artifact_sha256
+    )
+    batch_pool().start()  # its workers start now, not on the first large batch
     with _lock:
         for old in [k for k in _cache if k[0] == row.pk]:
             del _cache[old]
@@ -214,71 +215,31 @@ def resolve(
 
 # -- architectures ------------------------------------------------------------------------------
 
-
-@dataclass
-class _Arch:
-    index: int
-    name: str
-    graph: Graph | None = None
-    cell: tuple[str, ...] | None = None  # NAS-Bench-201 edge ops
-    kernels: list[Kernel] | None = None
+_pool: BatchPool | None = None
+_pool_lock = threading.Lock()
 
 
-def _error(index: int, name: str, text: str) -> dict[str, Any]:
-    return {"index": index, "name": name, "error": text}
+def batch_pool() -> BatchPool:
+    """This process's pool for large batches (``LATENCYLAB_PREDICT_PROCESSES`` processes)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool.processes != settings.LATENCYLAB_PREDICT_PROCESSES:
+            if _pool is not None:
+                _pool.close()
+            _pool = BatchPool(settings.LATENCYLAB_PREDICT_PROCESSES)
+        return _pool
 
 
-def _parse(index: int, item: Any) -> _Arch:
-    """One architecture of the request; ``ValueError`` saying what is wrong."""
-    if not isinstance(item, dict):
-        raise ValueError(f"an architecture is a JSON object, not {type(item).__name__}")
-    name = item.get("name", f"architecture-{index}")
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
-    given = [k for k in ("graph", "nb201", "onnx_base64") if k in item]
-    unknown = sorted(set(item) - {"name", "graph", "nb201", "onnx_base64"})
-    if unknown:
-        raise ValueError(f"unknown key(s) {unknown}; an architecture has 'name' and one of graph, nb201, onnx_base64")
-    if len(given) != 1:
-        raise ValueError(f"give exactly one of 'graph', 'nb201', 'onnx_base64' (got {given or 'none'})")
-    arch = _Arch(index, name)
-    try:
-        if given[0] == "nb201":
-            arch.cell = nb201.parse(item["nb201"])
-        elif given[0] == "graph":
-            if not isinstance(item["graph"], dict):
-                raise ValueError(f"graph must be a graph JSON object, not {type(item['graph']).__name__}")
-            arch.graph = graph_from_dict(item["graph"])
-        else:
-            text = item["onnx_base64"]
-            if not isinstance(text, str):
-                raise ValueError(f"onnx_base64 must be a string, not {type(text).__name__}")
-            try:
-                data = base64.b64decode(text, validate=True)
-            except (binascii.Error, ValueError) as exc:
-                raise ValueError(f"onnx_base64 is not valid base64: {exc}") from None
-            if not data:
-                raise ValueError("onnx_base64 holds an empty file")
-            arch.graph = load_graph(data, filename=f"{name}.onnx", fmt="onnx")
-    except GraphError as exc:
-        raise ValueError(f"{given[0]}: {exc}") from None
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"{given[0]}: malformed: {type(exc).__name__}: {exc}") from None
-    return arch
-
-
-def _result(name: str, latency: float, kernels: float, prediction: Prediction | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": name, "latency_ms": latency, "kernels_ms": kernels, "overhead_ms": latency - kernels}
-    if prediction is not None and prediction.kernels is not None:
-        out["kernels"] = [
-            {"name": k.name, "type": k.type, "ops": list(k.ops), "latency_ms": k.latency_ms, "model": k.model}
-            for k in prediction.kernels
-        ]
-    return out
+def _predictor_key(entry: LoadedPredictor) -> str:
+    return f"{entry.id}:{entry.artifact_sha256}:{id(entry.predictor)}"
 
 
 def predict_architectures(entry: LoadedPredictor, items: Any, breakdown: bool = False) -> list[dict[str, Any]]:
-    """Predicted latency of each architecture, in request order; ``ArchitectureErrors`` when any is bad."""
+    """Predicted latency of each architecture, in request order; ``ArchitectureErrors`` when any is bad.
+
+    NAS-Bench-201 cells in the predictor's table are answered here; the rest are read, deduced
+    and predicted (``devicelab.predict.batch``), a batch of at least
+    ``LATENCYLAB_PREDICT_PARALLEL_MIN`` of them on ``LATENCYLAB_PREDICT_PROCESSES`` processes."""
     limit = settings.LATENCYLAB_PREDICT_MAX_BATCH
     if not isinstance(items, list) or not items:
         raise ValidationError({"architectures": "architectures must be a non-empty list"})
@@ -286,57 +247,33 @@ def predict_architectures(entry: LoadedPredictor, items: Any, breakdown: bool = 
         raise ValidationError(
             {"architectures": f"{len(items)} architectures is over the limit of {limit} (LATENCYLAB_PREDICT_MAX_BATCH)"}
         )
-    archs: list[_Arch] = []
-    errors: list[dict[str, Any]] = []
-    for i, item in enumerate(items):
-        try:
-            archs.append(_parse(i, item))
-        except ValueError as exc:
-            name = item.get("name") if isinstance(item, dict) else None
-            errors.append(_error(i, name if isinstance(name, str) else "", str(exc)))
-        except Exception as exc:  # noqa: BLE001 - a reader's bug must still name the architecture
-            log.exception("reading architecture %s failed", i)
-            errors.append(_error(i, "", f"cannot be read: {type(exc).__name__}: {exc}"))
-    if errors:
-        raise ArchitectureErrors(errors)
-
     p = entry.predictor
     results: dict[int, dict[str, Any]] = {}
-    live: list[_Arch] = []
-    for a in archs:
-        if a.cell is not None and not breakdown and entry.nb201 is not None:
-            value = float(entry.nb201[nb201_index(a.cell)])
-            if value == value:  # not NaN
-                results[a.index] = _result(a.name, p.end_to_end(value), value)
+    errors: list[dict[str, Any]] = []
+    live: list[tuple[int, Any]] = []
+    table = entry.nb201 if not breakdown else None
+    for i, item in enumerate(items):
+        if table is not None and isinstance(item, dict) and "nb201" in item:
+            read = read_item(i, item)
+            if not isinstance(read, Arch):
+                errors.append(read)
                 continue
-        live.append(a)
-    for a in live:
-        try:
-            if a.graph is None and a.cell is not None:
-                a.graph = nb201.from_string(nb201.to_string(a.cell), name=a.name)
-            assert a.graph is not None
-            a.kernels = p.deducer.kernels(a.graph)
-        except (GraphError, PredictorError) as exc:
-            errors.append(_error(a.index, a.name, f"cannot deduce its kernels for {p.scenario.key}: {exc}"))
+            if read.cell is not None:
+                value = float(table[nb201_index(read.cell)])
+                if value == value:  # not NaN
+                    results[i] = result(read.name, p.end_to_end(value), value)
+                    continue
+        live.append((i, item))
     if errors:
         raise ArchitectureErrors(errors)
     if live:
-        predictions = p.predict_kernels(
-            [a.kernels or [] for a in live], [a.name for a in live], breakdown=breakdown, on_missing="zero"
-        )
-        for a, pred in zip(live, predictions):
-            if pred.missing:
-                errors.append(
-                    _error(
-                        a.index,
-                        a.name,
-                        f"runs kernel type(s) {list(pred.missing)} that this {p.method} predictor has no model for "
-                        f"(it has {sorted(p.models)}); train it on networks that run them",
-                    )
-                )
-            results[a.index] = _result(a.name, pred.latency_ms, pred.kernels_ms, pred)
-    if errors:
-        raise ArchitectureErrors(errors)
+        if len(live) >= settings.LATENCYLAB_PREDICT_PARALLEL_MIN:
+            answered, errors = batch_pool().answer(_predictor_key(entry), p, live, breakdown)
+        else:
+            answered, errors = answer_items(p, live, breakdown)
+        if errors:
+            raise ArchitectureErrors(errors)
+        results.update(answered)
     return [results[i] for i in range(len(items))]
 
 
@@ -358,6 +295,7 @@ __all__ = [
     "LoadedPredictor",
     "PredictorNotFound",
     "PredictorUnavailable",
+    "batch_pool",
     "clear_cache",
     "gc_paused",
     "load_row",

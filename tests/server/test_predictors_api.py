@@ -108,6 +108,32 @@ def test_graph_onnx_and_nb201_with_breakdown(api: Any, phone: Any) -> None:
     assert "kernels" not in plain
 
 
+def test_a_large_batch_is_split_over_processes_with_the_same_answers(api: Any, phone: Any, settings: Any) -> None:
+    from devicelab.graph import nas
+    from server.predictors.serving import batch_pool
+
+    ready_predictor(phone)
+    archs = [{"name": f"g{i}", "graph": graph_to_dict(g)} for i, g in enumerate(nas.sample("synthetic", 30, 11))]
+    archs += [{"name": "cell", "nb201": CELL}]
+    settings.LATENCYLAB_PREDICT_PROCESSES = 1
+    alone = _predict(api, device=phone.pk, architectures=archs, breakdown=True)
+    assert alone.status_code == 200, alone.content
+    settings.LATENCYLAB_PREDICT_PROCESSES = 2
+    settings.LATENCYLAB_PREDICT_PARALLEL_MIN = 10
+    before = batch_pool().chunks_answered["worker"]
+    split = _predict(api, device=phone.pk, architectures=archs, breakdown=True)
+    assert split.status_code == 200, split.content
+    assert batch_pool().chunks_answered["worker"] == before + 1  # the second half came from a worker process
+    for a, b in zip(alone.json()["results"], split.json()["results"]):
+        assert a["name"] == b["name"] and a["latency_ms"] == pytest.approx(b["latency_ms"], rel=1e-12)
+        assert [k["name"] for k in a["kernels"]] == [k["name"] for k in b["kernels"]]
+    # A bad architecture in the worker's half is named as in one process.
+    archs[25] = {"name": "broken", "graph": {"schema_version": 1, "name": "x"}}
+    resp = _predict(api, device=phone.pk, architectures=archs)
+    assert resp.status_code == 400
+    assert [(e["index"], e["name"]) for e in resp.json()["errors"]] == [(25, "broken")]
+
+
 def test_bad_architectures_are_named_by_index_and_reason(api: Any, phone: Any) -> None:
     ready_predictor(phone)
     archs = [

@@ -60,6 +60,11 @@ def test_defaults_are_filled_and_shapes_inferred():
         (lambda d: d["inputs"][0].update(shape=[1, 3, -1, 8]), "positive integers"),
         (lambda d: d["operators"][0].update(inputs=["ghost"]), "ghost"),
         (lambda d: d["operators"][0]["attrs"].pop("out_channels"), "out_channels"),
+        (lambda d: d["operators"].append({**d["operators"][0], "inputs": ["y"], "outputs": ["z"]}), "more than once"),
+        (lambda d: d["operators"][0].update(outputs=["x"]), "already written"),
+        (lambda d: d["operators"][0].update(outputs=[7]), "non-empty list of tensor names"),
+        (lambda d: d["operators"][0].update(name=["c"]), "'name' must be a string"),
+        (lambda d: d.update(outputs=["nowhere"]), "never written"),
     ],
 )
 def test_bad_documents_name_the_reason(mutate, reason):

@@ -1,0 +1,203 @@
+"""A large batch of architectures answered on several cores.
+
+Reading graph JSON, deducing kernels and walking the models is Python work of a few
+microseconds per operator: 1,000 NAS candidates of ~55 operators keep one core busy for most
+of a second. ``BatchPool`` splits such a batch into contiguous chunks, one per process: the
+calling process answers the first chunk itself while worker processes answer the others, and
+the answers are merged in request order. The answers are those of ``batch.answer_items`` in
+one process, to the last bit (the same code on the same predictor).
+
+Workers come from a ``forkserver``: clean processes that share nothing with the caller (no
+database connections, no threads), started on first use and kept. Each task carries the
+predictor's pickled bytes (made once per predictor in the caller; a worker unpickles them only
+the first time it sees that predictor, and keeps the last few). Pickle is only the in-memory
+hand-over between processes of one installation, never a stored artifact.
+
+A worker that dies or cannot be started loses nothing: its chunk is answered in the calling
+process and the next batch starts a fresh pool.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import gc
+import logging
+import multiprocessing
+import os
+import pickle
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from devicelab.predict.batch import Error, Result, answer_items
+from devicelab.predict.predictor import ScenarioPredictor
+
+log = logging.getLogger(__name__)
+
+WORKER_PREDICTORS = 4  # predictors a worker process keeps loaded
+_CALLER_PAYLOADS = 8  # pickled predictors the calling process keeps
+
+_worker_predictors: OrderedDict[str, ScenarioPredictor] = OrderedDict()
+
+
+def _answer_chunk(
+    key: str, payload: bytes, items: Sequence[tuple[int, Any]], breakdown: bool
+) -> tuple[dict[int, Result], list[Error]]:
+    """In a worker process: answer one chunk with the predictor ``key`` (unpickled from
+    ``payload`` the first time)."""
+    p = _worker_predictors.get(key)
+    if p is None:
+        p = _worker_predictors[key] = pickle.loads(payload)
+        while len(_worker_predictors) > WORKER_PREDICTORS:
+            _worker_predictors.popitem(last=False)
+    else:
+        _worker_predictors.move_to_end(key)
+    was = gc.isenabled()
+    gc.disable()  # see server/predictors/serving.py gc_paused: a batch makes no cycles worth a pass
+    try:
+        return answer_items(p, items, breakdown)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _pid() -> int:
+    return os.getpid()
+
+
+def chunks(items: Sequence[Any], parts: int) -> list[list[Any]]:
+    """``items`` in at most ``parts`` contiguous chunks of nearly equal length (none empty)."""
+    parts = max(1, min(parts, len(items)))
+    size, extra = divmod(len(items), parts)
+    out, start = [], 0
+    for k in range(parts):
+        end = start + size + (1 if k < extra else 0)
+        out.append(list(items[start:end]))
+        start = end
+    return out
+
+
+class BatchPool:
+    """``processes`` processes answer a batch together: this one and ``processes - 1`` workers."""
+
+    def __init__(self, processes: int) -> None:
+        if processes < 1:
+            raise ValueError(f"processes must be at least 1, got {processes}")
+        self.processes = processes
+        self._executor: cf.ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._payloads: OrderedDict[str, bytes] = OrderedDict()
+        self.chunks_answered: Counter[str] = Counter()  # by "caller", "worker", "fallback"
+
+    # -- the workers ---------------------------------------------------------------------------
+
+    def _pool(self) -> cf.ProcessPoolExecutor | None:
+        if self.processes < 2:
+            return None
+        with self._lock:
+            if self._executor is None:
+                context = multiprocessing.get_context("forkserver")
+                context.set_forkserver_preload(["devicelab.predict.parallel"])
+                self._executor = cf.ProcessPoolExecutor(max_workers=self.processes - 1, mp_context=context)
+            return self._executor
+
+    def _drop(self, executor: cf.ProcessPoolExecutor) -> None:
+        with self._lock:
+            if self._executor is executor:
+                self._executor = None
+        executor.shutdown(wait=False, cancel_futures=True)
+
+    def start(self) -> None:
+        """Start the workers now (a server calls this when it loads a predictor), not on the first batch."""
+        executor = self._pool()
+        if executor is None:
+            return
+        try:
+            for _ in range(self.processes - 1):
+                executor.submit(_pid)
+        except (BrokenProcessPool, RuntimeError, OSError) as exc:
+            log.warning("batch workers cannot start (%s); batches are answered in one process", exc)
+            self._drop(executor)
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of the live workers (for tests and diagnostics)."""
+        executor = self._pool()
+        if executor is None:
+            return []
+        self.start()
+        processes = getattr(executor, "_processes", None) or {}
+        return sorted(p.pid for p in processes.values() if p.is_alive())
+
+    def close(self) -> None:
+        """Stop the workers."""
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    # -- answering -----------------------------------------------------------------------------
+
+    def _payload(self, key: str, predictor: ScenarioPredictor) -> bytes:
+        with self._lock:
+            data = self._payloads.get(key)
+            if data is not None:
+                self._payloads.move_to_end(key)
+                return data
+        data = pickle.dumps(predictor, protocol=pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            self._payloads[key] = data
+            while len(self._payloads) > _CALLER_PAYLOADS:
+                self._payloads.popitem(last=False)
+        return data
+
+    def answer(
+        self, key: str, predictor: ScenarioPredictor, items: Sequence[tuple[int, Any]], breakdown: bool = False
+    ) -> tuple[dict[int, Result], list[Error]]:
+        """``batch.answer_items`` of (index, architecture) pairs, on up to ``processes`` processes.
+
+        ``key`` names the predictor (the same key, the same predictor). Errors come sorted by
+        index; nothing of a chunk is predicted while any of its architectures is unreadable."""
+        executor = self._pool()
+        parts = chunks(items, self.processes if executor is not None else 1)
+        futures: list[tuple[list[tuple[int, Any]], cf.Future | None]] = []
+        if executor is not None and len(parts) > 1:
+            payload = self._payload(key, predictor)
+            try:
+                for part in parts[1:]:
+                    futures.append((part, executor.submit(_answer_chunk, key, payload, part, breakdown)))
+            except (BrokenProcessPool, RuntimeError, OSError) as exc:
+                log.warning("batch workers are gone (%s); answering in this process", exc)
+                self._drop(executor)
+                done = {id(part) for part, _ in futures}
+                futures += [(part, None) for part in parts[1:] if id(part) not in done]
+        else:
+            futures = [(part, None) for part in parts[1:]]
+        results, errors = answer_items(predictor, parts[0], breakdown)
+        where = ["caller"]
+        for part, future in futures:
+            if future is None:
+                r, e = answer_items(predictor, part, breakdown)
+                where.append("caller")
+            else:
+                try:
+                    r, e = future.result()
+                    where.append("worker")
+                except (BrokenProcessPool, cf.CancelledError, OSError, EOFError, pickle.PickleError) as exc:
+                    log.warning(
+                        "a batch worker failed (%s: %s); answering its chunk in this process", type(exc).__name__, exc
+                    )
+                    if executor is not None:
+                        self._drop(executor)
+                    r, e = answer_items(predictor, part, breakdown)
+                    where.append("fallback")
+            results.update(r)
+            errors += e
+        with self._lock:
+            self.chunks_answered.update(where)
+        errors.sort(key=lambda err: err["index"])
+        return results, errors
+
+
+__all__ = ["BatchPool", "WORKER_PREDICTORS", "chunks"]
