@@ -165,7 +165,7 @@ def main() -> None:
     parser.add_argument("--search", default="fast", choices=["paper", "fast"])
     parser.add_argument("--cpu-networks", type=int, default=12, help="synthetic networks profiled for the CPU one")
     parser.add_argument("--repeats", type=int, default=7, help="timed requests answered from the table")
-    parser.add_argument("--slow-repeats", type=int, default=2, help="timed requests of the slow paths")
+    parser.add_argument("--slow-repeats", type=int, default=5, help="timed requests of the slow paths")
     parser.add_argument(
         "--requested-cells-only",
         dest="full_table",
@@ -235,8 +235,8 @@ def main() -> None:
         for key, label in (
             ("nb201_table", "NB201, table"),
             ("nb201_no_table", "NB201, no table (build+deduce)"),
-            ("nb201_breakdown", "NB201 with breakdown"),
             ("nb201_no_table_one_process", "  the same in one process"),
+            ("nb201_breakdown", "NB201 with breakdown"),
             ("graph_json", f"graph JSON (~{report['graph_json_operators_mean']:.0f} ops each)"),
             ("graph_json_one_process", "  the same in one process"),
         ):

@@ -5,13 +5,15 @@ microseconds per operator: 1,000 NAS candidates of ~55 operators keep one core b
 of a second. ``BatchPool`` splits such a batch into contiguous chunks, one per process: the
 calling process answers the first chunk itself while worker processes answer the others, and
 the answers are merged in request order. The answers are those of ``batch.answer_items`` in
-one process, to the last bit (the same code on the same predictor).
+one process (the same code on the same predictor; a model's matrix product over a different set
+of rows may round the last bits differently).
 
 Workers come from a ``forkserver``: clean processes that share nothing with the caller (no
 database connections, no threads), started on first use and kept. Each task carries the
 predictor's pickled bytes (made once per predictor in the caller; a worker unpickles them only
-the first time it sees that predictor, and keeps the last few). Pickle is only the in-memory
-hand-over between processes of one installation, never a stored artifact.
+the first time it sees that predictor, and keeps the last few) and its architectures as JSON.
+Pickle is only the in-memory hand-over between processes of one installation, never a stored
+artifact.
 
 A worker that dies or cannot be started loses nothing: its chunk is answered in the calling
 process and the next batch starts a fresh pool.
@@ -31,6 +33,8 @@ from collections.abc import Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+import orjson
+
 from devicelab.predict.batch import Error, Result, answer_items
 from devicelab.predict.predictor import ScenarioPredictor
 
@@ -42,11 +46,17 @@ _CALLER_PAYLOADS = 8  # pickled predictors the calling process keeps
 _worker_predictors: OrderedDict[str, ScenarioPredictor] = OrderedDict()
 
 
-def _answer_chunk(
-    key: str, payload: bytes, items: Sequence[tuple[int, Any]], breakdown: bool
-) -> tuple[dict[int, Result], list[Error]]:
-    """In a worker process: answer one chunk with the predictor ``key`` (unpickled from
-    ``payload`` the first time)."""
+def _start_worker() -> None:
+    """A worker collects garbage itself, between chunks (``_answer_chunk``): a chunk's millions of
+    small objects are freed by reference counting, and a collection pass in the middle of reading
+    them would walk them all, again and again."""
+    gc.disable()
+
+
+def _answer_chunk(key: str, payload: bytes, items: bytes, breakdown: bool) -> tuple[dict[int, Result], list[Error]]:
+    """In a worker process: answer one chunk (``items``: JSON of its (index, architecture)
+    pairs) with the predictor ``key``, unpickled from ``payload`` the first time."""
+    gc.collect(1)  # the last chunk's cycles, if it left any; what lives on is the predictors
     p = _worker_predictors.get(key)
     if p is None:
         p = _worker_predictors[key] = pickle.loads(payload)
@@ -54,13 +64,7 @@ def _answer_chunk(
             _worker_predictors.popitem(last=False)
     else:
         _worker_predictors.move_to_end(key)
-    was = gc.isenabled()
-    gc.disable()  # see server/predictors/serving.py gc_paused: a batch makes no cycles worth a pass
-    try:
-        return answer_items(p, items, breakdown)
-    finally:
-        if was:
-            gc.enable()
+    return answer_items(p, [(int(i), item) for i, item in orjson.loads(items)], breakdown)
 
 
 def _pid() -> int:
@@ -100,7 +104,9 @@ class BatchPool:
             if self._executor is None:
                 context = multiprocessing.get_context("forkserver")
                 context.set_forkserver_preload(["devicelab.predict.parallel"])
-                self._executor = cf.ProcessPoolExecutor(max_workers=self.processes - 1, mp_context=context)
+                self._executor = cf.ProcessPoolExecutor(
+                    max_workers=self.processes - 1, mp_context=context, initializer=_start_worker
+                )
             return self._executor
 
     def _drop(self, executor: cf.ProcessPoolExecutor) -> None:
@@ -166,12 +172,15 @@ class BatchPool:
             payload = self._payload(key, predictor)
             try:
                 for part in parts[1:]:
-                    futures.append((part, executor.submit(_answer_chunk, key, payload, part, breakdown)))
+                    # JSON travels four times faster than pickle here, and a batch is JSON already
+                    data = orjson.dumps(part)
+                    futures.append((part, executor.submit(_answer_chunk, key, payload, data, breakdown)))
+            except TypeError:  # not JSON data (a Python caller's own objects): this process answers
+                futures += [(part, None) for part in parts[1 + len(futures) :]]
             except (BrokenProcessPool, RuntimeError, OSError) as exc:
                 log.warning("batch workers are gone (%s); answering in this process", exc)
                 self._drop(executor)
-                done = {id(part) for part, _ in futures}
-                futures += [(part, None) for part in parts[1:] if id(part) not in done]
+                futures += [(part, None) for part in parts[1 + len(futures) :]]
         else:
             futures = [(part, None) for part in parts[1:]]
         results, errors = answer_items(predictor, parts[0], breakdown)

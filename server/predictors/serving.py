@@ -168,7 +168,8 @@ def loaded(row: Predictor) -> LoadedPredictor:
     entry = LoadedPredictor(
         full.pk, full.version, full.method, full.device_id, full.scenario, predictor, values, full.artifact_sha256
     )
-    batch_pool().start()  # its workers start now, not on the first large batch
+    # the batch workers start now, beside this request, not on the first large batch
+    threading.Thread(target=batch_pool().start, name="batch-pool-start", daemon=True).start()
     with _lock:
         for old in [k for k in _cache if k[0] == row.pk]:
             del _cache[old]
