@@ -127,3 +127,14 @@ def test_one_process_answers_alone(predictor: ScenarioPredictor, items: list) ->
     assert single.chunks_answered == {"caller": 1}
     with pytest.raises(ValueError, match="at least 1"):
         BatchPool(0)
+
+
+def test_a_chunk_that_is_not_json_data_is_answered_here(
+    predictor: ScenarioPredictor, items: list, pool: BatchPool
+) -> None:
+    odd = list(items)
+    odd[-1] = (len(items) - 1, {"name": "odd", "graph": {1, 2}})  # a set: a Python caller's object, not JSON
+    results, errors = pool.answer("s10", predictor, odd)
+    assert [(e["index"], e["name"]) for e in errors] == [(len(items) - 1, "odd")]
+    assert "graph JSON object, not set" in errors[0]["error"]
+    assert pool.chunks_answered == {"caller": 2}
