@@ -133,7 +133,12 @@ class PredictView(APIView):
     def post(self, request: Request) -> Response:
         """Answer one batch."""
         with gc_paused():
-            return self._answer(request)
+            try:
+                return self._answer(request)
+            finally:
+                # The parsed batch (a million small objects) goes now, while the collector is
+                # still off: alive when it comes back on, the first collection would walk it all.
+                request._data = request._full_data = {}
 
     def _answer(self, request: Request) -> Response:
         body = request.data
