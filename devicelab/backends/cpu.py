@@ -16,8 +16,10 @@ Measurement discipline (the product of this module):
   would otherwise leak into the numbers.
 * Per-operator times come from ONNX Runtime's profiler, on the optimized graph ORT saved for
   this model (nodes uniquely named, loaded with optimizations off: the same kernels, and every
-  profiled kernel is a node we can read), run ``runs + 1`` times with the first dropped as
-  warm-up. ``map_kernels`` says which kernel implements which IR operator.
+  profiled kernel is a node we can read), with the same warm-up as the timed session (its first
+  run and ``warmup_runs`` more are dropped: a fresh session's second and third runs are still up
+  to 50 % slower per kernel), then ``runs`` profiled runs. ``map_kernels`` says which kernel
+  implements which IR operator.
 """
 
 from __future__ import annotations
@@ -304,18 +306,21 @@ def profile(
             graph,
         )
         try:
-            _timed_runs(session, feeds, graph, settings.runs + 1, report, 0.6, 0.95, "profiled run")
+            skipped = 1 + settings.warmup_runs  # as in phase 1: the first run, then the warm-up runs
+            _timed_runs(session, feeds, graph, skipped + settings.runs, report, 0.6, 0.95, "profiled run")
         finally:
             profile_path = Path(session.end_profiling())
             del session
         report(0.96, "reading the profile")
-        profiles, run_ms = parse_profile(profile_path, skip_runs=1)
+        profiles, run_ms = parse_profile(profile_path, skip_runs=skipped)
 
     kmap = map_kernels(graph, nodes)
     rows = op_timings(graph, nodes, profiles, kmap, len(run_ms))
     env["kernel_nodes"] = len(nodes)
     env["kernel_owner"] = {n.name: kmap.owner[n.name] for n in nodes}  # kernel node -> IR operator (None: runtime)
     env["profiled_e2e_mean_ms"] = float(np.mean(run_ms))
+    env["profiled_runs_dropped"] = skipped
+    env["profiled_runs"] = len(run_ms)
     report(1.0, "done")
     return ProfileResult(
         device=device,
