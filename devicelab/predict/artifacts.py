@@ -25,8 +25,10 @@ from devicelab.predict.models import METHODS, FittedModel
 from devicelab.predict.predictor import Scenario, ScenarioPredictor
 
 FORMAT = "latencylab.predictor"
-SCHEMA_VERSION = 2  # 2: ``kernel_power`` and ``per_kernel_ms`` (the calibrated overhead); 1 loads with 1 and 0
-READABLE_VERSIONS = (1, 2)
+# 2: ``kernel_power`` and ``per_kernel_ms`` (the calibrated overhead); 1 loads with 1 and 0.
+# 3: ``min_e2e_ratio`` (the floor of a prediction); 1 and 2 load with 0 (no floor but 0 ms).
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 
 def _canonical(body: dict[str, Any]) -> bytes:
@@ -45,6 +47,7 @@ def predictor_to_dict(p: ScenarioPredictor) -> dict[str, Any]:
         "kernel_scale": p.kernel_scale,
         "kernel_power": p.kernel_power,
         "per_kernel_ms": p.per_kernel_ms,
+        "min_e2e_ratio": p.min_e2e_ratio,
         "overhead_kinds": list(p.overhead_kinds),
         "features": {t: list(FEATURES[feature_group(t)]) for t in sorted(p.models)},
         "models": {t: m.to_dict() for t, m in sorted(p.models.items())},
@@ -110,6 +113,7 @@ def predictor_from_dict(d: Any) -> ScenarioPredictor:
             kernel_scale=float(d.get("kernel_scale", 1.0)),
             kernel_power=float(d["kernel_power"]) if version >= 2 else 1.0,
             per_kernel_ms=float(d["per_kernel_ms"]) if version >= 2 else 0.0,
+            min_e2e_ratio=float(d["min_e2e_ratio"]) if version >= 3 else 0.0,
         )
     except PredictorError:
         raise

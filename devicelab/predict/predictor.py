@@ -20,6 +20,12 @@ are less often still in the caches: measured here, a network's mean kernel resid
 0.75 with its log latency), which per-kernel features cannot see; the calibration learns how the
 predicted sum maps to the whole network's time, and with ``b`` near 1 how that grows with size.
 
+Whatever the overhead model, a prediction is never below ``min_e2e_ratio`` times the predicted
+kernel sum: the smallest ratio of end-to-end latency to measured kernel sum among the training
+networks, at most 1. It only matters when the fitted ``T`` is negative (profiled kernels that add
+up to more than the unprofiled runs, e.g. a profiler's own cost per kernel): a constant negative
+``T`` learned on larger networks would otherwise make a small network's latency negative.
+
 A kernel type without a model of its own is handled, in order, by: a kind whose time the
 training data left in the overhead (``overhead_kinds``: the qed data lists no element-wise
 kernels) contributes 0; a model of the same kind, else of the same Table 3 feature group,
@@ -135,12 +141,16 @@ class ScenarioPredictor:
     kernel_scale: float = 1.0  # ``a`` of the affine / calibrated overhead; 1 for the paper's constant
     kernel_power: float = 1.0  # ``b`` of the calibrated overhead
     per_kernel_ms: float = 0.0  # ``c`` of the calibrated overhead: added to every predicted kernel
+    min_e2e_ratio: float = 0.0  # the floor: end-to-end >= this * kernel sum (see the module's docs)
 
     def end_to_end(self, kernels_ms: float) -> float:
-        """End-to-end latency from a network's predicted kernel sum: ``a * sum**b + T``."""
+        """End-to-end latency from a network's predicted kernel sum: ``a * sum**b + T``, never below
+        ``min_e2e_ratio * sum`` (nor 0)."""
         if self.kernel_power == 1.0 or kernels_ms <= 0:
-            return self.kernel_scale * kernels_ms + self.t_overhead_ms
-        return self.kernel_scale * kernels_ms**self.kernel_power + self.t_overhead_ms
+            value = self.kernel_scale * kernels_ms + self.t_overhead_ms
+        else:
+            value = self.kernel_scale * kernels_ms**self.kernel_power + self.t_overhead_ms
+        return max(value, self.min_e2e_ratio * kernels_ms, 0.0)
 
     # -- resolving kernel types to models ------------------------------------------------------
 
@@ -322,8 +332,25 @@ def train_predictor(
         **(extra_meta or {}),
     }
     return ScenarioPredictor(
-        scenario, method, deducer, models, t_overhead, tuple(overhead_kinds), meta, scale, power, per_kernel
+        scenario,
+        method,
+        deducer,
+        models,
+        t_overhead,
+        tuple(overhead_kinds),
+        meta,
+        scale,
+        power,
+        per_kernel,
+        min_e2e_ratio(samples),
     )
+
+
+def min_e2e_ratio(samples: Sequence[Sample]) -> float:
+    """The smallest end-to-end / measured kernel sum ratio of the training networks, at most 1
+    (0 when no network has a kernel sum)."""
+    ratios = [s.e2e_ms / s.kernel_sum_ms for s in samples if s.kernel_sum_ms > 0]
+    return min(1.0, min(ratios)) if ratios else 0.0
 
 
 def fit_affine_overhead(samples: Sequence[Sample], fallback: float) -> tuple[float, float]:
@@ -383,5 +410,6 @@ __all__ = [
     "fit_affine_overhead",
     "fit_calibration",
     "library_versions",
+    "min_e2e_ratio",
     "train_predictor",
 ]

@@ -111,14 +111,28 @@ def test_version_1_artifacts_still_load_with_power_one(cpu_predictors: dict) -> 
     from devicelab.predict.artifacts import _canonical
 
     d = predictor_to_dict(cpu_predictors["gbdt"])
-    body = {k: v for k, v in d.items() if k not in ("sha256", "kernel_power", "per_kernel_ms")}
+    body = {k: v for k, v in d.items() if k not in ("sha256", "kernel_power", "per_kernel_ms", "min_e2e_ratio")}
     body["schema_version"] = 1
     old = predictor_from_dict({**body, "sha256": hashlib.sha256(_canonical(body)).hexdigest()})
     assert (
         old.kernel_power == 1.0
         and old.per_kernel_ms == 0.0
+        and old.min_e2e_ratio == 0.0
         and old.t_overhead_ms == cpu_predictors["gbdt"].t_overhead_ms
     )
+
+
+def test_version_2_artifacts_still_load_without_a_floor(cpu_predictors: dict) -> None:
+    import hashlib
+
+    from devicelab.predict.artifacts import _canonical
+
+    d = predictor_to_dict(cpu_predictors["lasso"])
+    assert d["min_e2e_ratio"] == cpu_predictors["lasso"].min_e2e_ratio > 0
+    body = {k: v for k, v in d.items() if k not in ("sha256", "min_e2e_ratio")}
+    body["schema_version"] = 2
+    old = predictor_from_dict({**body, "sha256": hashlib.sha256(_canonical(body)).hexdigest()})
+    assert old.min_e2e_ratio == 0.0 and old.per_kernel_ms == cpu_predictors["lasso"].per_kernel_ms
 
 
 def test_training_is_reproducible(cpu_records: dict[str, list[ProfileRecord]]) -> None:
@@ -153,7 +167,7 @@ def test_edited_number_fails_the_checksum(cpu_predictors: dict, tmp_path: Path) 
 
 def test_other_schema_versions_and_formats_are_named(cpu_predictors: dict) -> None:
     d = predictor_to_dict(cpu_predictors["lasso"])
-    with pytest.raises(PredictorError, match=rf"schema version 99 .* versions \[1, {SCHEMA_VERSION}\]"):
+    with pytest.raises(PredictorError, match=rf"schema version 99 .* versions \[1, 2, {SCHEMA_VERSION}\]"):
         predictor_from_dict({**d, "schema_version": 99})
     with pytest.raises(PredictorError, match="not a predictor artifact"):
         predictor_from_dict({**d, "format": "something.else"})
@@ -167,7 +181,7 @@ def test_broken_model_arrays_are_caught_at_load(cpu_predictors: dict) -> None:
     from devicelab.predict.artifacts import _canonical
 
     d = predictor_to_dict(cpu_predictors["gbdt"])
-    ktype = next(iter(d["models"]))
+    ktype = next(t for t, m in d["models"].items() if m["method"] == "gbdt")
     d["models"][ktype]["params"]["trees"]["left"] = d["models"][ktype]["params"]["trees"]["left"][:-3]
     body = {k: v for k, v in d.items() if k != "sha256"}
     d["sha256"] = hashlib.sha256(_canonical(body)).hexdigest()  # consistent checksum, broken content

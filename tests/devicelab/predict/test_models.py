@@ -89,6 +89,23 @@ def test_tiny_training_sets_fall_back_to_the_best_constant() -> None:
     assert mspe(np.full(2, c), y) <= mspe(np.full(2, c * 1.01), y)
 
 
+@pytest.mark.parametrize("method", ["rf", "gbdt", "mlp"])
+def test_kernel_types_with_few_rows_get_lasso(method: str) -> None:
+    # 30 rows of a latency proportional to the work (column 0; column 1 is noise): a forest or
+    # an MLP fitted on them would predict a 4x larger kernel at about the largest latency seen,
+    # Lasso keeps growing with the work.
+    rng = np.random.default_rng(4)
+    x = rng.uniform(1, 10, size=(30, 2))
+    y = (0.02 + 0.05 * x[:, 0]) * rng.lognormal(0, 0.01, 30)
+    model = fit(method, x, y, seed=0, search="fast", mlp_trials=1)
+    assert model.method == "lasso" and model.hyper["instead_of"] == method
+    assert model.predict(np.array([[40.0, 5.0]]))[0] == pytest.approx(0.02 + 0.05 * 40, rel=0.1)
+    # with enough rows the method itself is fitted
+    x, y = _data(60, seed=4)
+    assert fit(method, x, y, seed=0, search="fast", mlp_trials=1).method == method
+    assert fit(method, x, y, seed=0, search="fast", mlp_trials=1, few_rows=61).method == "lasso"
+
+
 def test_bad_training_data_is_refused() -> None:
     with pytest.raises(PredictorError, match="positive"):
         fit("lasso", np.ones((5, 2)), np.array([1, 2, 0, 3, 4.0]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from devicelab.graph import nas
@@ -83,3 +85,29 @@ def test_a_batch_predicts_each_network_as_alone(trained: dict) -> None:
         [alone] = pred.predict([graphs[i]])
         assert alone.latency_ms == pytest.approx(batch[i].latency_ms, rel=1e-12)
     assert len({round(p.latency_ms, 9) for p in batch}) > 150  # different networks, different latencies
+
+
+def test_a_negative_overhead_never_makes_a_latency_negative(trained: dict, cpu_records: dict) -> None:
+    # Profiled kernels can add up to more than the unprofiled runs (a profiler's cost per kernel),
+    # and then T_overhead is negative: learned on large networks, it would take a small one below 0.
+    pred, test = trained["lasso"]
+    ratios = [s.e2e_ms / s.kernel_sum_ms for s in pred.deducer.samples(cpu_records["synthetic"][:30], "min")]
+    assert pred.min_e2e_ratio == pytest.approx(min(1.0, *ratios)) and 0 < pred.min_e2e_ratio <= 1
+    sunk = dataclasses.replace(pred, t_overhead_ms=-1000.0, min_e2e_ratio=0.8)
+    for p in sunk.predict_kernels([s.prediction_input() for s in test]):
+        assert p.kernels_ms > 0 and p.latency_ms == pytest.approx(0.8 * p.kernels_ms)
+        assert p.overhead_ms == pytest.approx(-0.2 * p.kernels_ms)
+    # above the floor the paper's sum + T stands
+    for p in pred.predict_kernels([s.prediction_input() for s in test]):
+        assert p.latency_ms == pytest.approx(max(p.kernels_ms + pred.t_overhead_ms, pred.min_e2e_ratio * p.kernels_ms))
+    assert dataclasses.replace(pred, t_overhead_ms=-1000.0, min_e2e_ratio=0.0).end_to_end(5.0) == 0.0
+
+
+def test_min_e2e_ratio_is_the_smallest_ratio_at_most_one() -> None:
+    from devicelab.predict.predictor import min_e2e_ratio
+    from devicelab.predict.samples import Sample
+
+    k = Kernel("conv2d/nchw", (0,), (1.0,) * 14, "c", 2.0)
+    assert min_e2e_ratio([Sample("a", (k,), 3.0), Sample("b", (k, k), 3.0)]) == pytest.approx(0.75)
+    assert min_e2e_ratio([Sample("a", (k,), 3.0)]) == 1.0  # e2e above the kernels: the floor is the sum
+    assert min_e2e_ratio([Sample("a", (), 3.0)]) == 0.0
