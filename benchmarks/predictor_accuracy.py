@@ -44,7 +44,7 @@ from devicelab.predict.deduce_cpu import CpuDeducer, probe_graphs  # noqa: E402
 from devicelab.predict.deduce_opencl import OpenclDeducer  # noqa: E402
 from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer, deduce_kernels, kind_from_name, linked_labels  # noqa: E402
 from devicelab.predict.errors import PredictorError  # noqa: E402
-from devicelab.predict.evaluate import evaluate, grouped_cv  # noqa: E402
+from devicelab.predict.evaluate import evaluate, grouped_cv, mape  # noqa: E402
 from devicelab.predict.models import METHODS  # noqa: E402
 from devicelab.predict.predictor import (  # noqa: E402
     Scenario,
@@ -303,6 +303,32 @@ def _calibrated(pred: ScenarioPredictor, train: Sequence[Sample]) -> ScenarioPre
     return dataclasses.replace(pred, kernel_scale=a, kernel_power=b, per_kernel_ms=c, t_overhead_ms=t)
 
 
+def oracle_bound(train: Sequence[Sample], test: Sequence[Sample], zoo: Sequence[Sample]) -> dict[str, Any]:
+    """End-to-end MAPE of a perfect kernel predictor: each network's *measured* kernels summed,
+    with the constant overhead (the mean gap of the training networks) and with the calibration
+    fitted on the training networks' measured sums. No per-kernel model can do better than this
+    with the same overhead model: what is left is the gap between the profiled kernels and the
+    unprofiled runs, network by network."""
+    t_const = float(sum(s.e2e_ms - s.kernel_sum_ms for s in train) / len(train))
+    a, b, c, t = fit_calibration(
+        [s.kernel_sum_ms for s in train], [len(s.measured) for s in train], [s.e2e_ms for s in train], t_const
+    )
+
+    def errors(samples: Sequence[Sample], f: Callable[[Sample], float]) -> float | None:
+        return mape([f(s) for s in samples], [s.e2e_ms for s in samples]) if samples else None
+
+    def constant(s: Sample) -> float:
+        return s.kernel_sum_ms + t_const
+
+    def calibrated(s: Sample) -> float:
+        return a * (s.kernel_sum_ms + c * len(s.measured)) ** b + t
+
+    return {
+        "constant": {"synthetic": errors(test, constant), "zoo": errors(zoo, constant)},
+        "calibrated": {"synthetic": errors(test, calibrated), "zoo": errors(zoo, calibrated)},
+    }
+
+
 def host_accuracy(
     records: dict[str, list[ProfileRecord]],
     backend: str,
@@ -340,7 +366,12 @@ def host_accuracy(
         train_s = deducer.samples(train_recs, statistic)
         test_s = deducer.samples(test, statistic)
         zoo_s = deducer.samples(zoo_recs, statistic)
-        entry: dict[str, Any] = {"deduction": agreement}
+        entry: dict[str, Any] = {"deduction": agreement, "oracle": oracle_bound(train_s, test_s, zoo_s)}
+        log(
+            f"{backend} {threads}t n={size} oracle (measured kernels): synthetic "
+            f"{100 * entry['oracle']['constant']['synthetic']:.2f}% (calibrated "
+            f"{100 * entry['oracle']['calibrated']['synthetic']:.2f}%)  zoo {100 * entry['oracle']['constant']['zoo']:.2f}%"
+        )
         for method in methods:
             t0 = time.perf_counter()
             pred = train_predictor(train_s, deducer, scenario, method, seed=seed, search=search, mlp_trials=mlp_trials)
@@ -468,6 +499,12 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
                     for m in methods
                 )
                 print(f"{size:6d} {where:9}" + cells)
+        print(f"(b) {key}: a perfect kernel predictor (measured kernels summed), constant / calibrated overhead")
+        for size in cpu["sizes"]:
+            o = cpu[str(size)].get("oracle")
+            if o:
+                cells = "".join(f"{pct(o[k][w]):>9}" for w in ("synthetic", "zoo") for k in ("constant", "calibrated"))
+                print(f"{size:6d} {'syn / zoo':9}" + cells)
         big = cpu[str(cpu["sizes"][-1])]
         types = sorted({t for m in methods if m in big for t in big[m]["synthetic"]["kernel_mape"]})
         print(f"\n(b) {key}: kernel MAPE % on the synthetic test set, trained on {cpu['sizes'][-1]}")
