@@ -253,9 +253,13 @@ def measure(
             if path.exists():
                 try:
                     rec = ProfileRecord.from_dict(json.loads(path.read_text()))
-                    stats["cached"] += 1
                 except (ValueError, KeyError, PredictorError):
                     rec = None  # a broken cache entry is measured again
+                if rec is not None and rec.graph != g:
+                    rec = None  # a graph of that name that has changed since (e.g. the probes)
+                    stats["stale"] = stats.get("stale", 0) + 1
+                elif rec is not None:
+                    stats["cached"] += 1
             if rec is None:
                 rec = record_from_result(g, runner.profile(device, g, settings))
                 stats["measured"] += 1

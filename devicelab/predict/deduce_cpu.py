@@ -695,7 +695,14 @@ PROBE_CHANNELS = (32, 36)  # one count aligned to every block size, one that is 
 
 def probe_graphs(size: int = 14) -> list[Graph]:
     """Small graphs that show the runtime's fusions (nn-Meter's idea of test cases for fusion
-    rules): for each anchor type, one branch per follower type, every branch a graph output.
+    rules): for each anchor type, one branch per follower type, and behind each follower a 1x1
+    convolution (a fully-connected layer for 2-D tensors) whose output is the graph output.
+
+    The consumer matters: ONNX Runtime fuses a tensor into the kernel before it only when the
+    tensor is not a graph output. A HardSwish that is a graph output runs as HardSigmoid + Mul
+    in NCHW; inside a network it is the activation of the convolution before it, as in
+    MobileNet-V3 (a probe without the consumer taught the opposite: 28 deduced element-wise
+    kernels and reorders in MobileNet-V3-Small where ONNX Runtime runs none).
 
     Profiling them once per scenario lets ``CpuDeducer.learn`` see operator pairs a training set
     of NAS samples lacks (an ``add`` after a convolution, a ReLU after an ``add``); they teach
@@ -758,7 +765,7 @@ def probe_graphs(size: int = 14) -> list[Graph]:
                         y = b.bn(y)
                     else:
                         y = b.act(y, f)
-                    outs.append(y)
+                    outs.append(b.conv(y, c, 1) if len(b.shape(y)) == 4 else b.fc(y, c))
             graphs.append(b.build(outs))
     return graphs
 

@@ -59,3 +59,27 @@ def test_rules_survive_plain_data(cpu_records: dict[str, list[ProfileRecord]]) -
     again = deducer_from_dict(deducer.to_dict())
     for rec in cpu_records["synthetic"][30:35]:
         assert again.kernels(rec.graph) == deducer.kernels(rec.graph)
+
+
+def test_activations_fused_inside_a_network_are_deduced(cpu_records: dict[str, list[ProfileRecord]]) -> None:
+    # MobileNet-V3's HardSwish after a convolution: the synthetic samples have none, so the rule
+    # comes from the probes, whose followers feed a consumer as inside a network (ONNX Runtime
+    # fuses it into the convolution then; as a graph output it runs as HardSigmoid + Mul).
+    from devicelab.backends import cpu
+    from devicelab.backends.base import ProfileSettings
+    from devicelab.graph import zoo
+    from devicelab.predict.records import record_from_result
+
+    graph = zoo.build("mobilenet_v3_small")
+    rec = record_from_result(
+        graph, cpu.profile(cpu.discover()[0], graph, ProfileSettings(threads=1, runs=1, warmup_runs=0))
+    )
+    deducer = _learn(cpu_records)
+    agreement = deducer.agreement([rec])
+    assert agreement["operator_match"] >= 0.98, agreement
+    kinds = lambda ks: sorted(k.type for k in ks if not k.type.startswith("reorder"))  # noqa: E731
+    assert kinds(deducer.kernels(graph)) == kinds(deducer.measured(rec))
+    hard_swish = [i for i, op in enumerate(graph.operators) if op.type == "hard_swish"]
+    owner = lambda ks: {i: k.type for k in ks for i in k.ops if i in hard_swish}  # noqa: E731
+    assert owner(deducer.kernels(graph)) == owner(deducer.measured(rec))
+    assert sum(t.startswith("conv2d") for t in owner(deducer.measured(rec)).values()) >= 10
