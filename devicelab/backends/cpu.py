@@ -17,8 +17,8 @@ Measurement discipline (the product of this module):
 * Per-operator times come from ONNX Runtime's profiler, on the optimized graph ORT saved for
   this model (nodes uniquely named, loaded with optimizations off: the same kernels, and every
   profiled kernel is a node we can read), with the same warm-up as the timed session (its first
-  run and ``warmup_runs`` more are dropped: a fresh session's second and third runs are still up
-  to 50 % slower per kernel), then ``runs`` profiled runs. ``map_kernels`` says which kernel
+  run and ``warmup_runs`` more are dropped: a fresh session's second run is still up to 2x slow,
+  measured 7.3 ms against 3.8 ms for the runs after it), then ``runs`` profiled runs. ``map_kernels`` says which kernel
   implements which IR operator.
 """
 
