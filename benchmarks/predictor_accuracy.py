@@ -169,9 +169,13 @@ def _qed_trainer(
             return base
         if overhead == "calibrated":
             return _calibrated(base, samples)
-        scale, t_overhead = fit_affine_overhead(samples, base.t_overhead_ms)
+        scale, per_kernel, t_overhead = fit_affine_overhead(samples, base.t_overhead_ms)
         return dataclasses.replace(
-            base, kernel_scale=scale, t_overhead_ms=t_overhead, meta={**base.meta, "overhead": "affine"}
+            base,
+            kernel_scale=scale,
+            per_kernel_ms=per_kernel,
+            t_overhead_ms=t_overhead,
+            meta={**base.meta, "overhead": "affine"},
         )
 
     return train
@@ -309,14 +313,15 @@ def _calibrated(pred: ScenarioPredictor, train: Sequence[Sample]) -> ScenarioPre
 
 def oracle_bound(train: Sequence[Sample], test: Sequence[Sample], zoo: Sequence[Sample]) -> dict[str, Any]:
     """End-to-end MAPE of a perfect kernel predictor: each network's *measured* kernels summed,
-    with the constant overhead (the mean gap of the training networks) and with the calibration
-    fitted on the training networks' measured sums. No per-kernel model can do better than this
+    with the constant overhead (the mean gap of the training networks), the affine one and the
+    calibration, fitted on the training networks' measured sums. No per-kernel model can do better than this
     with the same overhead model: what is left is the gap between the profiled kernels and the
     unprofiled runs, network by network."""
     t_const = float(sum(s.e2e_ms - s.kernel_sum_ms for s in train) / len(train))
     a, b, c, t = fit_calibration(
         [s.kernel_sum_ms for s in train], [len(s.measured) for s in train], [s.e2e_ms for s in train], t_const
     )
+    aff_a, aff_c, aff_t = fit_affine_overhead(train, t_const)
 
     def errors(samples: Sequence[Sample], f: Callable[[Sample], float]) -> float | None:
         return mape([f(s) for s in samples], [s.e2e_ms for s in samples]) if samples else None
@@ -324,11 +329,15 @@ def oracle_bound(train: Sequence[Sample], test: Sequence[Sample], zoo: Sequence[
     def constant(s: Sample) -> float:
         return s.kernel_sum_ms + t_const
 
+    def affine(s: Sample) -> float:
+        return aff_a * (s.kernel_sum_ms + aff_c * len(s.measured)) + aff_t
+
     def calibrated(s: Sample) -> float:
         return a * (s.kernel_sum_ms + c * len(s.measured)) ** b + t
 
     return {
         "constant": {"synthetic": errors(test, constant), "zoo": errors(zoo, constant)},
+        "affine": {"synthetic": errors(test, affine), "zoo": errors(zoo, affine)},
         "calibrated": {"synthetic": errors(test, calibrated), "zoo": errors(zoo, calibrated)},
     }
 
@@ -382,8 +391,8 @@ def host_accuracy(
             syn_rep = evaluate(pred, test_s, on_missing="zero")
             zoo_rep = evaluate(pred, zoo_s, on_missing="zero")
             # the affine overhead on the same kernel models (refitting only a and T)
-            scale, t_over = fit_affine_overhead(train_s, pred.t_overhead_ms)
-            affine = dataclasses.replace(pred, kernel_scale=scale, t_overhead_ms=t_over)
+            scale, per_kernel, t_over = fit_affine_overhead(train_s, pred.t_overhead_ms)
+            affine = dataclasses.replace(pred, kernel_scale=scale, per_kernel_ms=per_kernel, t_overhead_ms=t_over)
             syn_aff = evaluate(affine, test_s, on_missing="zero")
             zoo_aff = evaluate(affine, zoo_s, on_missing="zero")
             calibrated = _calibrated(pred, train_s)
@@ -503,11 +512,17 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
                     for m in methods
                 )
                 print(f"{size:6d} {where:9}" + cells)
-        print(f"(b) {key}: a perfect kernel predictor (measured kernels summed), constant / calibrated overhead")
+        print(
+            f"(b) {key}: a perfect kernel predictor (measured kernels summed), constant / affine / calibrated overhead"
+        )
         for size in cpu["sizes"]:
             o = cpu[str(size)].get("oracle")
             if o:
-                cells = "".join(f"{pct(o[k][w]):>9}" for w in ("synthetic", "zoo") for k in ("constant", "calibrated"))
+                cells = "".join(
+                    f"{pct(o[k][w] if k in o else None):>9}"
+                    for w in ("synthetic", "zoo")
+                    for k in ("constant", "affine", "calibrated")
+                )
                 print(f"{size:6d} {'syn / zoo':9}" + cells)
         big = cpu[str(cpu["sizes"][-1])]
         types = sorted({t for m in methods if m in big for t in big[m]["synthetic"]["kernel_mape"]})

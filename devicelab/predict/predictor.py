@@ -5,12 +5,17 @@ over the kernels ``c`` the deducer says will run, ``f_c`` the model of ``c``'s k
 ``T_overhead`` the mean, over the training networks, of measured end-to-end latency minus the
 sum of their measured kernel latencies (``overhead="constant"``, the paper's).
 
-``overhead="affine"`` (our extension, off by default) learns ``a * sum + T_overhead`` instead,
-by least squares on the relative error over the training networks. It is for runtimes whose
-per-kernel timings understate their time inside the whole run by a share rather than a
-constant: on the qed Mali G76 the gap between end-to-end and kernel sum grows with the network
-(correlation 0.94 with end-to-end latency), and the constant leaves 12 % error that the affine
-form halves.
+``overhead="affine"`` (our extension, off by default) learns ``a * (sum + c * n) + T_overhead``
+instead (``n`` the number of kernels), by least squares on the relative error over the training
+networks. It is for runtimes whose per-kernel timings understate their time inside the whole run
+by a share rather than a constant: on the qed Mali G76 the gap between end-to-end and kernel sum
+grows with the network (correlation 0.94 with end-to-end latency), and the constant leaves 12 %
+error that the affine form halves. ``c`` is a cost per kernel of either sign: a GPU driver's
+launch cost outside the kernels' event times, or, negative, a profiler's own cost inside each
+profiled kernel that the unprofiled run does not pay (ONNX Runtime on the host CPU, about
+1.7 us per kernel: the constant ``T`` removes it only at the training networks' mean kernel
+count, so a network of many small kernels is predicted high). A kernel's prediction plus ``c``
+is never below 0.
 
 ``overhead="calibrated"`` (ours too) learns ``a * P**b + T`` where ``P`` is the predictor's *own*
 kernel sum of each training network (not the measured one), each kernel's prediction raised by a
@@ -140,7 +145,7 @@ class ScenarioPredictor:
     meta: dict[str, Any] = field(default_factory=dict)
     kernel_scale: float = 1.0  # ``a`` of the affine / calibrated overhead; 1 for the paper's constant
     kernel_power: float = 1.0  # ``b`` of the calibrated overhead
-    per_kernel_ms: float = 0.0  # ``c`` of the calibrated overhead: added to every predicted kernel
+    per_kernel_ms: float = 0.0  # ``c`` of the affine / calibrated overhead: added to every predicted kernel
     min_e2e_ratio: float = 0.0  # the floor: end-to-end >= this * kernel sum (see the module's docs)
 
     def end_to_end(self, kernels_ms: float) -> float:
@@ -220,7 +225,8 @@ class ScenarioPredictor:
                 continue
             raws = np.asarray([flat[i].raw for i in idx], dtype=np.float64)
             x = feature_matrix(feature_group(target), raws)
-            lat[idx] = self.models[target].predict(x) + self.per_kernel_ms
+            # ``c`` may be negative (a profiler's cost inside each measured kernel): never below 0
+            lat[idx] = np.maximum(self.models[target].predict(x) + self.per_kernel_ms, 0.0)
         kernel_sums = (
             np.bincount(owner_a, weights=lat, minlength=len(kernel_lists)) if flat else np.zeros(len(kernel_lists))
         )
@@ -309,7 +315,7 @@ def train_predictor(
     t_overhead = float(np.mean([s.e2e_ms - s.kernel_sum_ms for s in samples]))
     scale, power, per_kernel = 1.0, 1.0, 0.0
     if overhead == "affine":
-        scale, t_overhead = fit_affine_overhead(samples, t_overhead)
+        scale, per_kernel, t_overhead = fit_affine_overhead(samples, t_overhead)
     elif overhead == "calibrated":
         plain = ScenarioPredictor(scenario, method, deducer, models, 0.0, tuple(overhead_kinds))
         predicted = plain.predict_kernels([s.prediction_input() for s in samples], on_missing="zero")
@@ -353,21 +359,34 @@ def min_e2e_ratio(samples: Sequence[Sample]) -> float:
     return min(1.0, min(ratios)) if ratios else 0.0
 
 
-def fit_affine_overhead(samples: Sequence[Sample], fallback: float) -> tuple[float, float]:
-    """``(a, T)`` minimizing ``sum(((a * S + T - E) / E)^2)`` over the training networks (S: sum of
-    measured kernels, E: end-to-end); the constant ``(1, fallback)`` if that is degenerate."""
+def fit_affine_overhead(samples: Sequence[Sample], fallback: float) -> tuple[float, float, float]:
+    """``(a, c, T)`` minimizing ``sum(((a * (S + c * n) + T - E) / E)^2)`` over the training
+    networks (S: sum of measured kernels, n: their number, E: end-to-end), ``a > 0`` and ``c``
+    of either sign: a launch cost per kernel outside the kernels' times (GPU drivers), or a
+    profiler's own cost inside each measured kernel that the unprofiled run does not pay (ONNX
+    Runtime on the CPU: about -1.7 us). Without a kernel count that fits (all networks of one
+    size, or a degenerate solution): ``(a, 0, T)``; without that either, ``(1, 0, fallback)``."""
     s = np.asarray([x.kernel_sum_ms for x in samples])
+    n = np.asarray([sum(1 for k in x.measured if k.latency_ms) for x in samples], dtype=np.float64)
     e = np.asarray([x.e2e_ms for x in samples])
     if len(samples) < 3 or np.ptp(s) <= 0:
-        return 1.0, fallback
-    a, t = np.linalg.lstsq(np.stack([s, np.ones_like(s)], axis=1) / e[:, None], np.ones_like(e), rcond=None)[0]
+        return 1.0, 0.0, fallback
+    ones = np.ones_like(e)
+    if len(samples) >= 5 and np.ptp(n) > 0:
+        x = np.stack([s, n, ones], axis=1) / e[:, None]
+        if np.linalg.matrix_rank(x) == 3:
+            a, an, t = np.linalg.lstsq(x, ones, rcond=None)[0]
+            if np.isfinite(a) and np.isfinite(an) and np.isfinite(t) and a > 0:
+                return float(a), float(an / a), float(t)
+    a, t = np.linalg.lstsq(np.stack([s, ones], axis=1) / e[:, None], ones, rcond=None)[0]
     if not (np.isfinite(a) and np.isfinite(t)) or a <= 0:
-        return 1.0, fallback
-    return float(a), float(t)
+        return 1.0, 0.0, fallback
+    return float(a), 0.0, float(t)
 
 
 POWERS = np.round(np.arange(0.80, 1.3001, 0.005), 3)  # the grid of ``b`` the calibration searches
-PER_KERNEL_MS = np.concatenate([[0.0], np.geomspace(1e-4, 0.1, 31)])  # and of ``c`` (0.1 us to 100 us)
+# and of ``c``: a launch cost of 0.1 us to 100 us per kernel, or a profiler's cost of 0.1 us to 10 us
+PER_KERNEL_MS = np.concatenate([[0.0], np.geomspace(1e-4, 0.1, 31), -np.geomspace(1e-4, 0.01, 21)])
 
 
 def fit_calibration(
@@ -375,8 +394,9 @@ def fit_calibration(
 ) -> tuple[float, float, float, float]:
     """``(a, b, c, T)`` minimizing ``sum(((a * (P + c * n)**b + T - E) / E)^2)`` over the training
     networks (P: the predictor's kernel sum, n: its number of predicted kernels, E: measured
-    end-to-end), ``a > 0``, ``b`` on ``POWERS`` and ``c`` (a launch cost per kernel, e.g. an
-    OpenCL driver's) on ``PER_KERNEL_MS``; the constant ``(1, 1, 0, fallback)`` when there are
+    end-to-end), ``a > 0``, ``b`` on ``POWERS`` and ``c`` on ``PER_KERNEL_MS`` (a launch cost per
+    kernel, e.g. an OpenCL driver's, or negative: a profiler's cost inside each measured
+    kernel; ``P + c * n`` must stay positive); the constant ``(1, 1, 0, fallback)`` when there are
     too few networks or nothing fits."""
     p = np.asarray(predicted, dtype=np.float64)
     n = np.asarray(kernels, dtype=np.float64)
@@ -387,6 +407,8 @@ def fit_calibration(
     ones = np.ones_like(e)
     for c in PER_KERNEL_MS:
         base = p + c * n
+        if np.any(base <= 0):
+            continue
         for b in POWERS:
             x = np.stack([base**b, ones], axis=1) / e[:, None]
             (a, t), *_ = np.linalg.lstsq(x, ones, rcond=None)

@@ -111,3 +111,40 @@ def test_min_e2e_ratio_is_the_smallest_ratio_at_most_one() -> None:
     assert min_e2e_ratio([Sample("a", (k,), 3.0), Sample("b", (k, k), 3.0)]) == pytest.approx(0.75)
     assert min_e2e_ratio([Sample("a", (k,), 3.0)]) == 1.0  # e2e above the kernels: the floor is the sum
     assert min_e2e_ratio([Sample("a", (), 3.0)]) == 0.0
+
+
+def test_the_affine_overhead_counts_the_kernels() -> None:
+    """End-to-end = a * (kernel sum + c * kernels) + T with a profiler's cost ``c < 0`` inside
+    each profiled kernel: the fit recovers a, c and T, and a prediction clamps each kernel at 0."""
+    import numpy as np
+
+    from devicelab.predict.predictor import fit_affine_overhead
+    from devicelab.predict.samples import Sample
+
+    rng = np.random.default_rng(3)
+    samples = []
+    for i in range(40):
+        n = int(rng.integers(10, 120))
+        lat = rng.uniform(0.005, 0.2, n)
+        ks = tuple(Kernel("conv2d/nchw", (j,), (1.0,) * 14, "c", float(v)) for j, v in enumerate(lat))
+        samples.append(Sample(f"net-{i}", ks, 0.9 * (lat.sum() - 0.002 * n) + 0.05))
+    a, c, t = fit_affine_overhead(samples, fallback=0.0)
+    assert (a, c, t) == pytest.approx((0.9, -0.002, 0.05), rel=1e-6)
+    # one size of network only: the kernel count cannot be told from the sum's share, so no c
+    same_n = [Sample(s.name, s.measured[:10], s.e2e_ms) for s in samples]
+    assert fit_affine_overhead(same_n, fallback=0.0)[1] == 0.0
+    # too few networks: the constant
+    assert fit_affine_overhead(samples[:2], fallback=0.7) == (1.0, 0.0, 0.7)
+
+
+def test_a_negative_per_kernel_cost_never_makes_a_kernel_negative(trained: dict, cpu_records: dict) -> None:
+    pred, test = trained["lasso"]
+    cost = dataclasses.replace(pred, per_kernel_ms=-0.002)
+    inputs = [s.prediction_input() for s in test]
+    for plain, lowered in zip(
+        pred.predict_kernels(inputs, breakdown=True), cost.predict_kernels(inputs, breakdown=True)
+    ):
+        assert plain.kernels is not None and lowered.kernels is not None
+        for k0, k1 in zip(plain.kernels, lowered.kernels):
+            assert k1.latency_ms == pytest.approx(max(k0.latency_ms - 0.002, 0.0))
+        assert lowered.kernels_ms < plain.kernels_ms
