@@ -27,6 +27,7 @@ A kernel's type is ``<kind>/<layout>`` (``conv2d/nchwc``, ``elementwise/nchw``,
 from __future__ import annotations
 
 import functools
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ import numpy as np
 
 from devicelab.graph.ir import Graph
 from devicelab.predict.errors import PredictorError
-from devicelab.predict.features import op_kind, op_raw_features, raw_features
+from devicelab.predict.features import RAW_NAMES, op_kind, op_raw_features, raw_features
 from devicelab.predict.kernels import Kernel, register_deducer
 from devicelab.predict.records import ProfileRecord, stat
 from devicelab.predict.samples import Sample
@@ -71,6 +72,37 @@ def layout_of(kernel_name: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _move_raw(shape: tuple[int, ...]) -> tuple[float, ...]:
     return raw_features("relu", [shape], [shape], {})
+
+
+_BLOCKED_CONV_KINDS = frozenset({"conv2d", "conv2d_1x1", "depthwise_conv2d", "grouped_conv2d"})
+_CIN, _COUT = RAW_NAMES.index("input_channels"), RAW_NAMES.index("output_channels")
+_FLOPS, _WEIGHTS = RAW_NAMES.index("flops"), RAW_NAMES.index("kernel_size")
+
+
+@functools.lru_cache(maxsize=16384)
+def blocked_raw(raw: tuple[float, ...], kind: str, block: int) -> tuple[float, ...]:
+    """Features of a convolution as the blocked layout computes it: its FLOPs and weights
+    counted on channels rounded up to the block.
+
+    A blocked kernel works on whole blocks of ``block`` channels: a convolution from 24 to
+    40 channels computes 32 x 48. Its time follows that work, not the operator's. Measured
+    here with GBDT on 871 synthetic networks:
+    convolutions whose channels are whole blocks ran 3 % faster, and the rest 3 % slower, than
+    models fed the unpadded FLOPs predicted. The zoo networks' channels are mostly whole
+    blocks, so their convolutions came out 10 % high.
+    Input channels fewer than one block are read from the plain layout directly, so they are
+    not padded; a depthwise convolution pads its one channel count once."""
+    cin, cout = raw[_CIN], raw[_COUT]
+    if cin <= 0 or cout <= 0:
+        return raw
+    pad_in = math.ceil(cin / block) * block / cin if cin >= block else 1.0
+    factor = pad_in if kind == "depthwise_conv2d" else pad_in * math.ceil(cout / block) * block / cout
+    if factor == 1.0:
+        return raw
+    out = list(raw)
+    out[_FLOPS] *= factor
+    out[_WEIGHTS] *= factor
+    return tuple(out)
 
 
 def move_raw(shape: Sequence[int]) -> tuple[float, ...]:
@@ -322,6 +354,9 @@ class CpuDeducer:
     block: int  # channel block of the blocked layout (0: the runtime never used it)
     direct_input: dict[str, tuple[int, int]]  # reader type -> (small plain input read directly, reordered)
     runtime: str = ""
+    # features of a blocked convolution describe the padded problem it computes (see
+    # ``blocked_raw``); False for a deducer stored before that (its models learned unpadded ones)
+    padded_work: bool = True
     kind: str = KIND
     _memo: dict[tuple[Any, ...], str] = field(default_factory=dict, repr=False, compare=False)
     _fusable_types: set[str] | None = field(default=None, repr=False, compare=False)
@@ -428,6 +463,11 @@ class CpuDeducer:
                 else:
                     c[0] += 1
         return {k: (v[0], v[1]) for k, v in sorted(counts.items())}
+
+    def _work(self, kind: str, layout: str, raw: tuple[float, ...]) -> tuple[float, ...]:
+        if not self.padded_work or layout != BLOCKED or kind not in _BLOCKED_CONV_KINDS or self.block <= 0:
+            return raw
+        return blocked_raw(raw, kind, self.block)
 
     def _small_input(self, shape: Sequence[int]) -> bool:
         return len(shape) == 4 and self.block > 0 and int(shape[1]) < self.block
@@ -564,7 +604,8 @@ class CpuDeducer:
             op = ops[a]
             shapes_in = [t[n].shape for n in op.inputs]
             kind = op_kind(op.type, op.attrs, shapes_in)
-            out.append(Kernel(f"{kind}/{layout[a]}", tuple(m), op_raw_features(graph, op), op.name))
+            raw = self._work(kind, layout[a], op_raw_features(graph, op))
+            out.append(Kernel(f"{kind}/{layout[a]}", tuple(m), raw, op.name))
         for tensor, _, kind in self._boundaries(graph, anchor, layout):
             out.append(Kernel(f"{kind}/{BLOCKED}", (), move_raw(t[tensor].shape), f"{kind}:{tensor}"))
         return out
@@ -591,11 +632,12 @@ class CpuDeducer:
                 continue
             op = g.operators[a]
             kind = op_kind(op.type, op.attrs, [t[n].shape for n in op.inputs])
+            layout = an.effective.get(a, an.layout.get(a, PLAIN))
             out.append(
                 Kernel(
-                    f"{kind}/{an.effective.get(a, an.layout.get(a, PLAIN))}",
+                    f"{kind}/{layout}",
                     tuple(members[a]),
-                    op_raw_features(g, op),
+                    self._work(kind, layout, op_raw_features(g, op)),
                     r.kernel,
                     stat(r.stats, statistic),
                 )
@@ -657,6 +699,7 @@ class CpuDeducer:
             "follows": {k: list(v) for k, v in self.follows.items()},
             "fusion": {k: list(v) for k, v in self.fusion.items()},
             "direct_input": {k: list(v) for k, v in self.direct_input.items()},
+            "padded_work": self.padded_work,
         }
 
     @classmethod
@@ -670,6 +713,7 @@ class CpuDeducer:
             int(d["block"]),
             pairs(d.get("direct_input", {})),
             str(d.get("runtime", "")),
+            bool(d.get("padded_work", False)),
         )
 
 
@@ -779,6 +823,7 @@ __all__ = [
     "CpuDeducer",
     "LayoutRule",
     "anatomy",
+    "blocked_raw",
     "effective_layouts",
     "layout_of",
     "move_raw",

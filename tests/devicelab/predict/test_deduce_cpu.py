@@ -83,3 +83,61 @@ def test_activations_fused_inside_a_network_are_deduced(cpu_records: dict[str, l
     owner = lambda ks: {i: k.type for k in ks for i in k.ops if i in hard_swish}  # noqa: E731
     assert owner(deducer.kernels(graph)) == owner(deducer.measured(rec))
     assert sum(t.startswith("conv2d") for t in owner(deducer.measured(rec)).values()) >= 10
+
+
+def test_a_blocked_convolution_counts_its_padded_work() -> None:
+    from devicelab.predict.deduce_cpu import blocked_raw
+    from devicelab.predict.features import RAW_NAMES, raw_features
+
+    col = {n: i for i, n in enumerate(RAW_NAMES)}
+    conv = {
+        "out_channels": 40,
+        "groups": 1,
+        "kernel": (3, 3),
+        "stride": (1, 1),
+        "pads": (1, 1, 1, 1),
+        "dilation": (1, 1),
+        "bias": False,
+    }
+    raw = raw_features("conv2d", [(1, 24, 14, 14)], [(1, 40, 14, 14)], conv)
+    padded = blocked_raw(raw, "conv2d", 16)
+    # 24 -> 32 input and 40 -> 48 output channels: 2 x 32 x 48 x 9 x 14 x 14 FLOPs, 32 x 48 x 9 weights
+    assert padded[col["flops"]] == raw[col["flops"]] * (32 / 24) * (48 / 40) == 2 * 32 * 48 * 9 * 14 * 14
+    assert padded[col["kernel_size"]] == 32 * 48 * 9
+    kept = ("input_channels", "output_channels", "input_size", "output_size", "filters")
+    assert all(padded[col[n]] == raw[col[n]] for n in kept)  # the operator's shapes stay as they are
+    # fewer input channels than a block are read from the plain layout: only the output pads
+    first = raw_features("conv2d", [(1, 3, 224, 224)], [(1, 40, 224, 224)], conv)
+    assert blocked_raw(first, "conv2d", 16)[col["flops"]] == first[col["flops"]] * 48 / 40
+    # whole blocks: nothing changes
+    aligned = raw_features("conv2d", [(1, 32, 14, 14)], [(1, 48, 14, 14)], {**conv, "out_channels": 48})
+    assert blocked_raw(aligned, "conv2d", 16) == aligned
+
+
+def test_deduced_and_measured_blocked_kernels_carry_padded_work(cpu_records: dict[str, list[ProfileRecord]]) -> None:
+    from devicelab.predict.deduce_cpu import blocked_raw
+    from devicelab.predict.features import op_raw_features
+
+    deducer = _learn(cpu_records)
+    assert deducer.padded_work and deducer.block > 0
+    padded = 0
+    for rec in cpu_records["synthetic"][30:]:
+        ops = rec.graph.operators
+        for k in deducer.kernels(rec.graph) + deducer.measured(rec):
+            if not k.ops:
+                continue
+            plain = op_raw_features(rec.graph, ops[k.ops[0]])
+            kind, layout = k.type.split("/")
+            if layout == BLOCKED and kind in ("conv2d", "conv2d_1x1", "depthwise_conv2d", "grouped_conv2d"):
+                assert k.raw == blocked_raw(plain, kind, deducer.block)
+                padded += k.raw != plain
+            else:
+                assert k.raw == plain
+    assert padded > 0  # the NAS samples have channel counts that are not whole blocks
+    # a deducer stored before padded work keeps the features its models were trained on
+    old = {k: v for k, v in deducer.to_dict().items() if k != "padded_work"}
+    legacy = deducer_from_dict(old)
+    assert not legacy.padded_work
+    g = cpu_records["synthetic"][31].graph
+    assert all(k.raw == op_raw_features(g, g.operators[k.ops[0]]) for k in legacy.kernels(g) if k.ops)
+    assert deducer_from_dict(deducer.to_dict()).padded_work
