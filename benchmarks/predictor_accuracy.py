@@ -390,7 +390,7 @@ def host_accuracy(
             pred = train_predictor(train_s, deducer, scenario, method, seed=seed, search=search, mlp_trials=mlp_trials)
             syn_rep = evaluate(pred, test_s, on_missing="zero")
             zoo_rep = evaluate(pred, zoo_s, on_missing="zero")
-            # the affine overhead on the same kernel models (refitting only a and T)
+            # the affine overhead on the same kernel models (refitting only a, c and T)
             scale, per_kernel, t_over = fit_affine_overhead(train_s, pred.t_overhead_ms)
             affine = dataclasses.replace(pred, kernel_scale=scale, per_kernel_ms=per_kernel, t_overhead_ms=t_over)
             syn_aff = evaluate(affine, test_s, on_missing="zero")

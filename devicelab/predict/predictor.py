@@ -12,8 +12,8 @@ by a share rather than a constant: on the qed Mali G76 the gap between end-to-en
 grows with the network (correlation 0.94 with end-to-end latency), and the constant leaves 12 %
 error that the affine form halves. ``c`` is a cost per kernel of either sign: a GPU driver's
 launch cost outside the kernels' event times, or, negative, a profiler's own cost inside each
-profiled kernel that the unprofiled run does not pay (ONNX Runtime on the host CPU, about
-1.7 us per kernel: the constant ``T`` removes it only at the training networks' mean kernel
+profiled kernel that the unprofiled run does not pay (ONNX Runtime on the host CPU, about 2 to
+2.5 us per kernel: the constant ``T`` removes it only at the training networks' mean kernel
 count, so a network of many small kernels is predicted high). A kernel's prediction plus ``c``
 is never below 0.
 
