@@ -20,6 +20,10 @@ Definitions (paper 001, Table 3; shapes are NCHW with the batch dimension):
 * ``filters``: output channels of a convolution, the depth multiplier of a depthwise one (the
   qed convention), output features of a fully-connected layer.
 * ``input_size`` / ``output_size``: elements of all activation inputs / outputs.
+* A ``resize`` (an element-wise kernel by Table 3's rows) gets its output's height, channels and
+  size as its input-side features too: it writes every output element from a few input ones,
+  so its work follows the output. Read from its input, DeepLab-V3's final 8x upsampling looked
+  64x smaller than it is and was predicted at a tenth of its 7.5 ms.
 * ``kernel_size``: elements of the weight tensor; ``param_size``: weights and bias.
 * ``padding_size``: the sum of the pad amounts of a pad operator.
 * ``flops``: ``devicelab.graph.ops`` FLOPs (2 x MACs for conv / FC, window work for pooling).
@@ -197,6 +201,8 @@ def raw_features(
     stride = attrs.get("stride")
     in_size = _prod(x) if len(input_shapes) == 1 else sum(_prod(v) for v in input_shapes)
     out_size = _prod(y) if len(output_shapes) == 1 else sum(_prod(v) for v in output_shapes)
+    if op_type == "resize":  # its work follows the output it writes (see the module's docs)
+        x, cin, in_size = y, _ch(y), out_size
     pads = attrs.get("pads") if op_type == "pad" else None
     return (
         float(_hw(x)),

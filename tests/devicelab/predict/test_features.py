@@ -100,6 +100,12 @@ def test_pool_pad_and_elementwise_features() -> None:
     }
 
 
+def test_a_resize_is_described_by_the_output_it_writes() -> None:
+    # a 4x upsampling of 8 x 16 x 16 writes 8 x 64 x 64 elements: that is its element-wise work
+    f = _features(lambda b: b.op("resize", [b.input], size=[64, 64], mode="linear"), "elementwise")
+    assert f == {"input_hw": 64, "input_channels": 8, "input_size": 8 * 64 * 64}
+
+
 def test_feature_matrix_keeps_the_group_columns_in_order() -> None:
     b = GraphBuilder("t", (1, 8, 16, 16))
     b.conv(b.input, 16, 3)
