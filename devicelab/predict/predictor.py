@@ -31,6 +31,10 @@ networks, at most 1. It only matters when the fitted ``T`` is negative (profiled
 up to more than the unprofiled runs, e.g. a profiler's own cost per kernel): a constant negative
 ``T`` learned on larger networks would otherwise make a small network's latency negative.
 
+A kernel type with fewer than ``MIN_OWN_ROWS`` training rows gets no model of its own when
+another type of the same kind has enough (``meta["stood_in"]`` lists them): it is then handled
+as a type without a model.
+
 A kernel type without a model of its own is handled, in order, by: a kind whose time the
 training data left in the overhead (``overhead_kinds``: the qed data lists no element-wise
 kernels) contributes 0; a model of the same kind, else of the same Table 3 feature group,
@@ -58,6 +62,7 @@ from devicelab.predict.models import FittedModel
 from devicelab.predict.samples import Sample, data_hash
 
 BACKENDS = ("cpu", "tflite_gpu", "opencl")
+MIN_OWN_ROWS = 3  # fewer rows than this: the same kind's model predicts the type, if there is one
 OVERHEADS = ("constant", "affine", "calibrated")
 
 
@@ -306,8 +311,16 @@ def train_predictor(
                 rows.setdefault(k.type, []).append(k)
     started = time.perf_counter()
     models: dict[str, FittedModel] = {}
+    stood_in: dict[str, int] = {}
     for ktype in sorted(rows):
         ks = rows[ktype]
+        sibling_rows = max((len(v) for t, v in rows.items() if t != ktype and kind_of(t) == kind_of(ktype)), default=0)
+        if len(ks) < MIN_OWN_ROWS <= sibling_rows:
+            # a kernel or two cannot be a model: a constant would price every kernel of this
+            # type, of any size, like the one seen (a 3 ms grouped convolution made RegNetX's ten
+            # small ones 30 ms); the same kind's model follows the work (``resolve`` picks it)
+            stood_in[ktype] = len(ks)
+            continue
         x = feature_matrix(feature_group(ktype), [k.raw for k in ks])
         y = np.asarray([k.latency_ms for k in ks], dtype=np.float64)
         models[ktype] = model_fns.fit(method, x, y, seed=seed, search=search, mlp_trials=mlp_trials)
@@ -330,6 +343,7 @@ def train_predictor(
         "search": search,
         "overhead": overhead,
         "n_train_samples": len(samples),
+        "stood_in": stood_in,  # kernel type -> its few rows, predicted by the same kind's model
         "training_data_sha256": data_hash(samples),
         "training_samples": [s.name for s in samples][:2000],
         "libraries": library_versions(),

@@ -148,3 +148,31 @@ def test_a_negative_per_kernel_cost_never_makes_a_kernel_negative(trained: dict,
         for k0, k1 in zip(plain.kernels, lowered.kernels):
             assert k1.latency_ms == pytest.approx(max(k0.latency_ms - 0.002, 0.0))
         assert lowered.kernels_ms < plain.kernels_ms
+
+
+def test_a_type_seen_once_is_predicted_by_its_kinds_model(trained: dict) -> None:
+    """One 3 ms blocked grouped convolution in the training data is no model: the plain grouped
+    convolutions' model (20 networks) predicts that type, and it follows the work."""
+    from devicelab.predict.features import RAW_NAMES
+    from devicelab.predict.samples import Sample
+
+    flops = RAW_NAMES.index("flops")
+
+    def kernel(ktype: str, work: float) -> Kernel:
+        raw = [float(i + 1) for i in range(len(RAW_NAMES))]
+        raw[flops] = work
+        return Kernel(ktype, (0,), tuple(raw), "k", 1e-8 * work + 0.01)
+
+    samples = [
+        Sample(f"n{i}", (kernel("grouped_conv2d/nchw", 1e5 * (i + 1)),), 0.02 + 1e-3 * (i + 1)) for i in range(20)
+    ]
+    samples.append(Sample("big", (kernel("grouped_conv2d/nchwc", 3e8),), 3.1))
+    deducer = trained["lasso"][0].deducer
+    pred = train_predictor(samples, deducer, Scenario("cpu", "x"), "lasso", search="fast")
+    assert "grouped_conv2d/nchwc" not in pred.models and pred.meta["stood_in"] == {"grouped_conv2d/nchwc": 1}
+    [p] = pred.predict_kernels([[kernel("grouped_conv2d/nchwc", 1e6)]], breakdown=True)
+    assert p.kernels is not None and p.kernels[0].model == "grouped_conv2d/nchw"
+    assert p.kernels[0].latency_ms == pytest.approx(1e-8 * 1e6 + 0.01, rel=0.2)  # not the 3 ms seen once
+    # alone, a type keeps the constant of its rows (there is nothing better)
+    alone = train_predictor(samples[-1:], deducer, Scenario("cpu", "x"), "lasso", search="fast")
+    assert alone.models["grouped_conv2d/nchwc"].method == "constant" and alone.meta["stood_in"] == {}
