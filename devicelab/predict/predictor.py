@@ -378,7 +378,7 @@ def fit_affine_overhead(samples: Sequence[Sample], fallback: float) -> tuple[flo
     networks (S: sum of measured kernels, n: their number, E: end-to-end), ``a > 0`` and ``c``
     of either sign: a launch cost per kernel outside the kernels' times (GPU drivers), or a
     profiler's own cost inside each measured kernel that the unprofiled run does not pay (ONNX
-    Runtime on the CPU: about -1.7 us). Without a kernel count that fits (all networks of one
+    Runtime on the CPU: about -2 to -2.5 us). Without a kernel count that fits (all networks of one
     size, or a degenerate solution): ``(a, 0, T)``; without that either, ``(1, 0, fallback)``."""
     s = np.asarray([x.kernel_sum_ms for x in samples])
     n = np.asarray([sum(1 for k in x.measured if k.latency_ms) for x in samples], dtype=np.float64)
