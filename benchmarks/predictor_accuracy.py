@@ -212,10 +212,13 @@ def qed_accuracy(methods: list[str], search: str, seed: int, mlp_trials: int) ->
 # (b) host CPU
 
 
-def _cache_path(device: str, threads: int, cores: Sequence[int], runs: int, rnd: int, name: str) -> Path:
+def _cache_path(
+    device: str, threads: int, cores: Sequence[int], runs: int, rnd: int, name: str, protocol: str = ""
+) -> Path:
     dev = hashlib.sha256(device.encode()).hexdigest()[:12]
     pin = "-c" + "_".join(str(c) for c in cores) if cores else ""
-    return CACHE / f"{dev}-t{threads}{pin}-r{runs}" / f"round{rnd}" / f"{name.replace('/', '_')}.json"
+    tag = f"-{protocol}" if protocol else ""
+    return CACHE / f"{dev}-t{threads}{pin}-r{runs}{tag}" / f"round{rnd}" / f"{name.replace('/', '_')}.json"
 
 
 def consistent(rec: ProfileRecord, max_cv: float, max_gap: float) -> bool:
@@ -247,12 +250,15 @@ def measure(
     runner = backend_for(backend)
     device = runner.discover()[0]
     settings = ProfileSettings(backend=backend, threads=threads, cores=tuple(cores), runs=runs, warmup_runs=warmup)
+    # the CPU backend's timed runs alternate between its two sessions in blocks since 2026-11-25:
+    # profiles measured before (plain runs first, then profiled ones) are not mixed in
+    protocol = f"alt{runner.BLOCKS}" if backend == "cpu" else ""
     per_graph: list[list[ProfileRecord]] = [[] for _ in graphs]
     stats = {"cached": 0, "measured": 0}
     t0 = time.perf_counter()
     for rnd in range(rounds):
         for i, g in enumerate(graphs):
-            path = _cache_path(device.identity, threads, cores, runs, rnd, g.name)
+            path = _cache_path(device.identity, threads, cores, runs, rnd, g.name, protocol)
             rec = None
             if path.exists():
                 try:

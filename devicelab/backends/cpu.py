@@ -11,15 +11,23 @@ Measurement discipline (the product of this module):
   thread is pinned with ``os.sched_setaffinity`` around session creation and every run, and its
   old affinity is restored afterwards.
 * Cold start is measured apart: ``load_ms`` is session creation (graph optimization included),
-  ``first_run_ms`` the first inference. Then ``warmup_runs`` discarded runs, then ``runs`` timed
-  end-to-end runs (``time.perf_counter_ns``) in a session *without* profiling, whose overhead
-  would otherwise leak into the numbers.
-* Per-operator times come from ONNX Runtime's profiler, on the optimized graph ORT saved for
-  this model (nodes uniquely named, loaded with optimizations off: the same kernels, and every
-  profiled kernel is a node we can read), with the same warm-up as the timed session (its first
-  run and ``warmup_runs`` more are dropped: a fresh session's second run is still up to 2x slow,
-  measured 7.3 ms against 3.8 ms for the runs after it), then ``runs`` profiled runs. ``map_kernels`` says which kernel
-  implements which IR operator.
+  ``first_run_ms`` the first inference of a fresh session without the profiler.
+* End-to-end times come from that session (``time.perf_counter_ns``), without profiling, whose
+  overhead would otherwise leak into the numbers. Per-operator times come from ONNX Runtime's
+  profiler in a second session, on the optimized graph ORT saved for this model (nodes uniquely
+  named, loaded with optimizations off: the same kernels, and every profiled kernel is a node we
+  can read). ``map_kernels`` says which kernel implements which IR operator.
+* Both sessions get the same warm-up: the first run and ``warmup_runs`` more are dropped (a
+  fresh session's second run is still up to 2x slow, measured 7.3 ms against 3.8 ms for the
+  runs after it).
+* The ``runs`` timed runs of each session alternate in ``BLOCKS`` blocks (plain, profiled,
+  plain, ...), each block starting with one dropped run that refills the caches the other
+  session's block used. On a shared machine, interference comes and goes within a second; with
+  the plain runs all first and the profiled ones after (as before 2026-11-25), a burst hit one
+  phase and not the other, and a network's end-to-end time and its kernel sum disagreed by 11 %
+  (standard deviation over profiles, median statistics, 60 networks x 3 rounds on a noisy
+  2-core VM). In alternating blocks both see the same machine: 6.0 % on the same networks, at
+  the same time, and the end-to-end level did not move (paired mean ratio 1.006).
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ KIND = "cpu"
 WEIGHT_SEED = 0
 OPTIMIZATION_LEVEL = "ORT_ENABLE_ALL"
 _NCHWC_DOMAIN = "com.microsoft.nchwc"
+BLOCKS = 5  # the timed runs alternate between the plain and the profiled session in this many blocks
 
 
 # ---------------------------------------------------------------------------------------------
@@ -242,6 +251,49 @@ def _timed_runs(
     return samples
 
 
+def _block_sizes(runs: int) -> list[int]:
+    """Timed runs per block: ``runs`` split as evenly as possible into at most ``BLOCKS`` blocks."""
+    n = min(BLOCKS, runs)
+    q, r = divmod(runs, n)
+    return [q + (i < r) for i in range(n)]
+
+
+def _alternating_blocks(
+    plain: ort.InferenceSession,
+    profiled: ort.InferenceSession,
+    feeds: dict[str, np.ndarray],
+    graph: Graph,
+    runs: int,
+    profiled_before: int,
+    progress: _Progress,
+) -> tuple[list[float], list[int]]:
+    """The timed runs, in blocks alternating between the plain and the profiled session: each
+    block runs its session once untimed (the other session's block left its own weights and
+    buffers in the caches), then its share of the runs. Returns the plain runs' wall times (ms) and
+    the indices, among all the profiled session's runs, of the profiled runs to keep."""
+    samples: list[float] = []
+    kept: list[int] = []
+    index = profiled_before  # runs the profiled session has made so far
+    every = max(1, runs // 10)  # progress about ten times per session
+    for k in _block_sizes(runs):
+        _run(plain, feeds, graph)
+        for _ in range(k):
+            t0 = time.perf_counter_ns()
+            _run(plain, feeds, graph)
+            samples.append((time.perf_counter_ns() - t0) / 1e6)
+            if len(samples) % every == 0 or len(samples) == runs:
+                progress(0.2 + 0.75 * (len(samples) + len(kept)) / (2 * runs), f"timed run {len(samples)}/{runs}")
+        _run(profiled, feeds, graph)
+        index += 1
+        for _ in range(k):
+            _run(profiled, feeds, graph)
+            kept.append(index)
+            index += 1
+            if len(kept) % every == 0 or len(kept) == runs:
+                progress(0.2 + 0.75 * (len(samples) + len(kept)) / (2 * runs), f"profiled run {len(kept)}/{runs}")
+    return samples, kept
+
+
 def profile(
     device: DeviceInfo, graph: Graph, settings: ProfileSettings, progress: ProgressFn | None = None
 ) -> ProfileResult:
@@ -269,8 +321,13 @@ def profile(
         "op_timing_source": "onnxruntime profiler on the saved optimized graph",
     }
 
-    # Phase 1: cold start and end-to-end timing, as a user would run the model, profiler off.
-    with pinned(cores) as applied:
+    # Cold start, as a user would meet it: a fresh session without the profiler, its first run.
+    # Then the profiled session (per-operator times), on the optimized graph ORT saves: every node
+    # gets a unique name and the saved graph is profiled as is (optimizations off: it is already
+    # optimized, ORT's documented offline mode), so each profiled kernel is a node we can read.
+    # Both are warmed up, then the timed runs alternate between them in blocks (see the module).
+    with tempfile.TemporaryDirectory(prefix="devicelab-ort-") as tmp, pinned(cores) as applied:
+        workdir = Path(tmp)
         env["affinity"] = applied
         report(0.02, "creating session")
         before = _thread_ids()
@@ -281,46 +338,43 @@ def profile(
         env["runtime_threads_affinity"] = sorted(set(thread_affinities(sorted(_thread_ids() - before)).values()))
         env["providers"] = session.get_providers()
         _check_inputs(session, graph)
-        report(0.06, "first run")
+        report(0.04, "first run")
         t0 = time.perf_counter_ns()
         _run(session, feeds, graph)
         first_ms = (time.perf_counter_ns() - t0) / 1e6
-        _timed_runs(session, feeds, graph, settings.warmup_runs, report, 0.08, 0.15, "warm-up")
-        samples = _timed_runs(session, feeds, graph, settings.runs, report, 0.15, 0.55, "timed run")
-        del session
+        _timed_runs(session, feeds, graph, settings.warmup_runs, report, 0.05, 0.1, "warm-up")
 
-    # Phase 2: per-operator times. ORT saves the graph it optimized; every node gets a unique name
-    # and the saved graph is profiled as is (optimizations off: it is already optimized, ORT's
-    # documented offline mode), so each profiled kernel is a node of a graph we can read.
-    with tempfile.TemporaryDirectory(prefix="devicelab-ort-") as tmp, pinned(cores):
-        workdir = Path(tmp)
-        report(0.56, "saving the optimized graph")
+        report(0.11, "saving the optimized graph")
         saved = workdir / "optimized.onnx"
         _new_session(model, _session_options(settings, save_optimized=saved), graph)  # saves, then dropped
         optimized = name_nodes_uniquely(onnx.load(str(saved)))
         nodes = kernel_nodes(optimized)
-        report(0.58, "creating profiled session")
-        session = _new_session(
+        report(0.13, "creating profiled session")
+        profiled = _new_session(
             optimized.SerializeToString(),
             _session_options(settings, optimize=False, profile_prefix=workdir / "ort_profile"),
             graph,
         )
         try:
-            skipped = 1 + settings.warmup_runs  # as in phase 1: the first run, then the warm-up runs
-            _timed_runs(session, feeds, graph, skipped + settings.runs, report, 0.6, 0.95, "profiled run")
+            # as the plain session: the first run, then the warm-up runs, all dropped
+            dropped = 1 + settings.warmup_runs
+            _timed_runs(profiled, feeds, graph, dropped, report, 0.14, 0.2, "profiled warm-up")
+            samples, kept = _alternating_blocks(session, profiled, feeds, graph, settings.runs, dropped, report)
         finally:
-            profile_path = Path(session.end_profiling())
+            profile_path = Path(profiled.end_profiling())
+            del profiled
             del session
         report(0.96, "reading the profile")
-        profiles, run_ms = parse_profile(profile_path, skip_runs=skipped)
+        profiles, run_ms = parse_profile(profile_path, keep=kept)
 
     kmap = map_kernels(graph, nodes)
     rows = op_timings(graph, nodes, profiles, kmap, len(run_ms))
     env["kernel_nodes"] = len(nodes)
     env["kernel_owner"] = {n.name: kmap.owner[n.name] for n in nodes}  # kernel node -> IR operator (None: runtime)
     env["profiled_e2e_mean_ms"] = float(np.mean(run_ms))
-    env["profiled_runs_dropped"] = skipped
+    env["profiled_runs_dropped"] = dropped  # before the first block (each block drops one more)
     env["profiled_runs"] = len(run_ms)
+    env["blocks"] = _block_sizes(settings.runs)  # timed runs per block, each session alternating
     report(1.0, "done")
     return ProfileResult(
         device=device,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,8 +114,11 @@ def _shapes(arg: Any) -> list[list[int]]:
     return shapes
 
 
-def parse_profile(path: Path, skip_runs: int = 1) -> tuple[dict[str, NodeProfile], list[float]]:
-    """Per-node kernel times of each run after the first ``skip_runs``, and each run's duration (ms).
+def parse_profile(
+    path: Path, skip_runs: int = 1, keep: Sequence[int] | None = None
+) -> tuple[dict[str, NodeProfile], list[float]]:
+    """Per-node kernel times of each run after the first ``skip_runs`` (or of the runs whose
+    0-based indices ``keep`` lists, in that order), and each such run's duration (ms).
 
     ONNX Runtime writes Chrome-trace events: one ``model_run`` (cat ``Session``) per inference and
     one ``<node>_kernel_time`` (cat ``Node``) per executed kernel, times in microseconds. Kernel
@@ -128,16 +131,20 @@ def parse_profile(path: Path, skip_runs: int = 1) -> tuple[dict[str, NodeProfile
         (e for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"), key=lambda e: e["ts"]
     )
     starts = [e["ts"] for e in runs]
-    measured = len(runs) - skip_runs
-    if measured < 1:
+    wanted = list(range(skip_runs, len(runs))) if keep is None else list(keep)
+    if not wanted:
         raise BackendError(f"the onnxruntime profile holds {len(runs)} runs, expected more than {skip_runs}")
+    if max(wanted) >= len(runs) or min(wanted) < 0:
+        raise BackendError(f"the onnxruntime profile holds {len(runs)} runs, expected run {max(wanted)} in it")
+    slot = {run: i for i, run in enumerate(wanted)}
+    measured = len(wanted)
     profiles: dict[str, NodeProfile] = {}
     for e in events:
         name = e.get("name", "")
         if e.get("cat") != "Node" or not name.endswith("_kernel_time"):
             continue
-        run = bisect.bisect_right(starts, e["ts"]) - 1 - skip_runs
-        if run < 0 or run >= measured:
+        run = slot.get(bisect.bisect_right(starts, e["ts"]) - 1, -1)
+        if run < 0:
             continue
         node = name[: -len("_kernel_time")]
         args = e.get("args", {})
@@ -150,7 +157,7 @@ def parse_profile(path: Path, skip_runs: int = 1) -> tuple[dict[str, NodeProfile
                 _shapes(args.get("output_type_shape")),
             )
         p.per_run_ms[run] += float(e.get("dur", 0)) / 1000.0
-    run_ms = [float(e["dur"]) / 1000.0 for e in runs[skip_runs:]]
+    run_ms = [float(runs[i]["dur"]) / 1000.0 for i in wanted]
     return profiles, run_ms
 
 

@@ -3,6 +3,7 @@ mapping of onnxruntime's kernels back onto IR operators."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import threading
@@ -155,6 +156,58 @@ def test_environment_records_runtime_and_settings(profiled) -> None:
     if HAS_AFFINITY:
         assert env["affinity"] == sorted(os.sched_getaffinity(0))
         assert env["runtime_threads_affinity"] == []  # one thread: onnxruntime starts no pool threads
+
+
+def test_timed_runs_alternate_between_the_plain_and_the_profiled_session_in_blocks(
+    device: DeviceInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A burst of other load must hit end-to-end and per-operator timing alike: the two sessions
+    # take turns, each block starting with a dropped run that refills the caches.
+    order: list[bool] = []  # True: the profiled session ran
+    real_run = cpu._run
+
+    def recording_run(session, feeds, graph):  # noqa: ANN001, ANN202 - a spy on the real thing
+        order.append(session.get_session_options().enable_profiling)
+        return real_run(session, feeds, graph)
+
+    monkeypatch.setattr(cpu, "_run", recording_run)
+    runs, warmup = 7, 1
+    result = cpu.profile(device, tiny_net(), ProfileSettings(threads=1, warmup_runs=warmup, runs=runs))
+    blocks = result.environment["blocks"]
+    assert blocks == [2, 2, 1, 1, 1] and sum(blocks) == runs == cpu.BLOCKS + 2
+    expected = [False] * (1 + warmup) + [True] * (1 + warmup)  # first runs and warm-up, both sessions
+    for k in blocks:
+        expected += [False] * (1 + k) + [True] * (1 + k)
+    assert order == expected
+    assert len(result.samples_ms) == runs and result.environment["profiled_runs"] == runs
+    assert all(r.stats.n == runs for r in result.ops if r.stats is not None)
+
+
+def test_fewer_runs_than_blocks_make_one_block_per_run() -> None:
+    assert cpu._block_sizes(1) == [1]
+    assert cpu._block_sizes(3) == [1, 1, 1]
+    assert cpu._block_sizes(30) == [6] * 5
+
+
+def test_parse_profile_keeps_the_runs_asked_for_in_order(tmp_path: Path) -> None:
+    # Three runs of 100, 200 and 300 us; one kernel event in each.
+    events = []
+    for i, dur in enumerate((100, 200, 300)):
+        ts = 1000 * (i + 1)
+        events.append({"cat": "Session", "name": "model_run", "ts": ts, "dur": dur})
+        events.append(
+            {"cat": "Node", "name": "k_kernel_time", "ts": ts + 1, "dur": dur // 2, "args": {"op_name": "Relu"}}
+        )
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(events))
+    profiles, run_ms = ort_profile.parse_profile(path, keep=[2, 0])
+    assert run_ms == [0.3, 0.1] and profiles["k"].per_run_ms == [0.15, 0.05]
+    profiles, run_ms = ort_profile.parse_profile(path, skip_runs=1)
+    assert run_ms == [0.2, 0.3] and profiles["k"].per_run_ms == [0.1, 0.15]
+    with pytest.raises(BackendError, match="holds 3 runs, expected run 3"):
+        ort_profile.parse_profile(path, keep=[1, 3])
+    with pytest.raises(BackendError, match="holds 3 runs, expected more than 3"):
+        ort_profile.parse_profile(path, skip_runs=3)
 
 
 @pytest.mark.skipif(not HAS_AFFINITY, reason="needs Linux CPU affinity")
