@@ -83,6 +83,25 @@ FEATURES: dict[str, tuple[str, ...]] = {
     "elementwise": ("input_hw", "input_channels", "input_size"),
 }
 FEATURE_COLUMNS: dict[str, np.ndarray] = {g: np.array([_COL[n] for n in names]) for g, names in FEATURES.items()}
+# The feature of each group that a kernel's time follows first: its arithmetic, or for the
+# kernels that only move data, the elements moved. A kernel type with too few rows for a
+# cross-validated model is fitted on it alone (``models.fit``).
+WORK: dict[str, str] = {
+    "conv": "flops",
+    "grouped_conv": "flops",
+    "fc": "flops",
+    "mean": "flops",
+    "pool": "flops",
+    "concat_split": "output_size",
+    "pad": "output_size",
+    "elementwise": "input_size",
+}
+
+
+def work_column(group: str) -> int:
+    """The position of ``WORK[group]`` among the group's Table 3 features."""
+    return FEATURES[group].index(WORK[group])
+
 
 # The kernel kinds every deducer speaks, and the Table 3 row whose features each kind uses.
 # A backend may refine a kind with a suffix ("conv2d/nchwc"); the group follows the kind.
@@ -261,6 +280,7 @@ __all__ = [
     "FEATURES",
     "KIND_GROUP",
     "RAW_NAMES",
+    "WORK",
     "feature_group",
     "feature_matrix",
     "kind_of",
@@ -268,4 +288,5 @@ __all__ = [
     "op_raw_features",
     "raw_features",
     "table3",
+    "work_column",
 ]

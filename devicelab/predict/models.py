@@ -71,7 +71,8 @@ MLP_WEIGHT_DECAYS = (1e-3, 1e-4, 1e-5)
 MLP_MAX_EPOCHS = 1000
 MLP_FAST_MAX_EPOCHS = 300
 LOG10 = float(np.log(10.0))
-MIN_ROWS_FOR_SEARCH = 10  # fewer rows than this: no cross-validation, the defaults below
+MIN_ROWS_FOR_SEARCH = 10  # fewer rows than this: no cross-validation (and Lasso on the work alone)
+DEFAULT_ALPHA = 1e-3  # Lasso's alpha when there are too few rows to search it
 FEW_ROWS = 50  # fewer rows than this for a kernel type: Lasso, whatever the method (see ``fit``)
 CV_FOLDS = 5
 FAST_FOLDS = 3
@@ -233,7 +234,7 @@ def fit_lasso(x: np.ndarray, y: np.ndarray, seed: int, search: str = "paper") ->
     mean, std = standardization(x)
     z = (x - mean) / std
     alphas = LASSO_ALPHAS if search == "paper" else LASSO_ALPHAS[::2]
-    best_alpha, best = 1e-3, None
+    best_alpha, best = DEFAULT_ALPHA, None
     if len(y) >= MIN_ROWS_FOR_SEARCH:
         scores = []
         for a in alphas:
@@ -246,6 +247,22 @@ def fit_lasso(x: np.ndarray, y: np.ndarray, seed: int, search: str = "paper") ->
     model = _fit_lasso(z, y, best_alpha, seed)
     params = {"coef": [float(c) for c in model.coef_], "intercept": float(model.intercept_)}
     return FittedModel("lasso", mean, std, params, {"alpha": best_alpha}, best, len(y))
+
+
+def fit_work_lasso(x: np.ndarray, y: np.ndarray, work: int, seed: int) -> FittedModel:
+    """Eq. (1) with ``w >= 0`` on one feature, the work (``features.WORK``): time grows with it
+    from an intercept. For a kernel type with too few rows to cross-validate anything: the full
+    Lasso then fits a handful of rows with whichever of its ten or so features happens to line
+    up with them, and extrapolates along it (on the host CPU with 30 training networks, five
+    grouped convolutions taught output size, and the zoo's grouped convolutions, large outputs
+    of little arithmetic, came out 4-6x slow)."""
+    mean, std = standardization(x)
+    z = (x - mean) / std
+    model = _fit_lasso(z[:, [work]], y, DEFAULT_ALPHA, seed)
+    coef = [0.0] * x.shape[1]
+    coef[work] = float(model.coef_[0])
+    params = {"coef": coef, "intercept": float(model.intercept_)}
+    return FittedModel("lasso", mean, std, params, {"alpha": DEFAULT_ALPHA, "work_only": work}, None, len(y))
 
 
 def _rf(n_trees: int, min_split: int, seed: int) -> Any:
@@ -415,6 +432,7 @@ def fit(
     search: str = "paper",
     mlp_trials: int = 8,
     few_rows: int = FEW_ROWS,
+    work: int | None = None,
 ) -> FittedModel:
     """Fit one kernel type's model by ``method`` with the paper's hyper-parameter search.
 
@@ -423,7 +441,9 @@ def fit(
     a tree ensemble has a handful of leaves to cover the type's whole range and an MLP
     extrapolates without bound, while Lasso's non-negative weights on work-like features keep
     the prediction growing with the work (the paper, too, finds Lasso best on small training
-    sets). Fewer than 3 rows: the constant minimizing eq. (1)."""
+    sets). With fewer than ``MIN_ROWS_FOR_SEARCH`` rows and ``work`` (the column of the
+    group's work feature) given, that Lasso sees the work alone (``fit_work_lasso``). Fewer
+    than 3 rows: the constant minimizing eq. (1)."""
     if method not in METHODS:
         raise PredictorError(f"unknown method {method!r}; the methods are {list(METHODS)}")
     if search not in SEARCHES:
@@ -437,7 +457,10 @@ def fit(
     if len(y) < 3:
         return _constant(x, y)
     if method == "lasso" or len(y) < few_rows:
-        fitted = fit_lasso(x, y, seed, search)
+        if len(y) < MIN_ROWS_FOR_SEARCH and work is not None:
+            fitted = fit_work_lasso(x, y, work, seed)
+        else:
+            fitted = fit_lasso(x, y, seed, search)
         if method != "lasso":
             fitted.hyper["instead_of"] = method
         return fitted
@@ -448,4 +471,4 @@ def fit(
     return fit_mlp(x, y, seed, search, trials=mlp_trials)
 
 
-__all__ = ["METHODS", "SEARCHES", "FittedModel", "fit", "mspe", "standardization"]
+__all__ = ["METHODS", "SEARCHES", "FittedModel", "fit", "fit_work_lasso", "mspe", "standardization"]

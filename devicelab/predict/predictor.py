@@ -56,7 +56,7 @@ import numpy as np
 from devicelab.graph.ir import Graph
 from devicelab.predict import models as model_fns
 from devicelab.predict.errors import PredictorError
-from devicelab.predict.features import feature_group, feature_matrix, kind_of
+from devicelab.predict.features import feature_group, feature_matrix, kind_of, work_column
 from devicelab.predict.kernels import Deducer, Kernel
 from devicelab.predict.models import FittedModel
 from devicelab.predict.samples import Sample, data_hash
@@ -321,9 +321,12 @@ def train_predictor(
             # small ones 30 ms); the same kind's model follows the work (``resolve`` picks it)
             stood_in[ktype] = len(ks)
             continue
-        x = feature_matrix(feature_group(ktype), [k.raw for k in ks])
+        group = feature_group(ktype)
+        x = feature_matrix(group, [k.raw for k in ks])
         y = np.asarray([k.latency_ms for k in ks], dtype=np.float64)
-        models[ktype] = model_fns.fit(method, x, y, seed=seed, search=search, mlp_trials=mlp_trials)
+        models[ktype] = model_fns.fit(
+            method, x, y, seed=seed, search=search, mlp_trials=mlp_trials, work=work_column(group)
+        )
     # Paper 001, section 4.2: the mean gap between end-to-end latency and the kernels' sum.
     t_overhead = float(np.mean([s.e2e_ms - s.kernel_sum_ms for s in samples]))
     scale, power, per_kernel = 1.0, 1.0, 0.0

@@ -143,3 +143,12 @@ def test_a_qed_row_goes_through_the_same_function() -> None:
     assert (f["input_hw"], f["output_hw"], f["flops"]) == (31, 14, 3763200)
     with pytest.raises(PredictorError, match="FLOPS"):
         ir_view("DEPTHWISE_CONV_2D", {**row, "FLOPS": "12"})
+
+
+def test_each_feature_group_names_its_work_among_its_own_features() -> None:
+    from devicelab.predict.features import FEATURES, WORK, work_column
+
+    assert set(WORK) == set(FEATURES)
+    for group, name in WORK.items():
+        assert FEATURES[group][work_column(group)] == name
+    assert WORK["conv"] == "flops" and WORK["elementwise"] == "input_size"

@@ -106,6 +106,32 @@ def test_kernel_types_with_few_rows_get_lasso(method: str) -> None:
     assert fit(method, x, y, seed=0, search="fast", mlp_trials=1, few_rows=61).method == "lasso"
 
 
+@pytest.mark.parametrize("method", ["lasso", "gbdt"])
+def test_kernel_types_too_few_to_cross_validate_are_fitted_on_their_work_alone(method: str) -> None:
+    # Five grouped convolutions whose output size (column 1) happens to rise with their time as
+    # well as their work (column 0): the full Lasso may follow either; a large output of little
+    # work must be priced by the work.
+    work = np.array([3.0, 20.0, 25.0, 40.0, 1570.0])  # MFLOPs
+    out = np.array([7.0, 25.0, 31.0, 50.0, 1000.0])  # output elements (thousands)
+    y = 0.002 + 0.0127 * work
+    x = np.column_stack([work, out])
+    model = fit(method, x, y, seed=0, search="fast", work=0)
+    assert model.method == "lasso" and model.hyper["work_only"] == 0
+    assert model.params["coef"][1] == 0.0 and model.params["coef"][0] > 0
+    big_output_little_work = np.array([[29.0, 200.0]])
+    assert model.predict(big_output_little_work)[0] == pytest.approx(0.002 + 0.0127 * 29, rel=0.1)
+    assert FittedModel.from_dict(model.to_dict()).predict(big_output_little_work) == pytest.approx(
+        model.predict(big_output_little_work)
+    )
+    if method != "lasso":
+        assert model.hyper["instead_of"] == method
+    # with enough rows to cross-validate, every feature is the model's again
+    x10, y10 = _data(12, seed=5)
+    assert "work_only" not in fit(method, x10, y10, seed=0, search="fast", work=0).hyper
+    # without a work column (callers outside the predictor), the full Lasso
+    assert "work_only" not in fit(method, x, y, seed=0, search="fast").hyper
+
+
 def test_bad_training_data_is_refused() -> None:
     with pytest.raises(PredictorError, match="positive"):
         fit("lasso", np.ones((5, 2)), np.array([1, 2, 0, 3, 4.0]))
