@@ -250,9 +250,10 @@ def measure(
     runner = backend_for(backend)
     device = runner.discover()[0]
     settings = ProfileSettings(backend=backend, threads=threads, cores=tuple(cores), runs=runs, warmup_runs=warmup)
-    # the CPU backend's timed runs alternate between its two sessions in blocks since 2026-11-25:
-    # profiles measured before (plain runs first, then profiled ones) are not mixed in
-    protocol = f"alt{runner.BLOCKS}" if backend == "cpu" else ""
+    # with one thread, the CPU backend's timed runs alternate between its two sessions in blocks
+    # since 2026-11-25: profiles measured before (plain runs first, then profiled ones) are not
+    # mixed in; with more threads the phases still run one after the other
+    protocol = f"alt{runner.BLOCKS}" if backend == "cpu" and threads == 1 else ""
     per_graph: list[list[ProfileRecord]] = [[] for _ in graphs]
     stats = {"cached": 0, "measured": 0}
     t0 = time.perf_counter()

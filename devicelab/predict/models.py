@@ -37,7 +37,9 @@ A kernel type with fewer than ``FEW_ROWS`` (50) training rows gets Lasso whateve
 handful of leaves and cannot follow the work beyond the largest kernel they saw, and an MLP
 extrapolates without bound (on OpenCL with 44 networks: 2800 % MAPE on flat grouped
 convolutions). On the host CPU with 30 training networks this took GBDT from 17-18 % to 11-13 %
-end-to-end (synthetic test set).
+end-to-end (synthetic test set). With fewer than ``MIN_ROWS_FOR_SEARCH`` (10) rows, too few to
+cross-validate, that Lasso sees only the group's work feature (``features.WORK``: FLOPs, or the
+elements a data-moving kernel moves; ``fit_work_lasso``).
 
 Fitted models keep only numbers: Lasso weights, trees as arrays (``trees.TreeArrays``), MLP
 weights and biases. ``FittedModel.predict`` evaluates them with numpy.

@@ -183,6 +183,27 @@ def test_timed_runs_alternate_between_the_plain_and_the_profiled_session_in_bloc
     assert all(r.stats.n == runs for r in result.ops if r.stats is not None)
 
 
+def test_with_a_thread_pool_the_plain_runs_all_come_before_the_profiled_ones(
+    device: DeviceInfo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ONNX Runtime's pool threads spin after each run: an idle session's threads would take
+    # cores from the running one (2 threads alternating: end-to-end 1.47x the kernel sum).
+    order: list[bool] = []
+    real_run = cpu._run
+
+    def recording_run(session, feeds, graph):  # noqa: ANN001, ANN202 - a spy on the real thing
+        order.append(session.get_session_options().enable_profiling)
+        return real_run(session, feeds, graph)
+
+    monkeypatch.setattr(cpu, "_run", recording_run)
+    runs, warmup = 4, 1
+    result = cpu.profile(device, tiny_net(), ProfileSettings(threads=2, warmup_runs=warmup, runs=runs))
+    assert order == [False] * (1 + warmup + runs) + [True] * (1 + warmup + runs)
+    assert result.environment["blocks"] == []
+    assert len(result.samples_ms) == runs and result.environment["profiled_runs"] == runs
+    assert all(r.stats.n == runs for r in result.ops if r.stats is not None)
+
+
 def test_fewer_runs_than_blocks_make_one_block_per_run() -> None:
     assert cpu._block_sizes(1) == [1]
     assert cpu._block_sizes(3) == [1, 1, 1]
