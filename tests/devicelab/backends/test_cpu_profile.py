@@ -158,36 +158,9 @@ def test_environment_records_runtime_and_settings(profiled) -> None:
         assert env["runtime_threads_affinity"] == []  # one thread: onnxruntime starts no pool threads
 
 
-def test_timed_runs_alternate_between_the_plain_and_the_profiled_session_in_blocks(
-    device: DeviceInfo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A burst of other load must hit end-to-end and per-operator timing alike: the two sessions
-    # take turns, each block starting with a dropped run that refills the caches.
-    order: list[bool] = []  # True: the profiled session ran
-    real_run = cpu._run
-
-    def recording_run(session, feeds, graph):  # noqa: ANN001, ANN202 - a spy on the real thing
-        order.append(session.get_session_options().enable_profiling)
-        return real_run(session, feeds, graph)
-
-    monkeypatch.setattr(cpu, "_run", recording_run)
-    runs, warmup = 7, 1
-    result = cpu.profile(device, tiny_net(), ProfileSettings(threads=1, warmup_runs=warmup, runs=runs))
-    blocks = result.environment["blocks"]
-    assert blocks == [2, 2, 1, 1, 1] and sum(blocks) == runs == cpu.BLOCKS + 2
-    expected = [False] * (1 + warmup) + [True] * (1 + warmup)  # first runs and warm-up, both sessions
-    for k in blocks:
-        expected += [False] * (1 + k) + [True] * (1 + k)
-    assert order == expected
-    assert len(result.samples_ms) == runs and result.environment["profiled_runs"] == runs
-    assert all(r.stats.n == runs for r in result.ops if r.stats is not None)
-
-
-def test_with_a_thread_pool_the_plain_runs_all_come_before_the_profiled_ones(
-    device: DeviceInfo, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # ONNX Runtime's pool threads spin after each run: an idle session's threads would take
-    # cores from the running one (2 threads alternating: end-to-end 1.47x the kernel sum).
+@pytest.fixture
+def session_order(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Which session each run of the next profile ran in (True: the profiled one), in order."""
     order: list[bool] = []
     real_run = cpu._run
 
@@ -196,9 +169,34 @@ def test_with_a_thread_pool_the_plain_runs_all_come_before_the_profiled_ones(
         return real_run(session, feeds, graph)
 
     monkeypatch.setattr(cpu, "_run", recording_run)
+    return order
+
+
+def test_timed_runs_alternate_between_the_plain_and_the_profiled_session_in_blocks(
+    device: DeviceInfo, session_order: list[bool]
+) -> None:
+    # A burst of other load must hit end-to-end and per-operator timing alike: the two sessions
+    # take turns, each block starting with a dropped run that refills the caches.
+    runs, warmup = 7, 1
+    result = cpu.profile(device, tiny_net(), ProfileSettings(threads=1, warmup_runs=warmup, runs=runs))
+    blocks = result.environment["blocks"]
+    assert blocks == [2, 2, 1, 1, 1] and sum(blocks) == runs == cpu.BLOCKS + 2
+    expected = [False] * (1 + warmup) + [True] * (1 + warmup)  # first runs and warm-up, both sessions
+    for k in blocks:
+        expected += [False] * (1 + k) + [True] * (1 + k)
+    assert session_order == expected
+    assert len(result.samples_ms) == runs and result.environment["profiled_runs"] == runs
+    assert all(r.stats.n == runs for r in result.ops if r.stats is not None)
+
+
+def test_with_a_thread_pool_the_plain_runs_all_come_before_the_profiled_ones(
+    device: DeviceInfo, session_order: list[bool]
+) -> None:
+    # ONNX Runtime's pool threads spin after each run: an idle session's threads would take
+    # cores from the running one (2 threads alternating: end-to-end 1.47x the kernel sum).
     runs, warmup = 4, 1
     result = cpu.profile(device, tiny_net(), ProfileSettings(threads=2, warmup_runs=warmup, runs=runs))
-    assert order == [False] * (1 + warmup + runs) + [True] * (1 + warmup + runs)
+    assert session_order == [False] * (1 + warmup + runs) + [True] * (1 + warmup + runs)
     assert result.environment["blocks"] == []
     assert len(result.samples_ms) == runs and result.environment["profiled_runs"] == runs
     assert all(r.stats.n == runs for r in result.ops if r.stats is not None)
