@@ -580,7 +580,11 @@ def main() -> None:
         "(OpenCL on PoCL compiles each new kernel shape, minutes per large network)",
     )
     ap.add_argument(
-        "--test-rounds", type=int, default=5, help="rounds for the synthetic test networks and the zoo (default 5)"
+        "--test-rounds",
+        type=int,
+        default=None,
+        help="rounds for the synthetic test networks and the zoo (default: --rounds; more rounds give a lower "
+        "fastest-round time than the training networks had, a bias the predictor is then charged with)",
     )
     ap.add_argument("--skip-cpu", action="store_true")
     ap.add_argument("--measure-only", action="store_true", help="profile into the cache and stop")
@@ -621,13 +625,19 @@ def main() -> None:
                 f"{t} thread(s)"
             )
             rounds = (args.runs, args.warmup, args.rounds, args.statistic)
-            test_rounds = (args.runs, args.warmup, max(args.rounds, args.test_rounds), args.statistic)
+            # The test networks and the zoo are measured as the training networks are: a network's
+            # time is its fastest round, and the fastest of 5 rounds lies below the fastest of 3
+            # (on 2026-11-25: GBDT 5.36 % against 5-round truth, 4.64 % against 3-round truth).
+            test_rounds = (
+                args.runs,
+                args.warmup,
+                args.rounds if args.test_rounds is None else args.test_rounds,
+                args.statistic,
+            )
             measured[t] = {
                 "probes": measure(probes, args.backend, t, cores, 1, 0, 1, args.statistic)
                 if args.backend == "cpu"
                 else [],
-                # the test networks and the zoo get more rounds: their measurements are the truth
-                # every predictor is scored against
                 "synthetic": measure(synthetic[: n - n_test], args.backend, t, cores, *rounds)
                 + measure(synthetic[n - n_test : n], args.backend, t, cores, *test_rounds),
                 "zoo": measure(zoo_graphs, args.backend, t, cores, *test_rounds),
