@@ -238,8 +238,36 @@ def measure(
     rounds: int,
     statistic: str,
 ) -> list[ProfileRecord]:
-    """Profile each graph on the host CPU in ``rounds`` rounds (or read them from the cache) and
-    merge each graph's rounds (``merge_rounds``: every row from the round it was fastest in).
+    """Profile each graph in ``rounds`` rounds (``measure_rounds``) and merge each graph's rounds
+    (``merge_rounds``: every row from the round it was fastest in)."""
+    per_graph = measure_rounds(graphs, backend, threads, cores, runs, warmup, rounds)
+    return [merge_rounds(recs, statistic) for recs in per_graph]
+
+
+def repeatability(per_graph: Sequence[Sequence[ProfileRecord]], statistic: str) -> dict[str, Any] | None:
+    """How far two independent measurements of the same networks lie apart: MAPE of one half of
+    each network's rounds against the other half (each half merged fastest-round-wins, as the
+    training data is). No predictor scored against such measurements can be closer to them than
+    they are to each other: this is the noise floor of the machine the benchmark ran on."""
+    k = min(len(r) for r in per_graph) // 2 if per_graph else 0
+    if k == 0:
+        return None
+    a = [merge_rounds(list(r[:k]), statistic).e2e_ms(statistic) for r in per_graph]
+    b = [merge_rounds(list(r[k : 2 * k]), statistic).e2e_ms(statistic) for r in per_graph]
+    return {"rounds_per_half": k, "networks": len(a), "mape_half_vs_half": mape(a, b)}
+
+
+def measure_rounds(
+    graphs: list[Any],
+    backend: str,
+    threads: int,
+    cores: Sequence[int],
+    runs: int,
+    warmup: int,
+    rounds: int,
+) -> list[list[ProfileRecord]]:
+    """Profile each graph on the host CPU in ``rounds`` rounds (or read them from the cache): one
+    list of records per graph, in round order.
 
     The machine is shared and interference comes in bursts of seconds, so a round profiles
     every graph once before the next round starts: the rounds of one graph lie minutes apart,
@@ -283,7 +311,7 @@ def measure(
                     )
             per_graph[i].append(rec)
     log(f"  {len(graphs)} graphs x {rounds} rounds, {threads} thread(s): {stats}")
-    return [merge_rounds(recs, statistic) for recs in per_graph]
+    return per_graph
 
 
 def _cores_for(threads: int, how: str) -> tuple[int, ...]:
@@ -489,6 +517,11 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
                 f"{part} {v['used']} used of {v['measured']} ({v['consistent']} undisturbed)" for part, v in m.items()
             )
         )
+    for key, r in result.get("repeatability", {}).items():
+        print(
+            f"\nrepeatability, {key}: the {r['networks']} test networks measured twice (fastest of "
+            f"{r['rounds_per_half']} round(s) each) differ by {100 * r['mape_half_vs_half']:.2f} % MAPE"
+        )
     for key, cpu in result.get("host", {}).items():
         print(f"\n(b) {key}: end-to-end MAPE % (synthetic test {cpu['n_test']} / zoo {cpu['n_zoo']})")
         print(f"{'train':>6} {'test':9}" + "".join(f"{m:>9}" for m in methods) + "   op-match syn / zoo")
@@ -638,10 +671,14 @@ def main() -> None:
                 "probes": measure(probes, args.backend, t, cores, 1, 0, 1, args.statistic)
                 if args.backend == "cpu"
                 else [],
-                "synthetic": measure(synthetic[: n - n_test], args.backend, t, cores, *rounds)
-                + measure(synthetic[n - n_test : n], args.backend, t, cores, *test_rounds),
-                "zoo": measure(zoo_graphs, args.backend, t, cores, *test_rounds),
+                "synthetic": measure(synthetic[: n - n_test], args.backend, t, cores, *rounds),
             }
+            test_per_graph = measure_rounds(synthetic[n - n_test : n], args.backend, t, cores, *test_rounds[:3])
+            measured[t]["synthetic"] += [merge_rounds(recs, args.statistic) for recs in test_per_graph]
+            measured[t]["zoo"] = measure(zoo_graphs, args.backend, t, cores, *test_rounds)
+            floor = repeatability(test_per_graph, args.statistic)
+            if floor is not None:
+                result.setdefault("repeatability", {})[f"{args.backend}, {t} thread(s)"] = floor
         if args.measure_only:
             log("measured; cache under " + str(CACHE))
             return
@@ -679,7 +716,7 @@ def main() -> None:
             if part not in result and part in previous:
                 result[part] = previous[part]
                 result.setdefault("kept_from_previous_run", []).append(part)
-        for part in ("host", "measurements"):  # scenarios (backend, threads) this run did not measure
+        for part in ("host", "measurements", "repeatability"):  # scenarios (backend, threads) this run did not measure
             for key, value in previous.get(part, {}).items():
                 if key not in result.setdefault(part, {}):
                     result[part][key] = value
