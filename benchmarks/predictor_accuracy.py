@@ -247,8 +247,9 @@ def measure(
 def repeatability(per_graph: Sequence[Sequence[ProfileRecord]], statistic: str) -> dict[str, Any] | None:
     """How far two independent measurements of the same networks lie apart: MAPE of one half of
     each network's rounds against the other half (each half merged fastest-round-wins, as the
-    training data is). No predictor scored against such measurements can be closer to them than
-    they are to each other: this is the noise floor of the machine the benchmark ran on."""
+    training data is). Even a predictor that knew each network's expected time would be off from
+    one such measurement by about this much over sqrt(2) (independent, symmetric noise): the noise
+    floor of the machine the benchmark ran on."""
     k = min(len(r) for r in per_graph) // 2 if per_graph else 0
     if k == 0:
         return None
