@@ -46,6 +46,7 @@ from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer, deduce_kernels
 from devicelab.predict.errors import PredictorError  # noqa: E402
 from devicelab.predict.evaluate import evaluate, grouped_cv, mape  # noqa: E402
 from devicelab.predict.models import METHODS  # noqa: E402
+from devicelab.predict.noise import noise_floor  # noqa: E402
 from devicelab.predict.predictor import (  # noqa: E402
     Scenario,
     ScenarioPredictor,
@@ -245,17 +246,10 @@ def measure(
 
 
 def repeatability(per_graph: Sequence[Sequence[ProfileRecord]], statistic: str) -> dict[str, Any] | None:
-    """How far two independent measurements of the same networks lie apart: MAPE of one half of
-    each network's rounds against the other half (each half merged fastest-round-wins, as the
-    training data is). Even a predictor that knew each network's expected time would be off from
-    one such measurement by about this much over sqrt(2) (independent, symmetric noise): the noise
-    floor of the machine the benchmark ran on."""
-    k = min(len(r) for r in per_graph) // 2 if per_graph else 0
-    if k == 0:
-        return None
-    a = [merge_rounds(list(r[:k]), statistic).e2e_ms(statistic) for r in per_graph]
-    b = [merge_rounds(list(r[k : 2 * k]), statistic).e2e_ms(statistic) for r in per_graph]
-    return {"rounds_per_half": k, "networks": len(a), "mape_half_vs_half": mape(a, b)}
+    """How steady the truth is (``devicelab.predict.noise``): two independent measurements of the
+    same networks (half of each network's rounds against the other half, each its fastest round)
+    and the MAPE a perfect predictor would still score against the fastest of all rounds."""
+    return noise_floor([[rec.e2e_ms(statistic) for rec in recs] for recs in per_graph])
 
 
 def measure_rounds(
@@ -523,6 +517,12 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
             f"\nrepeatability, {key}: the {r['networks']} test networks measured twice (fastest of "
             f"{r['rounds_per_half']} round(s) each) differ by {100 * r['mape_half_vs_half']:.2f} % MAPE"
         )
+        if "oracle_mape" in r:
+            print(
+                f"  a perfect predictor would score {100 * r['oracle_mape']:.2f} % MAPE against the fastest of "
+                f"{r['rounds_in_truth']} rounds (noise model fitted to the rounds: jitter SD "
+                f"{100 * r['jitter_sd']:.1f} %, interference {100 * r['interference_mean']:.1f} % on average)"
+            )
     for key, cpu in result.get("host", {}).items():
         print(f"\n(b) {key}: end-to-end MAPE % (synthetic test {cpu['n_test']} / zoo {cpu['n_zoo']})")
         print(f"{'train':>6} {'test':9}" + "".join(f"{m:>9}" for m in methods) + "   op-match syn / zoo")

@@ -178,6 +178,7 @@ def predictor_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "n_points": len(evaluation.get("points") or []),
             "missing": missing if isinstance(missing, dict) else {},
             "deduction": evaluation.get("deduction") if isinstance(evaluation.get("deduction"), dict) else None,
+            "noise": evaluation.get("noise_floor") if isinstance(evaluation.get("noise_floor"), dict) else None,
             "is_best": predictor.state == PredictorState.READY
             and queries.best_on_device(team, predictor.device_id) == predictor.pk,
             "comparison": comparison,

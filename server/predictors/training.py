@@ -32,6 +32,7 @@ from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.evaluate import Report, evaluate, grouped_cv
 from devicelab.predict.kernels import Deducer
+from devicelab.predict.noise import noise_floor
 from devicelab.predict.predictor import Scenario, ScenarioPredictor, train_predictor
 from devicelab.predict.records import ProfileRecord
 from devicelab.predict.samples import Sample
@@ -153,6 +154,12 @@ def train_from_timings(row: Predictor, progress: Progress) -> Outcome:
     evaluation = _report_dict(report, "holdout 20%")
     if isinstance(deducer, CpuDeducer):
         evaluation["deduction"] = deducer.agreement([s.record for s in test])
+    # how steady the held-out networks' truth is, from their rounds (repeated jobs)
+    rounds: dict[int, list[float]] = {}
+    for s in stored.records:
+        if s.model_id in test_ids and not is_probe(s.record):
+            rounds.setdefault(s.model_id, []).append(s.record.e2e_ms())
+    evaluation["noise_floor"] = noise_floor(list(rounds.values()))
     curve = []
     for n in TRAINING_SIZES:
         if n < len(order):

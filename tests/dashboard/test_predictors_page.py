@@ -136,6 +136,35 @@ def test_the_page_says_how_the_predictor_was_made(
 
 
 @pytest.mark.django_db
+def test_the_page_says_how_steady_the_test_measurements_are(
+    make_member: Callable, web_client: Callable, make_device: Callable
+) -> None:
+    from devicelab.predict.noise import noise_floor
+
+    me = make_member()
+    device = make_device()
+    ev = evaluation()
+    ev["noise_floor"] = noise_floor([[2.0 + i, 2.1 + i, 2.05 + i, 2.3 + i] for i in range(12)])
+    steady = make_predictor(device, me.team, evaluation=ev)
+    html = web_client(me).get(f"/predictors/{steady.pk}/").content.decode()
+    line = re.search(r'<p class="small" id="noise-floor">(.*?)</p>', html, re.S)
+    assert line, "no noise floor"
+    text = line.group(1)
+    f = ev["noise_floor"]
+    assert "the 12 test networks were measured in 4 rounds" in text
+    assert (
+        f"fastest of 2 rounds against the fastest of the next 2 differ by {100 * f['mape_half_vs_half']:.1f}%" in text
+    )
+    assert f"a perfect predictor would score about {100 * f['oracle_mape']:.1f}%" in text
+    two = evaluation()
+    two["noise_floor"] = noise_floor([[2.0, 2.2], [3.0, 3.0]])
+    html = web_client(me).get(f"/predictors/{make_predictor(device, me.team, evaluation=two).pk}/").content.decode()
+    assert "differ by 4.5%" in html and "perfect predictor" not in html  # 2 rounds: no noise model
+    html = web_client(me).get(f"/predictors/{make_predictor(device, me.team).pk}/").content.decode()
+    assert 'id="noise-floor"' not in html  # measured once: nothing to say
+
+
+@pytest.mark.django_db
 def test_a_failed_predictor_shows_its_reason_and_no_charts(
     make_member: Callable, web_client: Callable, make_device: Callable
 ) -> None:

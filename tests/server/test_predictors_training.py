@@ -59,6 +59,39 @@ def test_a_predictor_trains_on_stored_cpu_timings(member: Any, make_device: Any)
     assert again is not None and again.state == PredictorState.READY and again.artifact_sha256 == row.artifact_sha256
 
 
+def test_the_evaluation_says_how_steady_the_held_out_measurements_are(member: Any, make_device: Any) -> None:
+    import dataclasses
+
+    from devicelab.measure.stats import SampleStats
+    from server.predictors.services import request_predictor, run_training
+
+    def scaled(s: SampleStats, f: float) -> SampleStats:
+        return dataclasses.replace(s, mean=s.mean * f, median=s.median * f, min=s.min * f, max=s.max * f)
+
+    device = make_device("cpu")
+    profiles = cpu_profiles()
+    factors = {g.name: [1.0 + 0.05 * ((i + r) % 3) for r in range(3)] for i, (g, _) in enumerate(profiles)}
+    for r in range(3):  # three rounds of every network, each round's whole network scaled
+        store_profiles(
+            member.team,
+            device,
+            [(g, dataclasses.replace(res, e2e=scaled(res.e2e, factors[g.name][r]))) for g, res in profiles],
+        )
+    row = run_training(request_predictor(member.team, device, method="lasso", search="fast").pk)
+    assert row is not None and row.evaluation["n_test"] == 1, row.failure_reason
+    floor = row.evaluation["noise_floor"]
+    (held_out,) = [p["name"] for p in row.evaluation["points"]]
+    f = factors[held_out]
+    assert (floor["networks"], floor["rounds"], floor["rounds_per_half"]) == (1, 3, 1)
+    assert floor["mape_half_vs_half"] == pytest.approx(abs(f[0] - f[1]) / f[1])
+    assert 0 <= floor["oracle_mape"] < 0.2
+    # stored once per network, there is nothing to say
+    other = make_device("cpu")
+    store_profiles(member.team, other)
+    once = run_training(request_predictor(member.team, other, method="lasso", search="fast").pk)
+    assert once is not None and once.evaluation["noise_floor"] is None
+
+
 def test_versions_count_up_per_scenario_and_method(member: Any, make_device: Any) -> None:
     from server.predictors.services import request_predictor
 
