@@ -521,7 +521,8 @@ def print_tables(result: dict[str, Any], methods: list[str]) -> None:
             print(
                 f"  a perfect predictor would score {100 * r['oracle_mape']:.2f} % MAPE against the fastest of "
                 f"{r['rounds_in_truth']} rounds (noise model fitted to the rounds: jitter SD "
-                f"{100 * r['jitter_sd']:.1f} %, interference {100 * r['interference_mean']:.1f} % on average)"
+                f"{100 * r['jitter_sd']:.1f} %, slowdown uniform up to {100 * r.get('slowdown_width', 0):.0f} %, bursts "
+                f"{100 * r['interference_mean']:.1f} % on average)"
             )
     for key, cpu in result.get("host", {}).items():
         print(f"\n(b) {key}: end-to-end MAPE % (synthetic test {cpu['n_test']} / zoo {cpu['n_zoo']})")

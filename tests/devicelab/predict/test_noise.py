@@ -17,6 +17,7 @@ NOISES: dict[str, Noise] = {
     "interference 4 %": lambda rng, shape: rng.exponential(0.04, shape) + rng.normal(0.0, 0.013, shape),
     "half-normal 8 %": lambda rng, shape: np.abs(rng.normal(0.0, 0.08, shape)) + rng.normal(0.0, 0.02, shape),
     "quiet 1 %": lambda rng, shape: rng.exponential(0.01, shape),
+    "uniform slowdown 0-43 %": lambda rng, shape: rng.uniform(0.0, 0.43, shape),
 }
 
 
@@ -39,7 +40,8 @@ def _true_floor(noise: Noise, rounds: int = 5) -> float:
 def test_oracle_floor_recovers_the_floor_of_known_noise(name: str) -> None:
     noise = NOISES[name]
     got = oracle_floor(_rounds(noise).tolist())["oracle_mape"]
-    assert got == pytest.approx(_true_floor(noise), rel=0.3)  # half-normal noise comes out 10-25 % high
+    # half-normal noise comes out up to 25 % high; a quiet machine's 0.14 % floor up to 0.1 point off
+    assert got == pytest.approx(_true_floor(noise), rel=0.3, abs=0.002)
 
 
 def test_the_floor_grows_with_the_noise_and_falls_with_more_rounds() -> None:
@@ -55,8 +57,10 @@ def test_the_floor_grows_with_the_noise_and_falls_with_more_rounds() -> None:
 def test_interference_is_told_from_jitter() -> None:
     jitter = oracle_floor(_rounds(NOISES["normal 4 %"]).tolist())
     bursts = oracle_floor(_rounds(lambda rng, s: rng.exponential(0.04, s)).tolist())
-    assert jitter["jitter_sd"] > jitter["interference_mean"]
-    assert bursts["interference_mean"] > bursts["jitter_sd"]
+    flat = oracle_floor(_rounds(NOISES["uniform slowdown 0-43 %"]).tolist())
+    assert jitter["jitter_sd"] > max(jitter["interference_mean"], jitter["slowdown_width"] / 4)
+    assert bursts["interference_mean"] > max(bursts["jitter_sd"], bursts["slowdown_width"] / 4)
+    assert flat["slowdown_width"] == pytest.approx(0.43, rel=0.15)
 
 
 def test_half_vs_half_compares_the_fastest_of_each_half() -> None:
