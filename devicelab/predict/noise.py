@@ -24,6 +24,7 @@ predictor. This module estimates it from the rounds themselves:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,17 +83,17 @@ def oracle_floor(rounds: Sequence[Sequence[float]], seed: int = 0) -> dict[str, 
         profile = np.sort(x - x.mean(axis=1, keepdims=True), axis=1).mean(axis=0)
         return float(np.sum((profile - observed) ** 2))
 
+    def best_of(grids: Sequence[np.ndarray]) -> tuple[float, float, float]:
+        s, w, b = min(itertools.product(*grids), key=misfit)
+        return float(s), float(w), float(b)
+
     steps = [limit / COARSE for limit in LIMITS]
-    coarse = [np.arange(COARSE + 1) * step for step in steps]
-    best_point = min(
-        ((float(s), float(w), float(b)) for s in coarse[0] for w in coarse[1] for b in coarse[2]), key=misfit
-    )
-    fine = [
-        np.clip(centre + np.arange(-FINE, FINE + 1) * step / FINE, 0.0, None)
-        for centre, step in zip(best_point, steps, strict=True)
-    ]
-    sigma, width, beta = min(
-        ((float(s), float(w), float(b)) for s in fine[0] for w in fine[1] for b in fine[2]), key=misfit
+    coarse = best_of([np.arange(COARSE + 1) * step for step in steps])
+    sigma, width, beta = best_of(
+        [
+            np.clip(c + np.arange(-FINE, FINE + 1) * step / FINE, 0.0, None)
+            for c, step in zip(coarse, steps, strict=True)
+        ]
     )
     truth = np.sort(np.exp(noise(sigma, width, beta).min(axis=1)))
     weights = np.cumsum(1 / truth)
