@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         call_command("migrate", verbosity=0)
         delays, info = measure(args.jobs)
     finally:
-        from workers.dispatch import purge_queues
+        from server.taskqueue import purge_queues
 
         purge_queues(env["LATENCYLAB_QUEUE_PREFIX"])
         connections.close_all()

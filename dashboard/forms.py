@@ -7,12 +7,21 @@ They turn what a person typed into calls of the services (``upload_model``,
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from devicelab.backends.base import (
+    MAX_RUNS,
+    MAX_THREADS,
+    MAX_WARMUP_RUNS,
+    PRECISIONS,
+    ProfileSettings,
+    UnsupportedSetting,
+)
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.models import NetworkModel
@@ -70,19 +79,57 @@ class _DeviceChoice(forms.ModelMultipleChoiceField):
         return f"{obj.name} (#{obj.pk}, {obj.kind}, {obj.status})"
 
 
+class _DeviceCheckboxes(forms.CheckboxSelectMultiple):
+    """Device checkboxes that carry what each device declared it can run (``data-*``), so the
+    page offers only the settings that every chosen device supports (``dashboard.js``)."""
+
+    def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option = super().create_option(name, value, *args, **kwargs)
+        device = getattr(value, "instance", None)
+        caps = device.declared_capabilities() if device is not None else None
+        if caps is not None:
+            option["attrs"].update(
+                {
+                    "data-precisions": " ".join(caps.precisions),
+                    "data-max-threads": str(caps.max_threads),
+                    "data-pins-cores": "true" if caps.pins_cores else "false",
+                    "data-cores": ",".join(str(c) for c in caps.cores),
+                }
+            )
+        return option
+
+
+def offered(devices: Iterable[Device]) -> tuple[list[str], int]:
+    """The precisions any of ``devices`` runs and the most threads any takes (all precisions and
+    the universal bound when none declared what it can run)."""
+    precisions: set[str] = set()
+    max_threads = 0
+    declared = False
+    for device in devices:
+        caps = device.declared_capabilities()
+        if caps is None:
+            continue
+        declared = True
+        precisions.update(caps.precisions)
+        max_threads = max(max_threads, caps.max_threads)
+    if not declared:
+        return list(PRECISIONS), MAX_THREADS
+    return [p for p in PRECISIONS if p in precisions], max_threads or 1
+
+
 class SubmitJobsForm(forms.Form):
     """Models x devices with one set of settings: one job per pair."""
 
     models = _ModelChoice(queryset=NetworkModel.objects.none(), widget=forms.CheckboxSelectMultiple, label="Models")
     devices = _DeviceChoice(
         queryset=Device.objects.none(),
-        widget=forms.CheckboxSelectMultiple,
+        widget=_DeviceCheckboxes,
         label="Devices",
         error_messages={"invalid_choice": "device #%(value)s is not online any more; choose one of those listed now"},
     )
-    threads = forms.IntegerField(min_value=1, max_value=256, initial=1, help_text="Intra-op threads.")
-    runs = forms.IntegerField(min_value=1, max_value=100_000, initial=30, help_text="Timed runs.")
-    warmup_runs = forms.IntegerField(min_value=0, max_value=10_000, initial=5, label="Warm-up runs")
+    threads = forms.IntegerField(min_value=1, max_value=MAX_THREADS, initial=1, help_text="Intra-op threads.")
+    runs = forms.IntegerField(min_value=1, max_value=MAX_RUNS, initial=30, help_text="Timed runs.")
+    warmup_runs = forms.IntegerField(min_value=0, max_value=MAX_WARMUP_RUNS, initial=5, label="Warm-up runs")
     cores = forms.CharField(
         required=False,
         label="CPU cores",
@@ -96,11 +143,36 @@ class SubmitJobsForm(forms.Form):
         self.team = team
         self.fields["models"].queryset = NetworkModel.objects.for_team(team).defer("graph", "summary")  # type: ignore[attr-defined]
         # Only devices that heart-beat can take a job; the service re-checks at submission.
-        self.fields["devices"].queryset = Device.objects.online()  # type: ignore[attr-defined]
+        online = Device.objects.online()
+        self.fields["devices"].queryset = online  # type: ignore[attr-defined]
+        # Offer only what some online device runs; the page narrows it to the chosen devices.
+        precisions, max_threads = offered(online)
+        self.fields["precision"].choices = [(p, p) for p in precisions]  # type: ignore[attr-defined]
+        self.fields["threads"].widget.attrs["max"] = max_threads
 
     def clean_cores(self) -> list[int]:
         """The cores as a list of ids."""
         return parse_cores(self.cleaned_data.get("cores") or "")
+
+    def clean(self) -> dict[str, Any]:
+        """Check the settings against what each chosen device declared, on the field they name."""
+        data = super().clean() or {}
+        if self.errors:
+            return data
+        try:
+            parsed = ProfileSettings.from_dict(self.job_settings())
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        for device in data.get("devices") or ():
+            caps = device.declared_capabilities()
+            if caps is None:
+                continue
+            try:
+                caps.check(parsed)
+            except UnsupportedSetting as exc:
+                field = exc.setting if exc.setting in self.fields else None
+                self.add_error(field, f"device {device.name!r} (#{device.pk}): {exc.reason}")
+        return data
 
     def job_settings(self) -> dict[str, Any]:
         """The ProfileSettings keys the form sets (backend follows each device's kind)."""

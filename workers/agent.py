@@ -104,8 +104,8 @@ class DeviceAgent:
         from server.profiling.services import mark_stale_devices_offline
 
         heartbeat(self.worker_name, self.identities)
-        # heartbeat() sweeps as well today; sweeping here too keeps the agent's promise explicit,
-        # and a second sweep in the same instant finds nothing stale.
+        # The sweep's one owner: every live agent runs it on its beat; it is a conditional update,
+        # so two agents sweeping in the same instant do the work once.
         for device in mark_stale_devices_offline():
             log.warning("device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker)
 

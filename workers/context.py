@@ -47,5 +47,5 @@ class WorkerContext:
                 "`latencylab worker` (python -m workers.run) starts, not in a bare `celery worker`"
             )
         doc = json.loads(raw)
-        devices = {int(pk): DeviceInfo(**info) for pk, info in doc["devices"].items()}
+        devices = {int(pk): DeviceInfo.from_dict(info) for pk, info in doc["devices"].items()}
         return cls(name=doc["name"], token=doc["token"], devices=devices)

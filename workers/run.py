@@ -190,7 +190,7 @@ def run_worker(
     import django
 
     django.setup()
-    from workers.dispatch import device_queue
+    from server.taskqueue import device_queue
 
     signals = _Signals()
     signals.install()

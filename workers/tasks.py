@@ -17,6 +17,7 @@ from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
 from devicelab.backends.base import BackendError, DeviceInfo, ProfileSettings
 from devicelab.graph import GraphError, graph_from_dict
+from server.taskqueue import PROFILING_TASK
 from workers.celery_app import app
 from workers.context import WorkerContext
 from workers.device_lock import DeviceBusy, device_lock
@@ -96,7 +97,7 @@ class ProfilingTask(Task):  # type: ignore[misc]
 @app.task(
     bind=True,
     base=ProfilingTask,
-    name="workers.tasks.run_profiling_job",
+    name=PROFILING_TASK,
     # Acknowledged only after it ran, and given back if the worker dies: the claim makes the
     # second delivery harmless, and a lost message is never the reason a job stays queued.
     acks_late=True,

@@ -1,6 +1,6 @@
 """``latencylab trainer`` / ``python -m workers.trainer``: the Celery process that trains predictors.
 
-It consumes only the trainer queue (``workers.training_tasks.trainer_queue``), one task at a
+It consumes only the trainer queue (``server.taskqueue.trainer_queue``), one task at a
 time, in a prefork pool of one process (time limits need a pool process that can be killed),
 and lowers its own CPU priority (``--nice``, default 10) so that a training running on a lab
 machine takes what the device processes leave rather than disturbing their measurements.
@@ -63,8 +63,8 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
     django.setup()
     if nice:
         os.nice(max(0, min(19, nice)))
+    from server.taskqueue import trainer_queue
     from workers.celery_app import app
-    from workers.training_tasks import trainer_queue
 
     node = name or f"trainer.{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     node = re.sub(r"[^A-Za-z0-9_.@-]", "-", node)

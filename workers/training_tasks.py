@@ -13,26 +13,11 @@ import logging
 
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
-from django.conf import settings
 
+from server.taskqueue import TABLE_TASK, TRAINING_TASK
 from workers.celery_app import app
 
 log = logging.getLogger("latencylab.workers")
-
-
-def trainer_queue() -> str:
-    """The queue of the trainer: ``predictors``, behind ``LATENCYLAB_QUEUE_PREFIX`` when set."""
-    return f"{getattr(settings, 'LATENCYLAB_QUEUE_PREFIX', '')}predictors"
-
-
-def enqueue_training(predictor_id: int) -> None:
-    """Send ``train_predictor(predictor_id)`` to the trainer's queue."""
-    train_predictor.apply_async(args=[predictor_id], queue=trainer_queue())
-
-
-def enqueue_table(predictor_id: int) -> None:
-    """Send ``build_architecture_table(predictor_id)`` to the trainer's queue."""
-    build_architecture_table.apply_async(args=[predictor_id], queue=trainer_queue())
 
 
 def _limit_reason(task: Task) -> str:
@@ -54,7 +39,7 @@ class TrainingTask(Task):  # type: ignore[misc]
 @app.task(
     bind=True,
     base=TrainingTask,
-    name="workers.training_tasks.train_predictor",
+    name=TRAINING_TASK,
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,
@@ -73,7 +58,7 @@ def train_predictor(self: Task, predictor_id: int) -> str:
 
 @app.task(
     bind=True,
-    name="workers.training_tasks.build_architecture_table",
+    name=TABLE_TASK,
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,

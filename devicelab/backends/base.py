@@ -1,20 +1,29 @@
 """What every device backend offers, and the plain data that crosses its boundary.
 
-A backend module (``cpu``, ``opencl``, ``android``) exposes ``discover() -> list[DeviceInfo]``
-and ``profile(device, graph, settings, progress) -> ProfileResult``. The worker only sees these
-shapes; the server turns them into rows.
+A backend (``cpu``, ``opencl``, ``android``) is a ``Backend``: it finds its devices
+(``discover``), says what each can run (``capabilities``, declared when the device registers and
+checked by the server when a job is submitted), and measures a graph on one (``profile``). The
+worker only sees these shapes; the server turns them into rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from devicelab.graph.ir import Graph
 from devicelab.measure.stats import SampleStats
 
 DEVICE_KINDS = ("cpu", "opencl", "android")
+PRECISIONS = ("fp32", "fp16", "int8")
+
+# Bounds on every profiling setting, whatever the device: a job past them would hold its device
+# for days or exhaust its memory. A backend may declare tighter ones in its ``Capabilities``.
+MAX_RUNS = 10_000
+MAX_WARMUP_RUNS = 1_000
+MAX_THREADS = 1_024
 
 ProgressFn = Callable[[float, str], None]
 """Called with a fraction in [0, 1] and a short message as a run advances."""
@@ -24,18 +33,105 @@ class BackendError(RuntimeError):
     """A device runtime could not load or run a graph; the message names the backend and the reason."""
 
 
+class UnsupportedSetting(ValueError):
+    """A profiling setting that a device cannot honour; ``setting`` names it, the message says
+    what the device offers instead."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(f"settings.{setting}: {message}")
+        self.setting = setting
+        self.reason = message
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a device can run, declared by its backend when the device registers.
+
+    The server checks a job's settings against it at submission (``check``), so a job the device
+    cannot honour is refused with a reason instead of failing on the worker.
+    """
+
+    precisions: tuple[str, ...] = ("fp32",)
+    max_threads: int = 1  # settings.threads may be 1 .. max_threads
+    pins_cores: bool = False  # whether settings.cores is honoured (CPU affinity)
+    cores: tuple[int, ...] = ()  # the core ids that exist, when pins_cores
+    runtimes: tuple[str, ...] = ()  # the runtime and its delegates, e.g. "onnxruntime 1.20.1"
+    formats: tuple[str, ...] = ()  # model formats the runtime executes: "onnx", "tflite", "ir"
+    max_runs: int = MAX_RUNS
+    max_warmup_runs: int = MAX_WARMUP_RUNS
+
+    def check(self, settings: ProfileSettings) -> None:
+        """Raise ``UnsupportedSetting`` for the first setting this device cannot honour."""
+        if settings.precision not in self.precisions:
+            raise UnsupportedSetting(
+                "precision", f"{settings.precision!r} is not offered; this device runs {', '.join(self.precisions)}"
+            )
+        if settings.threads > self.max_threads:
+            raise UnsupportedSetting("threads", f"{settings.threads} is more than this device's {self.max_threads}")
+        if settings.cores:
+            if not self.pins_cores:
+                raise UnsupportedSetting("cores", "this device cannot pin cores; leave cores empty")
+            missing = sorted(set(settings.cores) - set(self.cores))
+            if missing:
+                raise UnsupportedSetting(
+                    "cores", f"cores {missing} do not exist on this device; its cores are {list(self.cores)}"
+                )
+        if settings.runs > self.max_runs:
+            raise UnsupportedSetting("runs", f"{settings.runs} is more than the limit of {self.max_runs}")
+        if settings.warmup_runs > self.max_warmup_runs:
+            raise UnsupportedSetting(
+                "warmup_runs", f"{settings.warmup_runs} is more than the limit of {self.max_warmup_runs}"
+            )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        d = asdict(self)
+        for key in ("precisions", "cores", "runtimes", "formats"):
+            d[key] = list(d[key])
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Capabilities:
+        """Capabilities from plain data; keys this version does not know are ignored (a newer
+        worker may declare more)."""
+        known = cls.__dataclass_fields__
+        kwargs: dict[str, Any] = {}
+        for key, value in d.items():
+            if key not in known:
+                continue
+            kwargs[key] = tuple(value) if isinstance(value, list | tuple) else value
+        return cls(**kwargs)
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
-    """A device a worker found: a stable identity plus its hardware description."""
+    """A device a worker found: a stable identity, its hardware description and what it can run."""
 
     kind: str
     identity: str  # stable across restarts: e.g. "cpu:<machine-id>", "opencl:<platform>/<device>"
     name: str
     hardware: dict[str, Any] = field(default_factory=dict)
+    # What the device can run; None when its backend declared nothing (a device known only from
+    # imported measurements, or rows of older workers), so that only the universal bounds apply.
+    capabilities: Capabilities | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
-        return asdict(self)
+        d = asdict(self)
+        d["capabilities"] = self.capabilities.as_dict() if self.capabilities is not None else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DeviceInfo:
+        """The inverse of ``as_dict``."""
+        caps = d.get("capabilities")
+        return cls(
+            kind=d["kind"],
+            identity=d["identity"],
+            name=d["name"],
+            hardware=dict(d.get("hardware") or {}),
+            capabilities=Capabilities.from_dict(caps) if caps else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -50,13 +146,15 @@ class ProfileSettings:
     runs: int = 30
 
     def __post_init__(self) -> None:
-        if self.threads < 1:
-            raise ValueError("threads must be >= 1")
-        if self.warmup_runs < 0:
-            raise ValueError("warmup_runs must be >= 0")
-        if self.runs < 1:
-            raise ValueError("runs must be >= 1")
-        if self.precision not in ("fp32", "fp16", "int8"):
+        if not 1 <= self.threads <= MAX_THREADS:
+            raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {self.threads}")
+        if not 0 <= self.warmup_runs <= MAX_WARMUP_RUNS:
+            raise ValueError(f"warmup_runs must be between 0 and {MAX_WARMUP_RUNS}, got {self.warmup_runs}")
+        if not 1 <= self.runs <= MAX_RUNS:
+            raise ValueError(f"runs must be between 1 and {MAX_RUNS}, got {self.runs}")
+        if len(self.cores) > MAX_THREADS:
+            raise ValueError(f"cores lists {len(self.cores)} core ids; at most {MAX_THREADS}")
+        if self.precision not in PRECISIONS:
             raise ValueError(f"precision {self.precision!r} is not fp32, fp16 or int8")
 
     def as_dict(self) -> dict[str, Any]:
@@ -121,11 +219,19 @@ class ProfileResult:
     environment: dict[str, Any] = field(default_factory=dict)  # runtime version, threads, affinity
 
 
-class Backend(Protocol):
-    """A device backend module."""
+class Backend(ABC):
+    """A device backend: one per device kind, in its own module (``devicelab.backends.<kind>``),
+    which alone imports the kind's runtime (onnxruntime, pyopencl, adbutils)."""
 
-    def discover(self) -> list[DeviceInfo]: ...
+    kind: str
 
+    @abstractmethod
+    def discover(self) -> list[DeviceInfo]:
+        """The devices of this kind on this machine, each with its capabilities; none (with a
+        logged reason) when the runtime finds no device."""
+
+    @abstractmethod
     def profile(
         self, device: DeviceInfo, graph: Graph, settings: ProfileSettings, progress: ProgressFn | None = None
-    ) -> ProfileResult: ...
+    ) -> ProfileResult:
+        """Measure ``graph`` on ``device``: cold start, warm-up, timed runs and per-operator times."""

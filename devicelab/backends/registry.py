@@ -1,37 +1,43 @@
-"""Which backend module serves which device kind, imported only when asked for.
+"""Which backend serves which device kind, imported only when asked for.
 
-Each backend imports its runtime (onnxruntime, pyopencl, adbutils) at module level, so importing
-one is how we learn whether its runtime is installed. ``discover_all`` asks every backend that
-imports and skips, with a logged reason, those that do not (or whose discovery fails), so a
-worker without an OpenCL driver still offers its CPU.
+Each backend module imports its runtime (onnxruntime, pyopencl, adbutils) at module level, so
+importing one is how we learn whether its runtime is installed. A backend module exposes its
+``Backend`` instance as ``BACKEND``; ``backend_for`` checks that it is one. ``discover_all`` asks
+every backend that imports and skips, with a logged reason, those that do not (or whose discovery
+fails), so a worker without an OpenCL driver still offers its CPU.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from types import ModuleType
 
-from devicelab.backends.base import DEVICE_KINDS, DeviceInfo
+from devicelab.backends.base import Backend, DeviceInfo
 
 log = logging.getLogger(__name__)
 
-BACKEND_MODULES: dict[str, str] = {kind: f"devicelab.backends.{kind}" for kind in DEVICE_KINDS}
+# kind -> the module that defines its ``BACKEND`` (the only module that imports its runtime).
+BACKEND_MODULES: dict[str, str] = {
+    "cpu": "devicelab.backends.cpu",
+    "opencl": "devicelab.backends.opencl.backend",
+    "android": "devicelab.backends.android",
+}
 
 
 class BackendUnavailable(ImportError):
     """A backend exists in the vocabulary but cannot be imported here (module or runtime missing)."""
 
 
-def backend_for(kind: str) -> ModuleType:
-    """The backend module for a device kind; ``ValueError`` for an unknown kind,
-    ``BackendUnavailable`` when its module or runtime is not installed."""
+def backend_for(kind: str) -> Backend:
+    """The backend of a device kind; ``ValueError`` for an unknown kind, ``BackendUnavailable``
+    when its module or runtime is not installed, ``TypeError`` when its module defines no
+    ``Backend``."""
     try:
         module_name = BACKEND_MODULES[kind]
     except KeyError:
         raise ValueError(f"unknown device kind {kind!r}; known: {sorted(BACKEND_MODULES)}") from None
     try:
-        return importlib.import_module(module_name)
+        module = importlib.import_module(module_name)
     except ImportError as e:
         missing = getattr(e, "name", None)
         if missing == module_name:
@@ -39,6 +45,12 @@ def backend_for(kind: str) -> ModuleType:
         else:
             reason = f"its runtime is not installed ({missing or e})"
         raise BackendUnavailable(f"{kind} backend unavailable: {reason}") from e
+    backend = getattr(module, "BACKEND", None)
+    if not isinstance(backend, Backend):
+        raise TypeError(
+            f"{module_name}.BACKEND must be a devicelab.backends.base.Backend, got {type(backend).__name__}"
+        )
+    return backend
 
 
 def discover_all(kinds: tuple[str, ...] | None = None) -> list[DeviceInfo]:
@@ -46,12 +58,12 @@ def discover_all(kinds: tuple[str, ...] | None = None) -> list[DeviceInfo]:
     devices: list[DeviceInfo] = []
     for kind in kinds or tuple(BACKEND_MODULES):
         try:
-            module = backend_for(kind)
+            backend = backend_for(kind)
         except BackendUnavailable as e:
             log.info("skipping %s", e)
             continue
         try:
-            found = module.discover()
+            found = backend.discover()
         except Exception:  # a broken driver must not hide the other backends' devices
             log.exception("%s backend: discovery failed; skipping it", kind)
             continue

@@ -8,6 +8,8 @@ from typing import Any
 from django.db import models
 from django.db.models import Q
 
+from devicelab.backends.base import Capabilities
+
 # Hardware keys that make two devices interchangeable for a job: same kind and the same values
 # for these keys (a job measured on one would measure the same on the other). A worker's
 # DeviceInfo.hardware should carry them; a device missing all of them is equivalent to none.
@@ -90,6 +92,12 @@ class Device(models.Model):
         help_text="CPU model, core clusters and max frequencies, GPU name, driver, "
         "OpenCL version, wave size, where known.",
     )
+    capabilities = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What the device can run, declared by its backend when it registers: precisions, "
+        "thread range, pinnable cores, runtimes, model formats, bounds on runs (devicelab Capabilities).",
+    )
     signature = models.CharField(max_length=512, blank=True, editable=False)
     status = models.CharField(max_length=16, choices=DeviceStatus.choices, default=DeviceStatus.ONLINE)
     worker = models.CharField(max_length=200, blank=True, help_text="Name of the worker that holds the device.")
@@ -133,6 +141,11 @@ class Device(models.Model):
     def queue(self) -> str:
         """The Celery queue that carries this device's jobs; only its worker consumes it."""
         return f"device.{self.pk}"
+
+    def declared_capabilities(self) -> Capabilities | None:
+        """What the device's backend declared it can run; None for a device registered before
+        devices declared capabilities (or imported), whose settings are checked on the worker."""
+        return Capabilities.from_dict(self.capabilities) if self.capabilities else None
 
     @property
     def is_online(self) -> bool:

@@ -32,6 +32,7 @@ def register_devices(worker_name: str, infos: Iterable[DeviceInfo]) -> list[Devi
                 "kind": info.kind,
                 "name": info.name,
                 "hardware": dict(info.hardware),
+                "capabilities": info.capabilities.as_dict() if info.capabilities is not None else {},
                 "worker": worker_name,
                 "status": DeviceStatus.ONLINE,
                 "last_heartbeat": now,
@@ -45,15 +46,12 @@ def register_devices(worker_name: str, infos: Iterable[DeviceInfo]) -> list[Devi
 def heartbeat(worker_name: str, device_identities: Iterable[str], now: datetime | None = None) -> int:
     """Record that a worker still holds these devices; returns how many rows it refreshed.
 
-    Offline devices that heart-beat again come back online. Each heartbeat also sweeps the lab
-    for devices whose worker stopped heart-beating, so no separate scheduler is needed for it.
+    Offline devices that heart-beat again come back online. Devices whose worker stopped
+    heart-beating are swept by one owner, the agent's loop (``workers.agent``), not here.
     """
-    from server.profiling.services import mark_stale_devices_offline
-
     now = now or timezone.now()
     identities = list(device_identities)
     mine = Device.objects.of_worker(worker_name).filter(identity__in=identities)
     refreshed = mine.update(last_heartbeat=now)
     mine.filter(status=DeviceStatus.OFFLINE).update(status=DeviceStatus.ONLINE, offline_since=None)
-    mark_stale_devices_offline(now=now)
     return refreshed

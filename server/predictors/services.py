@@ -37,6 +37,7 @@ from server.predictors.models import (
 from server.predictors.qed_import import SOURCE as QED_SOURCE
 from server.predictors.records import count_networks
 from server.predictors.training import MIN_NETWORKS, train_and_evaluate
+from server.taskqueue import send_table, send_training
 
 log = logging.getLogger(__name__)
 
@@ -121,10 +122,8 @@ def _data_check(team: Team | None, device: Device, source: str, threads: int, co
 
 def _enqueue_on_commit(predictor_id: int) -> None:
     def send() -> None:
-        from workers.training_tasks import enqueue_training
-
         if Predictor.objects.filter(pk=predictor_id, state=PredictorState.QUEUED).exists():
-            enqueue_training(predictor_id)
+            send_training(predictor_id)
 
     # robust: the row stays queued (the truth) if the broker is down; the failure is logged.
     transaction.on_commit(send, robust=True)
@@ -252,8 +251,6 @@ def run_training(
     if enqueue_table is None:
         enqueue_table = django_settings.LATENCYLAB_PREDICT_NB201_TABLE
     if row.succeed(artifact, outcome.evaluation, meta, outcome.n_train) and enqueue_table:
-        from workers.training_tasks import enqueue_table as send_table
-
         transaction.on_commit(lambda: send_table(row.pk), robust=True)
     return row
 

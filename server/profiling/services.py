@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q
 from django.utils import timezone
 
-from devicelab.backends.base import OpTiming, ProfileResult, ProfileSettings
+from devicelab.backends.base import OpTiming, ProfileResult, ProfileSettings, UnsupportedSetting
 from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind, DeviceStatus
 from server.networks.models import NetworkModel
@@ -32,6 +32,7 @@ from server.profiling.models import (
     OperatorTiming,
     ProfilingJob,
 )
+from server.taskqueue import send_profiling_job
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +40,9 @@ log = logging.getLogger(__name__)
 
 
 def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
-    """Check job settings against ``ProfileSettings``; return them complete, or raise a
-    ``ValidationError`` on ``settings`` that names the bad key and value."""
+    """Check job settings against ``ProfileSettings`` and what the device declared it can run;
+    return them complete, or raise a ``ValidationError`` on ``settings`` that names the bad key
+    and value (and, for a setting the device cannot honour, what it offers)."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -78,6 +80,14 @@ def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
                 f"{device.name!r} (#{device.pk}), which is a {device.kind} device"
             }
         )
+    capabilities = device.declared_capabilities()
+    if capabilities is not None:
+        try:
+            capabilities.check(parsed)
+        except UnsupportedSetting as exc:
+            raise ValidationError(
+                {"settings": f"device {device.name!r} (#{device.pk}) cannot run this job: {exc}"}
+            ) from None
     return parsed.as_dict()
 
 
@@ -85,11 +95,9 @@ def _enqueue_on_commit(job_id: int) -> None:
     """Hand the job to the broker once the transaction that made it queued has committed."""
 
     def send() -> None:
-        from workers.dispatch import enqueue_job
-
-        job = ProfilingJob.objects.select_related("device").filter(pk=job_id, state=JobState.QUEUED).first()
+        job = ProfilingJob.objects.filter(pk=job_id, state=JobState.QUEUED).only("pk", "device_id").first()
         if job is not None:  # cancelled or failed before the commit: nothing to run
-            enqueue_job(job)
+            send_profiling_job(job.pk, job.device_id)
 
     # robust: a broker outage must not turn a committed submission into an error; the job stays
     # queued in the database, which is the truth, and the failure is logged.
@@ -111,10 +119,11 @@ def submit_profiling_job(
                 "(POST /api/predict/)"
             }
         )
-    # A device whose worker stopped heart-beating may not be marked offline yet.
-    mark_stale_devices_offline()
+    # A device whose worker stopped heart-beating may not be swept offline yet (the agents'
+    # loop owns the sweep): a stale heartbeat counts as offline here, without sweeping.
     device.refresh_from_db()
-    if device.status == DeviceStatus.OFFLINE:
+    stale = Device.objects.stale(timezone.now(), django_settings.LATENCYLAB_OFFLINE_AFTER_SECONDS)
+    if device.status == DeviceStatus.OFFLINE or stale.filter(pk=device.pk).exists():
         since = f" since {device.offline_since.isoformat(timespec='seconds')}" if device.offline_since else ""
         raise ValidationError(
             {

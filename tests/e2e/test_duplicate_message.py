@@ -14,12 +14,13 @@ from tests.e2e.helpers import QUICK, job_row, submit, tiny_graph, upload, wait_f
 @pytest.mark.django_db(transaction=True)
 def test_a_job_enqueued_twice_runs_once(start_worker: Any, e2e_api: Any) -> None:
     from server.profiling.models import JobResult
-    from workers.dispatch import enqueue_job
+    from server.taskqueue import send_profiling_job
 
     worker = start_worker()
     device = worker.device()
     job_id = submit(e2e_api, upload(e2e_api, tiny_graph("twice")), device.pk, QUICK)
-    enqueue_job(job_row(job_id))  # the second message for the same job
+    row = job_row(job_id)
+    send_profiling_job(row.pk, row.device_id)  # the second message for the same job
 
     job = wait_finished(job_id)
     assert job.state == "succeeded", job.failure_reason

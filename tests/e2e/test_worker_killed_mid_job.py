@@ -42,8 +42,8 @@ def _redeliver(tags: list[str]) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_killed_worker_restarts_and_finishes_the_job_once(start_worker: Any, e2e_api: Any) -> None:
     from server.profiling.models import JobResult
+    from server.taskqueue import device_queue
     from workers.celery_app import app
-    from workers.dispatch import device_queue
 
     worker = start_worker()
     device = worker.device()

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from devicelab.backends.base import DeviceInfo
+from devicelab.backends.base import Capabilities, DeviceInfo
 from devicelab.graph import Graph
 from tests.server.factories import graph_bytes, tiny_graph
 
@@ -24,7 +24,8 @@ def media_in_tmp(settings: Any, tmp_path: Any) -> None:
 
 @pytest.fixture
 def make_device(db: None) -> Callable[..., Any]:
-    """Factory: register a device through ``register_devices`` (online, heart-beating now)."""
+    """Factory: register a device through ``register_devices`` (online, heart-beating now),
+    optionally with the capabilities its backend would declare."""
     from server.devices.services import register_devices
 
     def make(
@@ -33,6 +34,7 @@ def make_device(db: None) -> Callable[..., Any]:
         hardware: dict[str, Any] | None = None,
         identity: str | None = None,
         name: str | None = None,
+        capabilities: Capabilities | None = None,
     ) -> Any:
         n = next(_serial)
         if hardware is None:
@@ -41,7 +43,7 @@ def make_device(db: None) -> Callable[..., Any]:
                 "opencl": {"gpu_name": "Test GPU", "driver": "1.0"},
                 "android": {"model": "Pixel Test", "soc": "sm8150"},
             }[kind]
-        info = DeviceInfo(kind, identity or f"{kind}:test-{n}", name or f"{kind} device {n}", hardware)
+        info = DeviceInfo(kind, identity or f"{kind}:test-{n}", name or f"{kind} device {n}", hardware, capabilities)
         return register_devices(worker, [info])[0]
 
     return make

@@ -1,4 +1,4 @@
-"""enqueue_job puts one message on the device's own queue of the real broker, carrying only the
+"""send_profiling_job puts one message on the device's own queue of the real broker, carrying only the
 job id."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from workers.dispatch import device_queue, enqueue_job, purge_queues
+from server.taskqueue import PROFILING_TASK, device_queue, purge_queues, send_profiling_job
 
 
 @pytest.fixture
@@ -35,10 +35,10 @@ def _take(queue: str) -> Any:
 
 def test_message_carries_only_the_job_id_to_the_device_queue(private_prefix: str, make_job: Callable[..., Any]) -> None:
     job = make_job()
-    enqueue_job(job)
+    send_profiling_job(job.pk, job.device_id)
 
     message = _take(device_queue(job.device_id))
     assert device_queue(job.device_id) == f"{private_prefix}device.{job.device_id}"
-    assert message.headers["task"] == "workers.tasks.run_profiling_job"
+    assert message.headers["task"] == PROFILING_TASK == "workers.tasks.run_profiling_job"
     args, kwargs, _embed = message.decode()
     assert args == [job.pk] and kwargs == {}

@@ -4,8 +4,8 @@ process dies, and bounded in time."""
 
 from __future__ import annotations
 
+from server.taskqueue import device_queue
 from workers.device_process import celery_argv
-from workers.dispatch import device_queue
 from workers.tasks import run_profiling_job
 
 

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from workers.dispatch import purge_queues
+from server.taskqueue import purge_queues
 
 
 def _pending(queue: str) -> int:

@@ -156,9 +156,52 @@
       .then(function () { if (activeBars().length) window.setTimeout(poll, POLL_MS); });
   }
 
+  // The submit form offers only the settings every chosen device supports: each device's
+  // checkbox carries what its backend declared (data-precisions, data-max-threads,
+  // data-pins-cores); a device that declared nothing restricts nothing. The server checks again.
+  function narrowSettings(form) {
+    var chosen = Array.prototype.filter.call(
+      form.querySelectorAll('#devices-list input[type="checkbox"]'),
+      function (cb) { return cb.checked && cb.hasAttribute("data-precisions"); }
+    );
+    var precision = form.querySelector('select[name="precision"]');
+    var threads = form.querySelector('input[name="threads"]');
+    var cores = form.querySelector('input[name="cores"]');
+    if (precision) {
+      Array.prototype.forEach.call(precision.options, function (opt) {
+        opt.disabled = chosen.some(function (cb) {
+          return cb.getAttribute("data-precisions").split(" ").indexOf(opt.value) < 0;
+        });
+      });
+      if (precision.selectedOptions.length && precision.selectedOptions[0].disabled) {
+        var first = Array.prototype.find.call(precision.options, function (o) { return !o.disabled; });
+        if (first) precision.value = first.value;
+      }
+    }
+    if (threads) {
+      var limits = chosen.map(function (cb) { return parseInt(cb.getAttribute("data-max-threads"), 10); });
+      if (limits.length) threads.max = String(Math.min.apply(null, limits));
+      else threads.removeAttribute("max");
+    }
+    if (cores) {
+      var noPinning = chosen.some(function (cb) { return cb.getAttribute("data-pins-cores") !== "true"; });
+      cores.disabled = noPinning;
+      cores.title = noPinning ? "A chosen device cannot pin cores" : "";
+      if (noPinning) cores.value = "";
+    }
+  }
+
+  function initSubmitForm(root) {
+    var form = root.getElementById ? root.getElementById("submit-form") : null;
+    if (!form) return;
+    form.addEventListener("change", function () { narrowSettings(form); });
+    narrowSettings(form);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     renderFigures(document);
     initTables(document);
+    initSubmitForm(document);
     if (activeBars().length) window.setTimeout(poll, POLL_MS);
   });
 })();

@@ -1,0 +1,127 @@
+"""The Celery app, and how the server hands work to the workers: by task name, on a named queue.
+
+The server never imports ``workers``: it sends a task by the name the worker registers it under
+(the names below), and the worker's task modules import this app to register them. A message
+carries nothing but a row id; the job or predictor row is the truth, and the task reloads it.
+
+Every device has its own queue (``device.<pk>``), consumed only by that device's process; the
+trainer consumes ``predictors``. Both sit behind ``LATENCYLAB_QUEUE_PREFIX``, so installations
+or test sessions sharing one broker never see each other's messages.
+
+The broker comes from ``CELERY_BROKER_URL``: Redis in production, or the embedded kombu
+filesystem transport under ``var/broker`` when it is unset (see ``server/settings.py``). There is
+no result backend and no eager mode: a real worker process runs every task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from celery import Celery
+from django.conf import settings
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
+
+app = Celery("latencylab")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+
+# The names the workers register their tasks under (workers/tasks.py, workers/training_tasks.py).
+PROFILING_TASK = "workers.tasks.run_profiling_job"
+TRAINING_TASK = "workers.training_tasks.train_predictor"
+TABLE_TASK = "workers.training_tasks.build_architecture_table"
+
+
+def uses_filesystem_broker() -> bool:
+    """Whether the embedded filesystem transport carries the messages (no broker server)."""
+    return str(app.conf.broker_url or "").startswith("filesystem:")
+
+
+if uses_filesystem_broker():
+    # The filesystem transport is polled: a quarter second keeps a job's queue delay and a
+    # worker's shutdown short at the cost of a few directory listings per second. Remote control
+    # would poll a second (broadcast) queue per worker, and nothing here uses it.
+    app.conf.broker_transport_options = {"polling_interval": 0.25, **(app.conf.broker_transport_options or {})}
+    app.conf.worker_enable_remote_control = False
+
+
+def device_queue(device_id: int) -> str:
+    """The queue of one device: ``device.<pk>``, behind ``LATENCYLAB_QUEUE_PREFIX`` when set."""
+    return f"{settings.LATENCYLAB_QUEUE_PREFIX}device.{device_id}"
+
+
+def trainer_queue() -> str:
+    """The queue of the trainer: ``predictors``, behind ``LATENCYLAB_QUEUE_PREFIX`` when set."""
+    return f"{settings.LATENCYLAB_QUEUE_PREFIX}predictors"
+
+
+def send_profiling_job(job_id: int, device_id: int) -> None:
+    """Wake the process of the job's device: the profiling task, with the job id, on its queue.
+
+    Sending the same job twice is harmless: the task claims the job with a conditional update
+    before it runs it. A string queue goes through the anonymous direct exchange with the queue's
+    name as routing key, so the message lands in the device's queue even before its worker first
+    declared it.
+    """
+    app.send_task(PROFILING_TASK, args=[job_id], queue=device_queue(device_id))
+
+
+def send_training(predictor_id: int) -> None:
+    """Ask the trainer to train a queued predictor."""
+    app.send_task(TRAINING_TASK, args=[predictor_id], queue=trainer_queue())
+
+
+def send_table(predictor_id: int) -> None:
+    """Ask the trainer to compute a ready predictor's NAS-Bench-201 table."""
+    app.send_task(TABLE_TASK, args=[predictor_id], queue=trainer_queue())
+
+
+def purge_queues(prefix: str) -> int:
+    """Delete every queue, binding and pending message whose queue name starts with ``prefix``;
+    returns how many broker entries went.
+
+    For runs that used a private ``LATENCYLAB_QUEUE_PREFIX`` (a test session, a benchmark) to
+    leave the shared broker as they found it. Refuses an empty prefix: that would be every queue.
+    """
+    if not prefix:
+        raise ValueError("purge_queues needs a non-empty prefix")
+    url = str(app.conf.broker_url)
+    removed = 0
+    if url.startswith(("redis://", "rediss://")):
+        import redis
+
+        client = redis.Redis.from_url(url)
+        # The queue's list and kombu's binding sets all carry the queue name in their key.
+        for key in client.scan_iter(match=f"*{prefix}*"):
+            removed += client.delete(key)
+        # Delivered but unacknowledged messages wait in one hash for the whole broker.
+        for tag, raw in client.hgetall("unacked").items():
+            if str(json.loads(raw)[2]).startswith(prefix):
+                removed += client.hdel("unacked", tag)
+                client.zrem("unacked_index", tag)
+    elif url.startswith("filesystem"):
+        options = app.conf.broker_transport_options or {}
+        for folder, pattern in (
+            (options.get("data_folder_in"), f"*.{prefix}*.msg"),
+            (options.get("control_folder"), f"{prefix}*.exchange"),
+        ):
+            for path in Path(folder).glob(pattern) if folder else ():
+                path.unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
+__all__ = [
+    "PROFILING_TASK",
+    "TABLE_TASK",
+    "TRAINING_TASK",
+    "app",
+    "device_queue",
+    "purge_queues",
+    "send_profiling_job",
+    "send_table",
+    "send_training",
+    "trainer_queue",
+    "uses_filesystem_broker",
+]
