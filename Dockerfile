@@ -8,12 +8,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
-COPY devicelab devicelab
-COPY server server
-COPY workers workers
-COPY latencylab latencylab
-COPY migrations migrations
+# The build context less .dockerignore (tests, docs, var, .venv, .git, ...): the packages installed
+# are those pyproject.toml's [tool.setuptools.packages.find] includes, listed there only.
+COPY . .
 RUN pip install --no-cache-dir .
 
 ENV LATENCYLAB_VAR_DIR=/var/lib/latencylab \

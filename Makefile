@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo up worker test test-fast bench lint format system-deps clean
+.PHONY: venv demo up worker test test-fast bench lint typecheck contracts check format system-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ venv: $(STAMP)  ## create .venv and install the project with its dev tools
 demo: $(STAMP)  ## bring the service up on embedded defaults, profile zoo models, serve the API
 	$(BIN)/latencylab demo
 
-up: $(STAMP)  ## web server + one worker in the foreground (embedded defaults unless configured)
+up: $(STAMP)  ## web server, one worker and the trainer in the foreground (embedded defaults unless configured)
 	$(BIN)/latencylab up
 
 worker: $(STAMP)  ## a worker with its device agent for this machine's devices
@@ -26,14 +26,25 @@ worker: $(STAMP)  ## a worker with its device agent for this machine's devices
 test: $(STAMP)  ## the whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set)
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)  ## every benchmark; numbers go to var/benchmarks/
-	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+test-fast: $(STAMP)  ## the tests not marked slow (no browser, no service processes, no image build)
+	$(BIN)/python -m pytest -m "not slow"
 
-lint: $(STAMP)
+bench: $(STAMP)  ## every benchmark; numbers go to var/benchmarks/
+	for b in benchmarks/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+lint: $(STAMP)  ## ruff: lint rules and formatting, checked (`make format` fixes what it can)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-format: $(STAMP)
+typecheck: $(STAMP)  ## mypy on the application packages
+	$(BIN)/mypy devicelab server workers dashboard latencylab
+
+contracts: $(STAMP)  ## the import contracts of .importlinter (layers, no Django in devicelab, no cycles)
+	$(BIN)/lint-imports
+
+check: lint typecheck contracts  ## every static check CI runs before the tests
+
+format: $(STAMP)  ## ruff: format and apply the fixable lint rules
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
