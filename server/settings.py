@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "server.accounts",
@@ -179,7 +180,11 @@ if LATENCYLAB_OFFLINE_AFTER_SECONDS <= LATENCYLAB_HEARTBEAT_SECONDS:
         f"LATENCYLAB_HEARTBEAT_SECONDS={LATENCYLAB_HEARTBEAT_SECONDS}"
     )
 LATENCYLAB_TASK_TIME_LIMIT = env_int("LATENCYLAB_TASK_TIME_LIMIT", 3600, minimum=60)
-# Prepended to every device queue name (workers.dispatch.device_queue), so that installations or
+# A queued job of an idle device whose message went out longer ago than this is sent again by
+# the device's agent (its message was lost: a broker restarted without persistence, a device
+# process killed after it took the message). Re-sending is harmless: the claim is conditional.
+LATENCYLAB_RESEND_AFTER_SECONDS = env_int("LATENCYLAB_RESEND_AFTER_SECONDS", 60, minimum=1)
+# Prepended to every device queue name (server.taskqueue.device_queue), so that installations or
 # test sessions sharing one broker never consume each other's messages.
 LATENCYLAB_QUEUE_PREFIX = env_str("LATENCYLAB_QUEUE_PREFIX", "")
 
@@ -255,6 +260,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["server.api.permissions.IsTeamMember"],
     "DEFAULT_PAGINATION_CLASS": "server.api.pagination.Pagination",
+    # Each list view's query parameters are a FilterSet of server/api/filters.py.
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "server.api.exceptions.exception_handler",
     "DEFAULT_RENDERER_CLASSES": [
@@ -297,5 +304,7 @@ LOGGING = {
     "loggers": {
         "latencylab": {"handlers": ["console"], "level": env_str("LATENCYLAB_LOG_LEVEL", "INFO"), "propagate": False},
         "server": {"handlers": ["console"], "level": env_str("LATENCYLAB_LOG_LEVEL", "INFO"), "propagate": False},
+        # Every server error (a 500) with its traceback; Django logs them to the console only with DEBUG on.
+        "django.request": {"handlers": ["console"], "level": "ERROR", "propagate": False},
     },
 }

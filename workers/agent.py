@@ -3,7 +3,8 @@
 It finds the machine's devices, registers them under the worker's name, takes back the jobs an
 earlier run of this worker left running, heart-beats every ``LATENCYLAB_HEARTBEAT_SECONDS``, and
 on every beat sweeps the lab for devices whose worker went quiet (any live agent may sweep; the
-sweep is a conditional update, so two agents sweeping at once do the work once).
+sweep is a conditional update, so two agents sweeping at once do the work once) and sends again
+the messages of its own devices' queued jobs that went missing (the database is the truth).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ class DeviceAgent:
     def start(self, found: list[DeviceInfo] | None = None) -> WorkerContext:
         """Register the devices (found now unless given) and re-queue jobs an earlier run left running."""
         from server.devices.services import register_devices
-        from server.profiling.services import requeue_orphaned_jobs
+        from server.profiling.services import requeue_orphaned_jobs, resend_lost_jobs
 
         found = discover_devices(self.kinds) if found is None else found
         rows = [as_instance(info, self.instance) for info in found]
@@ -96,18 +97,25 @@ class DeviceAgent:
                 self.worker_name,
                 ", ".join(f"#{j.pk}" for j in requeued),
             )
+        # Messages an earlier run took and never finished wait in the broker's unacked set until
+        # its visibility timeout (an hour or more): wake every queued job of these devices now.
+        resend_lost_jobs([d.pk for d in self.devices], force=True)
         return self.context()
 
     def beat(self) -> None:
-        """One heartbeat for this worker's devices, then one sweep for stale devices lab-wide."""
+        """One heartbeat for this worker's devices, one sweep of the lab, and the reconciliation
+        of this worker's queued jobs with the broker."""
         from server.devices.services import heartbeat
-        from server.profiling.services import mark_stale_devices_offline
+        from server.profiling.services import resend_lost_jobs, sweep_lab
 
         heartbeat(self.worker_name, self.identities)
-        # The sweep's one owner: every live agent runs it on its beat; it is a conditional update,
-        # so two agents sweeping in the same instant do the work once.
-        for device in mark_stale_devices_offline():
+        # The sweep's one owner: every live agent runs it on its beat; its writes are conditional
+        # updates, so two agents sweeping in the same instant do the work once.
+        for device in sweep_lab():
             log.warning("device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker)
+        # The database is the truth, messages are hints: a queued job of an idle device of this
+        # worker whose message went missing is sent again (its device has one owner: this agent).
+        resend_lost_jobs([d.pk for d in self.devices])
 
     def _beat_forever(self, interval: float) -> None:
         from django.db import close_old_connections
@@ -158,7 +166,8 @@ class DeviceAgent:
 
         Withdrawing the heartbeat and sweeping sends the devices through the server's one path for
         lost devices: they go offline, a job left running goes back to the queue, and queued jobs
-        move to an equivalent online device or fail saying why.
+        move to an equivalent online device or wait for this worker to come back (bounded by their
+        team's ``offline_wait_seconds``).
         """
         from server.devices.models import Device
         from server.profiling.services import mark_stale_devices_offline

@@ -17,6 +17,11 @@ class Team(models.Model):
     """A group of people who share uploaded networks and profiling results."""
 
     name = models.CharField(max_length=TEAM_NAME_MAX_LENGTH, unique=True)
+    offline_wait_seconds = models.PositiveIntegerField(
+        default=3600,
+        help_text="How long a queued job waits for its offline device (or an equivalent) to come back "
+        "before it fails with the reason.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -74,6 +74,20 @@ class ProfilingJobQuerySet(models.QuerySet["ProfilingJob"]):
         """Jobs routed to one device."""
         return self.filter(device=device)
 
+    def unsent_since(self, cutoff: datetime) -> ProfilingJobQuerySet:
+        """Queued jobs whose last message went out before ``cutoff`` (a job not sent yet counts
+        from its creation: its first message is on its way after the commit)."""
+        return self.queued().annotate(last_sent=Coalesce("sent_at", "created_at")).filter(last_sent__lt=cutoff)
+
+    def active_since(self, cutoff: datetime) -> ProfilingJobQuerySet:
+        """Jobs that started or finished at or after ``cutoff``: their device's worker is busy
+        working through its queue."""
+        return self.filter(Q(started_at__gte=cutoff) | Q(finished_at__gte=cutoff))
+
+    def waiting_on_offline_device(self) -> ProfilingJobQuerySet:
+        """Queued jobs whose device is offline: they wait for it (or an equivalent) to come back."""
+        return self.queued().filter(device__status="offline")
+
     def stuck(self, since: datetime) -> ProfilingJobQuerySet:
         """Running jobs that have reported no progress since ``since``."""
         return self.running().annotate(last_sign=Coalesce("progress_at", "started_at")).filter(last_sign__lt=since)
@@ -126,6 +140,12 @@ class ProfilingJob(models.Model):
     claimed_by = models.CharField(max_length=100, blank=True, help_text="Run token of the worker that claimed it.")
     failure_reason = models.TextField(blank=True)
     moved_from = models.TextField(blank=True, help_text="Why and from where the job was re-routed, if it was.")
+    sent_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When a message last woke the device's worker for this job; the reconciler re-sends "
+        "a queued job whose message seems lost.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

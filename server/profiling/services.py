@@ -12,7 +12,7 @@ import io
 import json
 import logging
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -91,16 +91,37 @@ def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
     return parsed.as_dict()
 
 
+def dispatch_job(job_id: int, device_id: int) -> bool:
+    """Send the message that wakes the device's worker for a queued job, and note when.
+
+    False, with a warning in the log, when the broker cannot take it (down, restarting): the job
+    stays queued in the database, the truth, and the device's agent sends it again later
+    (``resend_lost_jobs``).
+    """
+    try:
+        send_profiling_job(job_id, device_id)
+    except Exception as exc:  # noqa: BLE001 - kombu, redis and socket errors alike: the row keeps the job
+        log.warning(
+            "job %s stays queued: its message could not be sent to device #%s (%s: %s); "
+            "the device's agent will send it again",
+            job_id,
+            device_id,
+            type(exc).__name__,
+            exc,
+        )
+        return False
+    ProfilingJob.objects.filter(pk=job_id).update(sent_at=timezone.now())
+    return True
+
+
 def _enqueue_on_commit(job_id: int) -> None:
     """Hand the job to the broker once the transaction that made it queued has committed."""
 
     def send() -> None:
         job = ProfilingJob.objects.filter(pk=job_id, state=JobState.QUEUED).only("pk", "device_id").first()
         if job is not None:  # cancelled or failed before the commit: nothing to run
-            send_profiling_job(job.pk, job.device_id)
+            dispatch_job(job.pk, job.device_id)
 
-    # robust: a broker outage must not turn a committed submission into an error; the job stays
-    # queued in the database, which is the truth, and the failure is logged.
     transaction.on_commit(send, robust=True)
 
 
@@ -399,17 +420,20 @@ def _least_loaded_equivalent(device: Device) -> Device | None:
 
 def _reroute_jobs(device: Device, at: datetime) -> None:
     """Running jobs of an offline device go back to the queue; then every queued job moves to an
-    equivalent online device, or fails saying why none could take it."""
+    equivalent online device, or waits for the device to come back (``fail_jobs_waiting_too_long``
+    bounds the wait)."""
     when = at.isoformat(timespec="seconds")
     for job in ProfilingJob.objects.running().on_device(device):
         _requeue_or_fail(job, f"device {device.name!r} (#{device.pk}) went offline at {when} during the job")
+    _move_queued_jobs(device, when)
+
+
+def _move_queued_jobs(device: Device, when: str) -> None:
+    """Queued jobs of an offline device move to its least loaded equivalent online device, if any."""
     for job in ProfilingJob.objects.queued().on_device(device):
         target = _least_loaded_equivalent(device)
         if target is None:
-            job.fail(
-                f"device {device.name!r} (#{device.pk}) went offline at {when} and no equivalent online device exists"
-            )
-            continue
+            return  # they wait for the device to come back
         note = f"moved from device {device.name!r} (#{device.pk}), which went offline at {when}"
         if job.moved_from:
             note = f"{job.moved_from}; {note}"
@@ -425,9 +449,74 @@ def _reroute_jobs(device: Device, at: datetime) -> None:
                 log.info("job %s moved from device %s to %s", job.pk, device.pk, target.pk)
 
 
+def fail_jobs_waiting_too_long(now: datetime | None = None) -> list[int]:
+    """Queued jobs whose device has been offline longer than their team lets a job wait fail,
+    saying since when and which limit; returns their ids."""
+    now = now or timezone.now()
+    failed = []
+    for job in ProfilingJob.objects.waiting_on_offline_device().select_related("device", "team"):
+        device, limit = job.device, job.team.offline_wait_seconds
+        since = device.offline_since or now
+        if now - since < timedelta(seconds=limit):
+            continue
+        reason = (
+            f"device {device.name!r} (#{device.pk}) has been offline since {since.isoformat(timespec='seconds')}, "
+            f"longer than the {limit} s team {job.team.name!r} lets a job wait for it, "
+            "and no equivalent device came online"
+        )
+        if job.fail(reason):
+            failed.append(job.pk)
+    return failed
+
+
+def sweep_lab(now: datetime | None = None) -> list[Device]:
+    """The lab-wide sweep, run by one owner (every live device agent on its beat): devices that
+    stopped heart-beating go offline; jobs waiting on offline devices move to an equivalent that
+    is online now, or fail once they waited longer than their team allows. Returns the devices
+    marked offline in this sweep."""
+    now = now or timezone.now()
+    gone = mark_stale_devices_offline(now)
+    waiting_on = Device.objects.offline().filter(profiling_jobs__state=JobState.QUEUED).distinct()
+    for device in waiting_on:
+        since = device.offline_since.isoformat(timespec="seconds") if device.offline_since else "?"
+        _move_queued_jobs(device, since)
+    for pk in fail_jobs_waiting_too_long(now):
+        log.warning("job %s failed: it waited too long for its offline device", pk)
+    return gone
+
+
+def resend_lost_jobs(device_ids: Iterable[int], now: datetime | None = None, force: bool = False) -> list[int]:
+    """Queued jobs of these (online, idle) devices whose message seems lost are sent again;
+    returns their ids.
+
+    A device is idle when no job of it is running and none started or finished within
+    ``LATENCYLAB_RESEND_AFTER_SECONDS``: its worker has had time to take every message in its
+    queue, so a job still queued whose message went out before that has lost it (a broker
+    restarted without persistence, a device process killed after it took the message, a broker
+    that was down at submission). ``force`` re-sends every queued job of the devices at once (a
+    worker that just started: whatever an earlier run held is gone). A duplicate message is
+    harmless: the task claims its job with a conditional update.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=django_settings.LATENCYLAB_RESEND_AFTER_SECONDS)
+    sent = []
+    for device in Device.objects.filter(pk__in=list(device_ids)).online():
+        jobs = ProfilingJob.objects.on_device(device)
+        if not force and (jobs.running().exists() or jobs.active_since(cutoff).exists()):
+            continue
+        lost = jobs.queued() if force else jobs.unsent_since(cutoff)
+        for job in lost.order_by("created_at", "pk"):
+            if not dispatch_job(job.pk, device.pk):
+                break  # the broker is down: the next beat tries again
+            sent.append(job.pk)
+    if sent:
+        log.warning("sent again the message(s) of queued job(s) %s, whose message(s) seemed lost", sent)
+    return sent
+
+
 def mark_stale_devices_offline(now: datetime | None = None) -> list[Device]:
-    """Devices that stopped heart-beating go offline, and their jobs are re-queued, moved to an
-    equivalent online device, or failed with the reason. Returns the devices marked offline."""
+    """Devices that stopped heart-beating go offline; their running jobs are re-queued, and their
+    queued jobs move to an equivalent online device or wait. Returns the devices marked offline."""
     now = now or timezone.now()
     after = django_settings.LATENCYLAB_OFFLINE_AFTER_SECONDS
     gone = []

@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.helpers import HEARTBEAT_SECONDS, OFFLINE_AFTER_SECONDS, wait_for
+from tests.e2e.helpers import HEARTBEAT_SECONDS, OFFLINE_AFTER_SECONDS, RESEND_AFTER_SECONDS, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TASK_TIME_LIMIT = 60  # the smallest the settings allow; the soft limit is 30 s
@@ -62,7 +62,7 @@ def queue_prefix() -> Iterator[str]:
     """A queue prefix of this test session; its leftovers are removed from the broker at the end."""
     prefix = f"e2e-{uuid.uuid4().hex[:12]}."
     yield prefix
-    from workers.dispatch import purge_queues
+    from server.taskqueue import purge_queues
 
     purge_queues(prefix)
 
@@ -73,6 +73,7 @@ def e2e_settings(settings: Any, queue_prefix: str) -> None:
     settings.LATENCYLAB_QUEUE_PREFIX = queue_prefix
     settings.LATENCYLAB_HEARTBEAT_SECONDS = HEARTBEAT_SECONDS
     settings.LATENCYLAB_OFFLINE_AFTER_SECONDS = OFFLINE_AFTER_SECONDS
+    settings.LATENCYLAB_RESEND_AFTER_SECONDS = RESEND_AFTER_SECONDS
 
 
 class WorkerProcess:
@@ -184,7 +185,8 @@ class WorkerProcess:
 
 @pytest.fixture
 def start_worker(transactional_db: None, queue_prefix: str, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
-    """Factory: ``start_worker(instance=None, name=None, kinds="cpu")`` -> a started ``WorkerProcess``.
+    """Factory: ``start_worker(instance=None, name=None, kinds="cpu", broker_url=None)`` -> a started
+    ``WorkerProcess`` (on the session's broker unless ``broker_url`` names another).
 
     Every worker it started is killed at teardown (before the test database is flushed), and
     its log is printed, so a failing test shows what the worker said.
@@ -197,15 +199,19 @@ def start_worker(transactional_db: None, queue_prefix: str, tmp_path: Path) -> I
             "LATENCYLAB_QUEUE_PREFIX": queue_prefix,
             "LATENCYLAB_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS),
             "LATENCYLAB_OFFLINE_AFTER_SECONDS": str(OFFLINE_AFTER_SECONDS),
+            "LATENCYLAB_RESEND_AFTER_SECONDS": str(RESEND_AFTER_SECONDS),
             "LATENCYLAB_TASK_TIME_LIMIT": str(TASK_TIME_LIMIT),
             "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
         }
     )
     workers: list[WorkerProcess] = []
 
-    def start(instance: str | None = None, name: str | None = None, kinds: str = "cpu") -> WorkerProcess:
+    def start(
+        instance: str | None = None, name: str | None = None, kinds: str = "cpu", broker_url: str | None = None
+    ) -> WorkerProcess:
         name = name or f"e2e-worker-{next(_serial)}-{uuid.uuid4().hex[:6]}"
-        w = WorkerProcess(name, env, tmp_path / f"{name}.log", instance=instance, kinds=kinds).start()
+        own_env = {**env, "CELERY_BROKER_URL": broker_url} if broker_url else env
+        w = WorkerProcess(name, own_env, tmp_path / f"{name}.log", instance=instance, kinds=kinds).start()
         workers.append(w)
         return w
 

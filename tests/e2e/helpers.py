@@ -11,6 +11,8 @@ from devicelab.graph import Graph, GraphBuilder, graph_to_json
 # The workers the tests start heart-beat every second and count as offline after 4 s of silence.
 HEARTBEAT_SECONDS = 1
 OFFLINE_AFTER_SECONDS = 4
+# An idle device's queued job whose message went out longer ago than this is sent again.
+RESEND_AFTER_SECONDS = 3
 
 QUICK = {"runs": 5, "warmup_runs": 1}
 LONG = {"runs": 100, "warmup_runs": 2}

@@ -1,6 +1,6 @@
 """A worker that stops heart-beating: after LATENCYLAB_OFFLINE_AFTER_SECONDS its device is marked
-offline by a live agent's sweep, and its queued jobs move to an equivalent online device (or fail
-with the reason when there is none)."""
+offline by a live agent's sweep, and its queued jobs move to an equivalent online device, or wait
+for it (failing with the reason once they waited longer than their team allows)."""
 
 from __future__ import annotations
 
@@ -40,21 +40,35 @@ def test_queued_jobs_move_to_an_equivalent_online_device(start_worker: Any, e2e_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_queued_job_fails_with_a_reason_when_no_equivalent_device_is_online(start_worker: Any, e2e_api: Any) -> None:
-    from server.profiling.services import mark_stale_devices_offline
+def test_a_queued_job_waits_for_its_offline_device_then_fails_past_the_team_limit(
+    start_worker: Any, e2e_api: Any
+) -> None:
+    from server.profiling.services import sweep_lab
 
+    team = e2e_api.member.team
+    team.offline_wait_seconds = OFFLINE_AFTER_SECONDS + 3
+    team.save(update_fields=["offline_wait_seconds"])
     worker = start_worker()
     device = worker.device()
     worker.freeze()
     job_id = submit(e2e_api, upload(e2e_api, tiny_graph("stranded")), device.pk, QUICK)
 
-    # No live agent is left to sweep; the server sweeps too (on every submission, for instance).
+    # No live agent is left to sweep: this process sweeps as an agent's beat would.
+    def offline() -> bool:
+        sweep_lab()
+        return job_row(job_id).device.status == "offline"
+
+    wait_for(offline, OFFLINE_AFTER_SECONDS + 15, "the silent device to be marked offline", interval=0.5)
+    sweep_lab()
+    assert job_row(job_id).state == "queued", "a job must wait for its device, not fail at once"
+
     def swept() -> bool:
-        mark_stale_devices_offline()
+        sweep_lab()
         return job_row(job_id).is_finished
 
-    wait_for(swept, OFFLINE_AFTER_SECONDS + 15, "the stranded job to be failed", interval=0.5)
+    wait_for(swept, team.offline_wait_seconds + 15, "the stranded job to be failed", interval=0.5)
     job = job_row(job_id)
     assert job.state == "failed"
-    assert "went offline" in job.failure_reason and "no equivalent online device" in job.failure_reason
+    assert "has been offline since" in job.failure_reason
+    assert f"longer than the {team.offline_wait_seconds} s team" in job.failure_reason
     assert job.device.status == "offline"

@@ -1,0 +1,111 @@
+"""Our own Redis, restarted without persistence mid-run and down during a submission: every job
+still runs exactly once, because the job rows are the truth and the device's agent sends the
+message of a queued job again once its device is idle."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.helpers import LONG, QUICK, job_row, long_graph, submit, tiny_graph, upload, wait_finished, wait_running
+
+REDIS_SERVER = shutil.which("redis-server")
+
+
+class OwnRedis:
+    """A redis-server of this test alone, on its own port, keeping nothing on disk."""
+
+    def __init__(self, folder: Path) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.folder = folder
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        assert REDIS_SERVER is not None
+        cmd = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.proc = subprocess.Popen(cmd, cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise AssertionError("our own redis-server did not start") from None
+                time.sleep(0.1)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+
+
+def _use_broker(url: str) -> None:
+    """Point this process's Celery app (the one the services send through) at ``url``."""
+    from server.taskqueue import app
+
+    app.conf.broker_url = url
+    app.pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
+    """Our own Redis, with this process's Celery app sending through it for the test."""
+    if REDIS_SERVER is None:
+        pytest.skip("needs redis-server on PATH (Debian package redis-server) to restart a broker of its own")
+    from server.taskqueue import app
+
+    before = app.conf.broker_url
+    server = OwnRedis(tmp_path)
+    server.start()
+    _use_broker(server.url)
+    try:
+        yield server
+    finally:
+        _use_broker(before)
+        server.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_jobs_survive_a_broker_restart_without_persistence_and_a_submission_while_it_is_down(
+    start_worker: Any, e2e_api: Any, own_redis: OwnRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    worker = start_worker(broker_url=own_redis.url)
+    device = worker.device()
+    long_id = submit(e2e_api, upload(e2e_api, long_graph("during-restart")), device.pk, LONG)
+    wait_running(long_id)
+    model_id = upload(e2e_api, tiny_graph("lost-in-restart"))
+    waiting = [submit(e2e_api, model_id, device.pk, QUICK) for _ in range(5)]
+
+    own_redis.stop()  # every message in it is gone with it
+    services_log = logging.getLogger("server.profiling.services")  # the "server" logger does not propagate
+    services_log.addHandler(caplog.handler)
+    try:
+        while_down = submit(e2e_api, model_id, device.pk, QUICK)
+    finally:
+        services_log.removeHandler(caplog.handler)
+    assert job_row(while_down).state == "queued"
+    assert f"job {while_down} stays queued: its message could not be sent" in caplog.text
+    own_redis.start()
+
+    for job_id in [long_id, *waiting, while_down]:
+        job = wait_finished(job_id, timeout=240)
+        assert job.state == "succeeded", job.failure_reason
+    assert all(job_row(j).attempts == 1 for j in [*waiting, while_down])
+    assert "sent again the message" in worker.log_tail(5000)
