@@ -1,5 +1,6 @@
 """Devices that stop heart-beating go offline; their jobs are re-queued, moved to an equivalent
-device, or failed with a reason; a restarted worker gets its orphaned jobs back."""
+device, or wait for it (failing with a reason past their team's limit); a restarted worker gets
+its orphaned jobs back."""
 
 from __future__ import annotations
 
@@ -14,7 +15,13 @@ from devicelab.backends.base import DeviceInfo
 from server.devices.models import Device, DeviceStatus
 from server.devices.services import heartbeat, register_devices
 from server.profiling.models import MAX_ATTEMPTS, JobState, ProfilingJob
-from server.profiling.services import claim_job, mark_stale_devices_offline, report_progress, requeue_orphaned_jobs
+from server.profiling.services import (
+    claim_job,
+    mark_stale_devices_offline,
+    report_progress,
+    requeue_orphaned_jobs,
+    sweep_lab,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +77,7 @@ def test_queued_job_moves_to_an_equivalent_device(member: Any, make_job: Any, ma
     assert gone.status == DeviceStatus.OFFLINE and gone.offline_since is not None
 
 
-def test_queued_job_fails_with_a_reason_when_no_equivalent_is_online(
+def test_queued_job_waits_when_no_equivalent_is_online_then_fails_past_the_team_limit(
     member: Any, make_job: Any, make_device: Any
 ) -> None:
     gone = make_device(identity="cpu:gone", name="box-1")
@@ -78,12 +85,45 @@ def test_queued_job_fails_with_a_reason_when_no_equivalent_is_online(
     Device.objects.filter(pk=twin.pk).update(status=DeviceStatus.OFFLINE)
     job = make_job(member.team, device=gone)
     silence(gone)
-    mark_stale_devices_offline()
+    now = timezone.now()
+    sweep_lab(now)
+    job.refresh_from_db()
+    assert job.state == JobState.QUEUED and job.device_id == gone.pk  # it waits for its device
+
+    limit = member.team.offline_wait_seconds
+    assert limit == 3600  # the default: an hour
+    sweep_lab(now + timedelta(seconds=limit - 1))
+    job.refresh_from_db()
+    assert job.state == JobState.QUEUED
+    sweep_lab(now + timedelta(seconds=limit + 1))
     job.refresh_from_db()
     assert job.state == JobState.FAILED
-    assert "device 'box-1'" in job.failure_reason
-    assert "went offline at" in job.failure_reason
-    assert job.failure_reason.endswith("no equivalent online device exists")
+    assert "device 'box-1'" in job.failure_reason and "has been offline since" in job.failure_reason
+    assert f"longer than the {limit} s team {member.team.name!r} lets a job wait" in job.failure_reason
+
+
+def test_a_waiting_job_moves_to_an_equivalent_that_comes_online(member: Any, make_job: Any, make_device: Any) -> None:
+    gone = make_device(identity="cpu:gone", name="box-1")
+    job = make_job(member.team, device=gone)
+    silence(gone)
+    sweep_lab()
+    assert ProfilingJob.objects.get(pk=job.pk).device_id == gone.pk
+    twin = make_device(identity="cpu:twin", worker="worker-b")
+    sweep_lab()
+    job.refresh_from_db()
+    assert (job.state, job.device_id) == (JobState.QUEUED, twin.pk)
+    assert "moved from device 'box-1'" in job.moved_from
+
+
+def test_a_waiting_job_runs_when_its_device_comes_back(member: Any, make_job: Any, make_device: Any) -> None:
+    device = make_device(worker="worker-a")
+    job = make_job(member.team, device=device)
+    silence(device)
+    sweep_lab()
+    heartbeat("worker-a", [device.identity])
+    device.refresh_from_db()
+    assert device.status == DeviceStatus.ONLINE
+    assert claim_job(job.pk, "run-1", device_id=device.pk) is not None
 
 
 def test_running_job_of_a_dead_worker_is_requeued_then_moved(member: Any, make_job: Any, make_device: Any) -> None:
