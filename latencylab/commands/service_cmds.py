@@ -8,6 +8,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any
 
@@ -149,17 +150,46 @@ def run_manage(args: argparse.Namespace) -> int:
     return 0
 
 
+def _die_with_parent() -> None:
+    """In a child between fork and exec: get SIGTERM when ``up`` dies, even by SIGKILL (Linux)."""
+    from billiard.util import set_pdeathsig
+
+    set_pdeathsig(signal.SIGTERM)
+
+
 class Service:
-    """The web server, one worker and the trainer as child processes, stopped together."""
+    """The web server, one worker and the trainer as child processes, stopped together.
+
+    SIGINT and SIGTERM are handled explicitly (a shell starts background jobs with SIGINT
+    ignored, so Python's KeyboardInterrupt cannot be relied on): either stops the children, then
+    ``up`` exits. A child that dies on its own is started again after a back-off, so one crashed
+    worker does not take the web server down; a child of a killed ``up`` gets SIGTERM from the
+    kernel (parent-death signal), so nothing is left running.
+    """
+
+    RESTART_DELAY_SECONDS = (1.0, 30.0)
 
     def __init__(self, host: str, port: int, worker_loglevel: str = "INFO") -> None:
         self.host, self.port = host, port
         self.worker_loglevel = worker_loglevel
-        self.procs: list[subprocess.Popen[bytes]] = []
+        self.commands: dict[str, list[str]] = {}
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.stopping = threading.Event()
+        self._restart_at: dict[str, float] = {}
+        self._delay: dict[str, float] = {}
+
+    def install_signal_handlers(self) -> None:
+        """SIGINT and SIGTERM ask for a stop (a second one is the same request)."""
+
+        def handle(signum: int, frame: Any) -> None:
+            self.stopping.set()
+
+        signal.signal(signal.SIGINT, handle)
+        signal.signal(signal.SIGTERM, handle)
 
     def start(self) -> None:
         """Start gunicorn, a worker and the trainer; they inherit this process's environment."""
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="server.settings")
+        self.install_signal_handlers()
         web = [
             sys.executable,
             "-m",
@@ -187,23 +217,44 @@ class Service:
         ]
         # Predictors train in their own process, never in a device's (it would disturb measurements).
         trainer = [sys.executable, "-m", "latencylab.cli", "trainer", "--loglevel", self.worker_loglevel]
-        self.procs = [
-            subprocess.Popen(web, env=env),
-            subprocess.Popen(worker, env=env),
-            subprocess.Popen(trainer, env=env),
-        ]
+        self.commands = {"web": web, "worker": worker, "trainer": trainer}
+        for name in self.commands:
+            self._spawn(name)
+
+    def _spawn(self, name: str) -> None:
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="server.settings")
+        self.procs[name] = subprocess.Popen(self.commands[name], env=env, preexec_fn=_die_with_parent)
+        self._restart_at.pop(name, None)
 
     def alive(self) -> bool:
-        """Whether every child still runs."""
-        return all(p.poll() is None for p in self.procs)
+        """Whether every child runs now."""
+        return all(p.poll() is None for p in self.procs.values())
+
+    def supervise(self) -> None:
+        """Start again, after a growing back-off, any child that died on its own."""
+        now = time.monotonic()
+        for name, proc in self.procs.items():
+            if name in self._restart_at:
+                if now >= self._restart_at[name]:
+                    print(f"up: starting the {name} again", file=sys.stderr, flush=True)
+                    self._spawn(name)
+                continue
+            code = proc.poll()
+            if code is None:
+                continue
+            delay = self._delay.get(name, self.RESTART_DELAY_SECONDS[0])
+            how = f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with status {code}"
+            print(f"up: the {name} {how}; starting it again in {delay:.0f} s", file=sys.stderr, flush=True)
+            self._restart_at[name] = now + delay
+            self._delay[name] = min(delay * 2, self.RESTART_DELAY_SECONDS[1])
 
     def stop(self) -> None:
         """SIGTERM every child, then SIGKILL whatever has not stopped after 20 s."""
-        for p in self.procs:
+        for p in self.procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 20
-        for p in self.procs:
+        for p in self.procs.values():
             try:
                 p.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -211,18 +262,16 @@ class Service:
                 p.wait()
 
     def wait(self) -> int:
-        """Block until Ctrl-C or a child exits; then stop the others."""
+        """Keep the children running until SIGINT or SIGTERM; then stop them all."""
         try:
-            while self.alive():
-                time.sleep(0.5)
-            return 1
-        except KeyboardInterrupt:
+            while not self.stopping.wait(0.5):
+                self.supervise()
             return 0
         finally:
             self.stop()
 
 
-def _wait_for_http(host: str, port: int, timeout: float = 60) -> None:
+def _wait_for_http(host: str, port: int, timeout: float = 60, service: Service | None = None) -> None:
     import urllib.error
     import urllib.request
 
@@ -236,7 +285,21 @@ def _wait_for_http(host: str, port: int, timeout: float = 60) -> None:
         except OSError:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the web server did not answer on {host}:{port} within {timeout:.0f} s") from None
-            time.sleep(0.5)
+            _pause(service)
+
+
+def _pause(service: Service | None) -> None:
+    """Half a second of a wait loop; ``Interrupted`` when a stop was asked for meanwhile."""
+    if service is None:
+        time.sleep(0.5)
+        return
+    if service.stopping.wait(0.5):
+        raise Interrupted("interrupted")
+    service.supervise()
+
+
+class Interrupted(RuntimeError):
+    """SIGINT or SIGTERM arrived while ``up`` or ``demo`` was starting."""
 
 
 def _get_json(url: str, token: str) -> Any:
@@ -254,12 +317,19 @@ def up(args: argparse.Namespace) -> int:
     migrate()
     service = Service(args.host, args.port)
     service.start()
-    _wait_for_http(args.host, args.port)
-    print(f"LatencyLab is up at http://{args.host}:{args.port}/ (API docs: /api/docs/). Ctrl-C stops it.")
+    try:
+        _wait_for_http(args.host, args.port, service=service)
+    except Interrupted:
+        service.stop()
+        return 0
+    except RuntimeError as exc:
+        service.stop()
+        return fail(str(exc), 1)
+    print(f"LatencyLab is up at http://{args.host}:{args.port}/ (API docs: /api/docs/). Ctrl-C stops it.", flush=True)
     return service.wait()
 
 
-def _wait_for_cpu_device(timeout: float = 120) -> Any:
+def _wait_for_cpu_device(service: Service, timeout: float = 120) -> Any:
     from server.devices.models import Device
 
     deadline = time.monotonic() + timeout
@@ -267,7 +337,7 @@ def _wait_for_cpu_device(timeout: float = 120) -> Any:
         device = Device.objects.online().filter(kind="cpu").order_by("pk").first()
         if device is not None:
             return device
-        time.sleep(0.5)
+        _pause(service)
     raise RuntimeError("no host CPU device registered within the time limit; see the worker's log above")
 
 
@@ -299,11 +369,9 @@ def _wait_for_jobs(jobs: list[Any], service: Service, timeout: float = 1800) -> 
             last = line
         if all(j.state in ("succeeded", "failed", "cancelled") for j in rows):
             return rows
-        if not service.alive():
-            raise RuntimeError("a service process stopped while the demo jobs ran; see its log above")
         if time.monotonic() > deadline:
             raise RuntimeError("the demo jobs did not finish in time")
-        time.sleep(1)
+        _pause(service)
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -322,11 +390,11 @@ def demo(args: argparse.Namespace) -> int:
     service = Service(args.host, args.port, worker_loglevel="WARNING")
     service.start()
     try:
-        _wait_for_http(args.host, args.port)
-        device = _wait_for_cpu_device()
+        _wait_for_http(args.host, args.port, service=service)
+        device = _wait_for_cpu_device(service)
         print(f"profiling {args.models} on {device.name} ...", flush=True)
         jobs = _wait_for_jobs(_run_demo_jobs(args, user, team, device), service)
-    except (RuntimeError, KeyboardInterrupt) as exc:
+    except RuntimeError as exc:  # Interrupted too
         service.stop()
         return fail(str(exc) or "interrupted", 1)
     rows = []
