@@ -1,12 +1,19 @@
-"""How predictors and predictions look in the API."""
+"""How predictors and predictions look in the API, and the request bodies that ask for them."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
+from rest_framework.settings import api_settings
 
+from server.api.fields import IdField, StrictBooleanField
+from server.api.serializers import GraphDocumentSerializer, existing_device
+from server.devices.models import Device
 from server.predictors.models import Predictor, PredictorMethod
 
 
@@ -53,8 +60,21 @@ class PredictorDetailSerializer(PredictorSerializer):
         read_only_fields = fields
 
 
+class PredictorRequest(TypedDict):
+    """A validated ``POST /api/predictors/`` body."""
+
+    device: Device
+    method: str
+    threads: int
+    seed: int
+    search: str
+    overhead: str
+
+
 class PredictorCreateSerializer(serializers.Serializer):
     """What a client sends to train a new predictor version."""
+
+    # ``validated_data`` is a ``PredictorRequest`` (the device found).
 
     device = serializers.IntegerField(help_text="Id of a device (GET /api/devices/).")
     method = serializers.ChoiceField(choices=PredictorMethod.choices, default="gbdt")
@@ -69,24 +89,115 @@ class PredictorCreateSerializer(serializers.Serializer):
         help_text="T_overhead model: the paper's constant, a * sum + T, or a * predicted_sum**b + T (calibrated).",
     )
 
+    def validate_device(self, value: int) -> Device:
+        """A registered device."""
+        return existing_device(value)
+
 
 class ArchitectureSerializer(serializers.Serializer):
-    """One architecture: a name and exactly one of graph, nb201, onnx_base64 (schema only)."""
+    """One architecture: a name and exactly one of graph, nb201, onnx_base64 (no other keys)."""
 
-    name = serializers.CharField(required=False)
-    graph = serializers.DictField(required=False, help_text="A graph JSON document (schema_version 1).")
+    # It documents an item of ``architectures``; ``devicelab.predict.batch.parse_item`` reads and
+    # checks each item (in the batch's worker processes too), so that a bad one is named by index
+    # and name in the answer's ``errors`` together with every other bad one, not one at a time.
+    # tests/server/test_api_predict_request.py keeps these fields equal to the keys it reads.
+
+    name = serializers.CharField(required=False, help_text="Default: architecture-<index>.")
+    graph = GraphDocumentSerializer(required=False, help_text="A graph JSON document (docs/graph-format.md).")
     nb201 = serializers.CharField(required=False, help_text="A NAS-Bench-201 cell string.")
     onnx_base64 = serializers.CharField(required=False, help_text="An .onnx file, base64-encoded.")
+
+
+class ArchitecturesField(serializers.ListField):
+    """The batch: a non-empty JSON list of at most ``LATENCYLAB_PREDICT_MAX_BATCH`` architectures.
+
+    Only the list is checked here, and it is kept as it came (no copy of a 12 MB batch); each item
+    is read by ``parse_item`` (see ``ArchitectureSerializer``)."""
+
+    default_error_messages = {
+        "required": "architectures must be a non-empty list",
+        "null": "architectures must be a non-empty list",
+        "not_a_list": "architectures must be a non-empty list",
+        "over_limit": "{count} architectures is over the limit of {limit} (LATENCYLAB_PREDICT_MAX_BATCH)",
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=ArchitectureSerializer(), **kwargs)
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        """The list itself, or a ``ValidationError`` saying what is wrong with it."""
+        if not isinstance(data, list) or not data:
+            self.fail("not_a_list")
+        limit = settings.LATENCYLAB_PREDICT_MAX_BATCH
+        if len(data) > limit:
+            self.fail("over_limit", count=len(data), limit=limit)
+        return data
+
+
+class PredictRequest(TypedDict):
+    """A validated ``POST /api/predict/`` body."""
+
+    device: int | None
+    predictor: int | None
+    method: str | None
+    architectures: list[Any]
+    breakdown: bool
 
 
 class PredictRequestSerializer(serializers.Serializer):
     """A batch of architectures to predict, for a device or a named predictor."""
 
-    device = serializers.IntegerField(required=False, help_text="A device: its best ready predictor answers.")
-    predictor = serializers.IntegerField(required=False, help_text="A predictor id (GET /api/predictors/).")
-    method = serializers.ChoiceField(choices=PredictorMethod.choices, required=False)
-    architectures = ArchitectureSerializer(many=True)
-    breakdown = serializers.BooleanField(default=False, help_text="Also return each kernel's predicted latency.")
+    # ``validated_data`` is a ``PredictRequest``. Which device or predictor the ids name, and
+    # whether it is ready, is the service's answer (404, 409).
+
+    default_error_messages = {"invalid": "the request body must be a JSON object, got {datatype}"}
+
+    device = IdField("device", allow_null=True, default=None, help_text="A device: its best ready predictor answers.")
+    predictor = IdField("predictor", allow_null=True, default=None, help_text="A predictor id (GET /api/predictors/).")
+    method = serializers.ChoiceField(
+        choices=PredictorMethod.choices,
+        allow_null=True,
+        default=None,
+        help_text="With a device: only its predictors of this method.",
+        error_messages={"invalid_choice": f"unknown method {{input!r}}; expected one of {PredictorMethod.values}"},
+    )
+    architectures = ArchitecturesField(help_text="At most LATENCYLAB_PREDICT_MAX_BATCH (1,000 by default).")
+    breakdown = StrictBooleanField(
+        default=False,
+        help_text="Also return each kernel's predicted latency.",
+        error_messages={
+            "invalid": "breakdown must be true or false, got {value!r}",
+            "null": "breakdown must be true or false, got None",
+        },
+    )
+
+    def run_validation(self, data: Any = empty) -> PredictRequest:
+        """The request; errors by key, the body's own under ``non_field_errors`` (as ``is_valid`` has them)."""
+        if data is None:
+            raise serializers.ValidationError(
+                {api_settings.NON_FIELD_ERRORS_KEY: [self.error_messages["invalid"].format(datatype="null")]}
+            )
+        return cast(PredictRequest, super().run_validation(data))
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        """Refuse keys the request does not have (a typo must not be ignored) before checking the others."""
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {
+                        api_settings.NON_FIELD_ERRORS_KEY: [
+                            f"unknown key(s) {unknown}; expected device or predictor, method, architectures, breakdown"
+                        ]
+                    }
+                )
+        return dict(super().to_internal_value(data))
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """A device or a predictor must say who answers."""
+        if attrs["device"] is None and attrs["predictor"] is None:
+            raise serializers.ValidationError("give a device or a predictor")
+        return attrs
 
 
 class KernelResultSerializer(serializers.Serializer):
@@ -124,12 +235,3 @@ class PredictResponseSerializer(serializers.Serializer):
 
     predictor = AnsweringPredictorSerializer()
     results = PredictionResultSerializer(many=True)
-
-
-def as_int(value: Any, key: str) -> int | None:
-    """An optional id of the request body, or a ValueError naming the key."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{key} must be an id (a positive integer), got {value!r}")
-    return value

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
+from server.api.filters import PredictorFilterSet
 from server.api.parsers import FastJSONParser
 from server.api.predict_serializers import (
     PredictorCreateSerializer,
     PredictorDetailSerializer,
+    PredictorRequest,
     PredictorSerializer,
     PredictRequestSerializer,
     PredictResponseSerializer,
-    as_int,
 )
-from server.devices.models import Device
-from server.predictors.models import Predictor, PredictorMethod, PredictorState
+from server.predictors.models import Predictor
 from server.predictors.services import request_predictor
 from server.predictors.serving import (
     ArchitectureErrors,
@@ -35,18 +34,13 @@ from server.predictors.serving import (
 
 
 @extend_schema_view(
-    list=extend_schema(
-        summary="List the predictors you can use (your team's and the shared ones)",
-        parameters=[
-            OpenApiParameter("device", int, description="only predictors of this device"),
-            OpenApiParameter("method", str, enum=PredictorMethod.values, description="only this method"),
-            OpenApiParameter("state", str, enum=PredictorState.values, description="only predictors in this state"),
-        ],
-    ),
+    list=extend_schema(summary="List the predictors you can use (your team's and the shared ones)"),
     retrieve=extend_schema(summary="A predictor with its evaluation and how it was made"),
 )
 class PredictorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Latency predictor versions."""
+
+    filterset_class = PredictorFilterSet
 
     def get_queryset(self) -> QuerySet[Predictor]:
         """The team's and the shared predictors: another team's ids answer 404."""
@@ -55,26 +49,6 @@ class PredictorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         rows = Predictor.objects.visible_to(self.request.team).select_related("device").defer("artifact")
         if self.action == "list":
             rows = rows.defer("artifact", "meta")
-            params = self.request.query_params
-            device = params.get("device")
-            if device:
-                if not device.isdigit():
-                    raise ValidationError({"device": f"device must be an id (a positive integer), got {device!r}"})
-                rows = rows.filter(device_id=int(device))
-            method = params.get("method")
-            if method:
-                if method not in PredictorMethod.values:
-                    raise ValidationError(
-                        {"method": f"unknown method {method!r}; expected one of {PredictorMethod.values}"}
-                    )
-                rows = rows.filter(method=method)
-            state = params.get("state")
-            if state:
-                if state not in PredictorState.values:
-                    raise ValidationError(
-                        {"state": f"unknown state {state!r}; expected one of {PredictorState.values}"}
-                    )
-                rows = rows.filter(state=state)
         return rows
 
     def get_serializer_class(self) -> type[BaseSerializer]:
@@ -93,13 +67,10 @@ class PredictorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         """Queue the training of the next version; the trainer process picks it up."""
         incoming = PredictorCreateSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
-        data = incoming.validated_data
-        device = Device.objects.filter(pk=data["device"]).first()
-        if device is None:
-            raise ValidationError({"device": f"there is no device #{data['device']} (GET /api/devices/)"})
+        data: PredictorRequest = incoming.validated_data
         row = request_predictor(
             request.team,
-            device,
+            data["device"],
             method=data["method"],
             threads=data["threads"],
             seed=data["seed"],
@@ -141,30 +112,17 @@ class PredictView(APIView):
                 request._data = request._full_data = {}
 
     def _answer(self, request: Request) -> Response:
-        body = request.data
-        if not isinstance(body, dict):
-            raise ValidationError("the request body must be a JSON object")
-        unknown = sorted(set(body) - {"device", "predictor", "method", "architectures", "breakdown"})
-        if unknown:
-            raise ValidationError(
-                f"unknown key(s) {unknown}; expected device or predictor, method, architectures, breakdown"
-            )
-        try:
-            device_id = as_int(body.get("device"), "device")
-            predictor_id = as_int(body.get("predictor"), "predictor")
-        except ValueError as exc:
-            raise ValidationError(str(exc)) from None
-        method = body.get("method")
-        if method is not None and method not in PredictorMethod.values:
-            raise ValidationError({"method": f"unknown method {method!r}; expected one of {PredictorMethod.values}"})
-        breakdown = body.get("breakdown", False)
-        if not isinstance(breakdown, bool):
-            raise ValidationError({"breakdown": f"breakdown must be true or false, got {breakdown!r}"})
-        if device_id is None and predictor_id is None:
-            raise ValidationError("give a device or a predictor")
+        # run_validation, not is_valid(): a serializer given data= keeps it, and its fields point
+        # back at it (a reference cycle), so the batch would outlive the request (see post()).
+        body = PredictRequestSerializer().run_validation(request.data)
         try:
             answer = predict_for_team(
-                request.team, body.get("architectures"), device_id, predictor_id, method, breakdown=breakdown
+                request.team,
+                body["architectures"],
+                body["device"],
+                body["predictor"],
+                body["method"],
+                breakdown=body["breakdown"],
             )
         except PredictorNotFound as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)

@@ -1,18 +1,88 @@
-"""How models, devices, jobs and results look in the API."""
+"""How models, devices, jobs and results look in the API, and the request bodies that create them.
+
+A request body has one serializer that both validates it (the view calls ``is_valid``) and
+documents it in ``/api/schema/``, so the schema cannot promise what the checks refuse.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.fields import empty
+from rest_framework.settings import api_settings
 
+from devicelab.backends.base import MAX_RUNS, MAX_THREADS, MAX_WARMUP_RUNS, PRECISIONS
+from devicelab.graph import Graph, GraphError, graph_from_dict
+from devicelab.graph.jsonio import SCHEMA_VERSION
+from devicelab.graph.ops import DTYPES
+from server.api.fields import StrictCharField, StrictIntegerField
 from server.devices.models import Device
 from server.networks.models import NetworkModel
 from server.networks.services import operator_table
 from server.profiling.models import JobResult, OperatorTiming, ProfilingJob
 
 # -- networks ----------------------------------------------------------------------------------
+
+
+class GraphInputSerializer(serializers.Serializer):
+    """One graph input of a graph JSON document."""
+
+    name = serializers.CharField(allow_blank=True)
+    shape = serializers.ListField(
+        child=serializers.IntegerField(min_value=1), help_text="Static NCHW shape with the batch dimension."
+    )
+    dtype = serializers.ChoiceField(choices=list(DTYPES), required=False, default="float32")
+
+
+class GraphOperatorSerializer(serializers.Serializer):
+    """One operator of a graph JSON document, in topological order."""
+
+    name = serializers.CharField(required=False, allow_blank=True, help_text="Unique; op_<index> when left out.")
+    type = serializers.CharField(help_text="An operator type of docs/graph-format.md (conv2d, relu, add, ...).")
+    inputs = serializers.ListField(
+        child=serializers.CharField(allow_blank=True), help_text="Tensors it reads, written before it."
+    )
+    outputs = serializers.ListField(
+        child=serializers.CharField(allow_blank=True), min_length=1, help_text="Tensors it writes, each written once."
+    )
+    attrs = serializers.DictField(required=False, help_text="Its attributes; those with a default may be left out.")
+    output_shapes = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField()),
+        required=False,
+        help_text="Optional; when given they must equal the inferred ones.",
+    )
+
+
+class GraphDocumentSerializer(serializers.Serializer):
+    """A graph JSON document (docs/graph-format.md): graph inputs, then operators in topological order."""
+
+    # The fields document the format; validating runs devicelab's one reader (``graph_from_dict``,
+    # which model uploads and predictions run too), so this declaration cannot accept what they
+    # refuse, and checks the operators' attributes and shapes that fields could not express.
+
+    schema_version = serializers.IntegerField(
+        min_value=SCHEMA_VERSION, max_value=SCHEMA_VERSION, help_text=f"Always {SCHEMA_VERSION}."
+    )
+    name = serializers.CharField(required=False, allow_blank=True, default="graph")
+    inputs = GraphInputSerializer(many=True, allow_empty=False)
+    outputs = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        help_text="Default: the last operator's last output.",
+    )
+    operators = GraphOperatorSerializer(many=True, allow_empty=False)
+
+    def to_internal_value(self, data: Any) -> Graph:
+        """The ``Graph``, or a ``ValidationError`` with the reader's reason (operator and what is wrong)."""
+        try:
+            return graph_from_dict(data)
+        except GraphError as exc:
+            raise serializers.ValidationError(
+                {api_settings.NON_FIELD_ERRORS_KEY: [str(exc)]}, code="bad_graph"
+            ) from None
 
 
 class ModelUploadSerializer(serializers.Serializer):
@@ -106,17 +176,136 @@ class DeviceSerializer(serializers.ModelSerializer):
 # -- jobs --------------------------------------------------------------------------------------
 
 
+class JobSettings(TypedDict, total=False):
+    """The settings a client gave (``ProfileSettings`` keys); the service fills in the rest."""
+
+    backend: str
+    threads: int
+    cores: list[int]
+    precision: str
+    warmup_runs: int
+    runs: int
+
+
+class JobRequest(TypedDict):
+    """A validated ``POST /api/jobs/`` body: the rows it names and its settings."""
+
+    model: NetworkModel
+    device: Device
+    settings: JobSettings
+
+
+class CoresField(serializers.ListField):
+    """CPU core ids to pin the run to: a JSON list of non-negative integers."""
+
+    default_error_messages = {
+        "invalid": "must be a list of non-negative integers, got {value!r}",
+        "null": "must be a list of non-negative integers, got None",
+        "too_many": f"lists {{count}} core ids; at most {MAX_THREADS}",
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(child=serializers.IntegerField(min_value=0), max_length=MAX_THREADS, **kwargs)
+
+    def to_internal_value(self, data: Any) -> list[int]:
+        """The core ids, or a ``ValidationError`` that shows the value sent."""
+        if not isinstance(data, list) or not all(
+            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in data
+        ):
+            self.fail("invalid", value=data)
+        if len(data) > MAX_THREADS:
+            self.fail("too_many", count=len(data))
+        return list(data)
+
+
+class JobSettingsSerializer(serializers.Serializer):
+    """How to measure; keys left out take their defaults, and the device must offer what is asked."""
+
+    # The wire format only (the keys of ``ProfileSettings``, their types and bounds). Whether the
+    # device can honour them (its kind, precisions, threads, cores) is the service's check at
+    # submission. Errors are one flat list of messages that each name the key
+    # (``settings.threads must be an integer, got 'four'``), as the service's are.
+
+    backend = StrictCharField(required=False, help_text="The device's kind (the default); another is refused.")
+    threads = StrictIntegerField(required=False, min_value=1, max_value=MAX_THREADS, help_text="Default 1.")
+    cores = CoresField(required=False, help_text="Core ids to pin the run to; empty (the default): the OS decides.")
+    precision = serializers.ChoiceField(
+        choices=list(PRECISIONS),
+        required=False,
+        help_text="Default fp32; the device must offer it.",
+        error_messages={"invalid_choice": f"{{input!r}} is not {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}"},
+    )
+    warmup_runs = StrictIntegerField(required=False, min_value=0, max_value=MAX_WARMUP_RUNS, help_text="Default 5.")
+    runs = StrictIntegerField(required=False, min_value=1, max_value=MAX_RUNS, help_text="Default 30.")
+
+    def run_validation(self, data: Any = empty) -> JobSettings:
+        """The given settings; as a request's ``settings``, a ``ValidationError`` listing every bad key."""
+        try:
+            return cast(JobSettings, dict(super().run_validation(data)))
+        except serializers.ValidationError as exc:
+            if self.parent is None:  # validated alone, its errors stay a dict by key
+                raise
+            raise serializers.ValidationError(_flat_settings_errors(exc.detail)) from None
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        """Refuse keys ``ProfileSettings`` does not have before checking the others."""
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {
+                        api_settings.NON_FIELD_ERRORS_KEY: [
+                            f"unknown settings key(s) {unknown}; known keys: {sorted(self.fields)}"
+                        ]
+                    }
+                )
+        return dict(super().to_internal_value(data))
+
+
+def _flat_settings_errors(detail: Any) -> list[str]:
+    """``{"threads": ["must be ..."]}`` as ``["settings.threads must be ..."]``."""
+    if not isinstance(detail, dict):
+        return [str(m) for m in detail]
+    return [
+        str(m) if key == api_settings.NON_FIELD_ERRORS_KEY else f"settings.{key} {m}"
+        for key, messages in detail.items()
+        for m in messages
+    ]
+
+
 class JobCreateSerializer(serializers.Serializer):
     """What a client sends to queue a job."""
 
+    # Validating finds the rows (the team's model: ``context["team"]``): ``validated_data`` is a
+    # ``JobRequest``.
+
     model = serializers.IntegerField(help_text="Id of one of your team's models.")
     device = serializers.IntegerField(help_text="Id of a device (GET /api/devices/).")
-    settings = serializers.DictField(
+    settings = JobSettingsSerializer(
         required=False,
         default=dict,
         help_text="ProfileSettings: backend, threads, cores, precision, warmup_runs, runs. Missing keys take "
         "their defaults; backend defaults to the device's kind.",
     )
+
+    def validate_model(self, value: int) -> NetworkModel:
+        """One of the caller's team's models."""
+        model = NetworkModel.objects.for_team(self.context["team"]).filter(pk=value).first()
+        if model is None:
+            raise serializers.ValidationError(f"there is no model #{value} in your team (GET /api/models/)")
+        return model
+
+    def validate_device(self, value: int) -> Device:
+        """A registered device (every team may use every device)."""
+        return existing_device(value)
+
+
+def existing_device(pk: int) -> Device:
+    """The device with id ``pk``, or a ``ValidationError`` pointing at the device list."""
+    device = Device.objects.filter(pk=pk).first()
+    if device is None:
+        raise serializers.ValidationError(f"there is no device #{pk} (GET /api/devices/)")
+    return device
 
 
 class OperatorTimingSerializer(serializers.ModelSerializer):

@@ -7,7 +7,6 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import Prefetch, QuerySet
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -17,10 +16,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
+from server.api.filters import DeviceFilterSet, JobFilterSet
 from server.api.serializers import (
     DeviceSerializer,
+    GraphDocumentSerializer,
     JobCreateSerializer,
     JobDetailSerializer,
+    JobRequest,
     JobSerializer,
     ModelUploadSerializer,
     NetworkModelDetailSerializer,
@@ -29,7 +31,7 @@ from server.api.serializers import (
 from server.devices.models import Device
 from server.networks.models import NetworkModel
 from server.networks.services import UploadTooLarge, check_upload_size, upload_model
-from server.profiling.models import JobState, OperatorTiming, ProfilingJob
+from server.profiling.models import OperatorTiming, ProfilingJob
 from server.profiling.services import cancel_job, submit_profiling_job
 
 # Multipart framing and the form's other fields ride on top of the model file itself.
@@ -60,7 +62,7 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         description="Send the file as multipart field `file` (ONNX, TFLite or graph JSON; optional `name`), or send "
         "a graph JSON document (schema_version 1) as the request body. The same bytes uploaded again "
         "return the existing model with 200.",
-        request={"multipart/form-data": ModelUploadSerializer, "application/json": OpenApiTypes.OBJECT},
+        request={"multipart/form-data": ModelUploadSerializer, "application/json": GraphDocumentSerializer},
         parameters=[OpenApiParameter("name", str, description="display name, for a JSON body")],
         responses={
             201: NetworkModelDetailSerializer,
@@ -122,21 +124,17 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
 
     serializer_class = DeviceSerializer
     queryset = Device.objects.all()
+    filterset_class = DeviceFilterSet
 
 
 @extend_schema_view(
-    list=extend_schema(
-        summary="List your team's jobs",
-        parameters=[
-            OpenApiParameter("state", str, enum=JobState.values, description="only jobs in this state"),
-            OpenApiParameter("device", int, description="only jobs on this device"),
-            OpenApiParameter("model", int, description="only jobs of this model"),
-        ],
-    ),
+    list=extend_schema(summary="List your team's jobs"),
     retrieve=extend_schema(summary="A job with its result and per-operator timings"),
 )
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Profiling jobs of your team."""
+
+    filterset_class = JobFilterSet
 
     def get_queryset(self) -> QuerySet[ProfilingJob]:
         """Only the caller's team's jobs: another team's ids answer 404."""
@@ -148,23 +146,6 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         if self.action == "retrieve":
             ordered = Prefetch("result__operators", queryset=OperatorTiming.objects.order_by("pk"))
             jobs = jobs.select_related("result").prefetch_related(ordered)
-        if self.action == "list":
-            jobs = self._filtered(jobs)
-        return jobs
-
-    def _filtered(self, jobs: QuerySet[ProfilingJob]) -> QuerySet[ProfilingJob]:
-        params = self.request.query_params
-        state = params.get("state")
-        if state:
-            if state not in JobState.values:
-                raise ValidationError({"state": f"unknown state {state!r}; expected one of {JobState.values}"})
-            jobs = jobs.filter(state=state)
-        for key in ("device", "model"):
-            value = params.get(key)
-            if value:
-                if not value.isdigit():
-                    raise ValidationError({key: f"{key} must be an id (a positive integer), got {value!r}"})
-                jobs = jobs.filter(**{f"{key}_id": int(value)})
         return jobs
 
     def get_serializer_class(self) -> type[BaseSerializer]:
@@ -183,17 +164,10 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Queue a job for one of your models on a device."""
-        incoming = JobCreateSerializer(data=request.data)
+        incoming = JobCreateSerializer(data=request.data, context={"team": request.team})
         incoming.is_valid(raise_exception=True)
-        data = incoming.validated_data
-        team = request.team
-        model = NetworkModel.objects.for_team(team).filter(pk=data["model"]).first()
-        if model is None:
-            raise ValidationError({"model": f"there is no model #{data['model']} in your team (GET /api/models/)"})
-        device = Device.objects.filter(pk=data["device"]).first()
-        if device is None:
-            raise ValidationError({"device": f"there is no device #{data['device']} (GET /api/devices/)"})
-        job = submit_profiling_job(team, model, device, data.get("settings") or {}, user=request.user)
+        data: JobRequest = incoming.validated_data
+        job = submit_profiling_job(request.team, data["model"], data["device"], data["settings"], user=request.user)
         body = JobDetailSerializer(job, context=self.get_serializer_context()).data
         return Response(body, status=status.HTTP_201_CREATED)
 

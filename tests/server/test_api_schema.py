@@ -39,3 +39,56 @@ def test_docs_page_loads_its_assets_from_our_own_static_files() -> None:
     asset = APIClient().get("/static/drf_spectacular_sidecar/swagger-ui-dist/swagger-ui-bundle.js")
     assert asset.status_code == 200
     assert APIClient().get("/api/redoc/").status_code == 200
+
+
+def _schema() -> dict[str, Any]:
+    response = APIClient().get("/api/schema/?format=json")
+    assert response.status_code == 200
+    return response.json()  # type: ignore[no-any-return]
+
+
+def test_list_filters_are_documented_with_their_choices() -> None:
+    from server.devices.models import DeviceKind, DeviceStatus
+    from server.predictors.models import PredictorMethod, PredictorState
+    from server.profiling.models import JobState
+
+    paths = _schema()["paths"]
+    expected = {
+        "/api/devices/": {"kind": DeviceKind.values, "status": DeviceStatus.values},
+        "/api/jobs/": {"state": JobState.values, "device": None, "model": None},
+        "/api/predictors/": {"device": None, "method": PredictorMethod.values, "state": PredictorState.values},
+    }
+    for path, filters in expected.items():
+        params = {p["name"]: p for p in paths[path]["get"]["parameters"] if p["in"] == "query"}
+        assert set(filters) | {"page", "page_size"} == set(params), path
+        for name, choices in filters.items():
+            schema = params[name]["schema"]
+            if choices is None:
+                assert schema["type"] == "integer", (path, name)
+            else:
+                assert sorted(schema["enum"]) == sorted(choices), (path, name)
+    assert (
+        "idle or running a job"
+        in {p["name"]: p for p in paths["/api/devices/"]["get"]["parameters"]}["status"]["description"]
+    )
+
+
+def test_request_bodies_are_documented_by_their_serializers() -> None:
+    schema = _schema()
+    components = schema["components"]["schemas"]
+
+    def body(path: str, content: str = "application/json") -> dict[str, Any]:
+        ref = schema["paths"][path]["post"]["requestBody"]["content"][content]["schema"]["$ref"]
+        return components[ref.rsplit("/", 1)[1]]  # type: ignore[no-any-return]
+
+    predict = body("/api/predict/")
+    assert set(predict["properties"]) == {"device", "predictor", "method", "architectures", "breakdown"}
+    item = components[predict["properties"]["architectures"]["items"]["$ref"].rsplit("/", 1)[1]]
+    assert set(item["properties"]) == {"name", "graph", "nb201", "onnx_base64"}
+    jobs = body("/api/jobs/")
+    settings = components[jobs["properties"]["settings"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
+    assert set(settings["properties"]) == {"backend", "threads", "cores", "precision", "warmup_runs", "runs"}
+    assert settings["properties"]["threads"]["minimum"] == 1
+    graph = body("/api/models/")
+    assert {"schema_version", "inputs", "operators"} <= set(graph["required"])
+    assert set(body("/api/predictors/")["properties"]) >= {"device", "method", "threads"}
