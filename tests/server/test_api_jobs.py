@@ -104,6 +104,12 @@ def test_list_filters_by_state(api: Any, model: Any, device: Any) -> None:
         ({"cores": [0, -1]}, ["settings.cores must be a list of non-negative integers"]),
         ({"backend": "opencl"}, ["settings.backend 'opencl' does not match device", "cpu device"]),
         ([1, 2], ["Expected a dictionary"]),
+        # JSON values are taken as sent: DRF's own fields would read "4" as 4 and 1 as true.
+        ({"threads": "4"}, ["settings.threads must be an integer, got '4'"]),
+        ({"warmup_runs": True}, ["settings.warmup_runs must be an integer, got True"]),
+        ({"runs": None}, ["settings.runs must be an integer, got None"]),
+        ({"backend": 5}, ["settings.backend must be a string, got 5"]),
+        ({"cores": "0,1"}, ["settings.cores must be a list of non-negative integers, got '0,1'"]),
     ],
 )
 def test_bad_settings_name_the_field(
@@ -115,6 +121,26 @@ def test_bad_settings_name_the_field(
     for words in field_words:
         assert words in message, message
     assert not ProfilingJob.objects.exists()
+
+
+def test_every_bad_setting_is_named_at_once(api: Any, model: Any, device: Any) -> None:
+    from devicelab.backends.base import MAX_RUNS
+
+    response = submit(api, model, device, {"threads": "2", "runs": 0})
+    assert response.status_code == 400
+    assert response.json() == {
+        "settings": [
+            "settings.threads must be an integer, got '2'",
+            f"settings.runs must be between 1 and {MAX_RUNS}, got 0",
+        ]
+    }
+
+
+def test_the_settings_declaration_has_the_keys_of_profile_settings() -> None:
+    from devicelab.backends.base import ProfileSettings
+    from server.api.serializers import JobSettingsSerializer
+
+    assert set(JobSettingsSerializer().fields) == set(ProfileSettings.__dataclass_fields__)
 
 
 def test_offline_device_is_refused(api: Any, model: Any, device: Any) -> None:
