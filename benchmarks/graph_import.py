@@ -21,8 +21,7 @@ if str(ROOT) not in sys.path:  # run as `python benchmarks/graph_import.py` with
 import onnx  # noqa: E402
 
 from devicelab.graph import Graph, GraphBuilder  # noqa: E402
-from devicelab.graph.onnx_export import graph_to_onnx_bytes  # noqa: E402
-from devicelab.graph.onnx_import import graph_from_onnx_bytes  # noqa: E402
+from devicelab.graph.onnx import graph_from_onnx_bytes, graph_to_onnx_bytes  # noqa: E402
 from devicelab.measure.stats import summarize  # noqa: E402
 
 REPETITIONS = 7

@@ -202,7 +202,7 @@ def worker_ort(cases: list[str], models: list[str], warmup: int, reps: int, thre
 
     from devicelab.backends.ort_profile import parse_profile
     from devicelab.graph import zoo
-    from devicelab.graph.onnx_export import graph_to_onnx_bytes
+    from devicelab.graph.onnx import graph_to_onnx_bytes
     from devicelab.measure.inputs import make_inputs
 
     def options(profile_prefix: str | None = None) -> ort.SessionOptions:

@@ -43,11 +43,11 @@ def load_graph(data: bytes, filename: str | None = None, fmt: str | None = None)
 
         return graph_from_json(data)
     if fmt == "onnx":
-        from devicelab.graph.onnx_import import graph_from_onnx_bytes
+        from devicelab.graph.onnx import graph_from_onnx_bytes
 
         return graph_from_onnx_bytes(data, name=name)
     if fmt == "tflite":
-        from devicelab.graph.tflite_import import graph_from_tflite_bytes
+        from devicelab.graph.tflite import graph_from_tflite_bytes
 
         return graph_from_tflite_bytes(data, name=name)
     raise GraphError(f"unknown model format {fmt!r}; expected one of {list(FORMATS)}")

@@ -39,7 +39,7 @@ def sample_nas(args: argparse.Namespace) -> int:
         if args.format == "json":
             (out / f"{graph.name}.json").write_text(graph_to_json(graph))
         else:
-            from devicelab.graph.onnx_export import graph_to_onnx_bytes
+            from devicelab.graph.onnx import graph_to_onnx_bytes
 
             (out / f"{graph.name}.onnx").write_bytes(graph_to_onnx_bytes(graph))
     print(f"wrote {len(graphs)} {args.space} architectures to {out}")

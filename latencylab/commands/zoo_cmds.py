@@ -77,7 +77,7 @@ def export_zoo(args: argparse.Namespace) -> int:
     if out.suffix == ".json":
         out.write_text(graph_to_json(graph, indent=1))
     else:
-        from devicelab.graph.onnx_export import graph_to_onnx_bytes
+        from devicelab.graph.onnx import graph_to_onnx_bytes
 
         out.write_bytes(graph_to_onnx_bytes(graph, seed=args.seed))
     print(f"wrote {args.name} to {out} ({len(graph.operators)} operators)")

@@ -13,7 +13,7 @@ import pytest
 
 from devicelab.graph import graph_to_json
 from devicelab.graph.nas import nb201
-from devicelab.graph.onnx_export import graph_to_onnx_bytes
+from devicelab.graph.onnx import graph_to_onnx_bytes
 from latencylab.cli import main
 from latencylab.client import Client, ClientError
 from tests.e2e.live_clients import LiveClients

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from devicelab.graph import graph_to_json
-from devicelab.graph.onnx_export import graph_to_onnx_bytes
+from devicelab.graph.onnx import graph_to_onnx_bytes
 from latencylab.cli import main
 from latencylab.client import ClientError, JobFailed, WaitTimeout
 from tests.e2e.helpers import long_graph, tiny_graph
@@ -73,7 +73,16 @@ def test_profile_of_a_file_that_fails_on_the_device_raises_with_the_reason(
     path = tmp_path / "tiny.onnx"
     path.write_bytes(graph_to_onnx_bytes(tiny_graph()))
 
-    # The settings are valid, but this CPU has no core 4096: the worker fails the job, saying so.
+    # This CPU has no core 4096: the capabilities its worker declared refuse it at submission.
+    with pytest.raises(ClientError) as refused:
+        lab.profile(path, device.pk, {"runs": 2, "warmup_runs": 0, "cores": [4096]})
+    assert refused.value.status == 400 and "settings.cores" in refused.value.detail and "4096" in refused.value.detail
+
+    # A row that declared nothing (registered by an older worker) takes it, and the worker's
+    # backend fails the job, saying so.
+    from server.devices.models import Device
+
+    Device.objects.filter(pk=device.pk).update(capabilities={})
     job = lab.profile(path, device.pk, {"runs": 2, "warmup_runs": 0, "cores": [4096]})
     with pytest.raises(JobFailed) as failed:
         job.wait(timeout=90, poll=0.1)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def onnx_bytes() -> bytes:
-    export = pytest.importorskip("devicelab.graph.onnx_export")
+    export = pytest.importorskip("devicelab.graph.onnx")
     return export.graph_to_onnx_bytes(tiny_graph())  # type: ignore[no-any-return]
 
 

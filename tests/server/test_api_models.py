@@ -51,7 +51,7 @@ def test_upload_graph_json_as_the_request_body(api: Any) -> None:
 
 
 def test_upload_onnx(api: Any) -> None:
-    export = pytest.importorskip("devicelab.graph.onnx_export")
+    export = pytest.importorskip("devicelab.graph.onnx")
     graph = tiny_graph("onnxnet")
     response = upload(api, export.graph_to_onnx_bytes(graph), filename="onnxnet.onnx")
     assert response.status_code == 201, response.json()
@@ -66,3 +66,24 @@ def test_list_is_paginated_newest_first(api: Any) -> None:
     assert page["count"] == 3 and len(page["results"]) == 2 and page["next"]
     assert [m["name"] for m in page["results"]] == ["c16", "c8"]
     assert "operators" not in page["results"][0]
+
+
+def test_the_graph_json_declaration_is_the_readers_format() -> None:
+    """The schema's graph document has the writer's keys, and validating it runs the reader."""
+    from devicelab.graph import graph_to_dict
+    from server.api.serializers import GraphDocumentSerializer
+
+    graph = tiny_graph("declared")
+    doc = graph_to_dict(graph)
+    declared = GraphDocumentSerializer()
+    assert set(declared.fields) == set(doc)
+    assert set(declared.fields["inputs"].child.fields) == set(doc["inputs"][0])
+    assert set(declared.fields["operators"].child.fields) == set(doc["operators"][0])
+    incoming = GraphDocumentSerializer(data=doc)
+    assert incoming.is_valid(), incoming.errors
+    assert incoming.validated_data.operators == graph.operators
+    doc["operators"][2]["type"] = "frobnicate"
+    incoming = GraphDocumentSerializer(data=doc)
+    assert not incoming.is_valid()
+    (message,) = incoming.errors["non_field_errors"]
+    assert "frobnicate" in message and doc["operators"][2]["name"] in message

@@ -80,7 +80,7 @@ def test_a_batch_of_1000_nb201_architectures_is_answered(api: Any, phone: Any) -
 
 
 def test_graph_onnx_and_nb201_with_breakdown(api: Any, phone: Any) -> None:
-    from devicelab.graph.onnx_export import graph_to_onnx_bytes
+    from devicelab.graph.onnx import graph_to_onnx_bytes
 
     ready_predictor(phone)
     graph = tiny_graph("tiny-net", channels=16)

@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from devicelab.graph import GraphBuilder, GraphError, load_graph
-from devicelab.graph.onnx_export import graph_to_onnx_bytes
+from devicelab.graph.onnx import graph_to_onnx_bytes
 
 FLOAT = TensorProto.FLOAT
 

@@ -192,7 +192,7 @@ def test_sampled_graphs_check_and_round_trip_through_json() -> None:
 def test_every_sample_exports_to_onnx_and_runs() -> None:
     """The issue's demand: 10 samples (and the corner cells) export to ONNX and run in onnxruntime."""
     ort = pytest.importorskip("onnxruntime")
-    from devicelab.graph.onnx_export import graph_to_onnx_bytes
+    from devicelab.graph.onnx import graph_to_onnx_bytes
 
     rng = np.random.default_rng(0)
     graphs = nb201.sample(10, seed=0) + [nb201.from_string(a) for a in (ALL_CONV3, ALL_NONE, ALL_SKIP)]

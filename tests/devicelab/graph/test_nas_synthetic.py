@@ -208,7 +208,7 @@ def test_dispatcher_reaches_both_spaces_and_rejects_unknown() -> None:
 def test_every_sample_exports_to_onnx_and_runs() -> None:
     """The issue's demand: 20 samples export to ONNX and run in onnxruntime with the right shape."""
     ort = pytest.importorskip("onnxruntime")
-    from devicelab.graph.onnx_export import graph_to_onnx_bytes
+    from devicelab.graph.onnx import graph_to_onnx_bytes
 
     rng = np.random.default_rng(0)
     for graph in synthetic.sample(20, seed=0):

@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from devicelab.graph import Graph, GraphError, Operator, Tensor
-from devicelab.graph.onnx_import import graph_from_onnx_bytes, graph_from_onnx_model, import_onnx_model
+from devicelab.graph.onnx import graph_from_onnx_bytes, graph_from_onnx_model, import_onnx_model
 
 FLOAT = TensorProto.FLOAT
 

@@ -10,8 +10,7 @@ import onnxruntime as ort
 import pytest
 
 from devicelab.graph import OPS, Graph, GraphBuilder, GraphError
-from devicelab.graph.onnx_export import graph_to_onnx_bytes, graph_to_onnx_model
-from devicelab.graph.onnx_import import graph_from_onnx_bytes
+from devicelab.graph.onnx import graph_from_onnx_bytes, graph_to_onnx_bytes, graph_to_onnx_model
 
 Build = Callable[[], Graph]
 X = (1, 8, 8, 8)

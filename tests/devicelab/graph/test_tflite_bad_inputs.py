@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from devicelab.graph import GraphError, load_graph
-from devicelab.graph.tflite_import import graph_from_tflite_bytes
+from devicelab.graph.tflite import graph_from_tflite_bytes
 from tests.devicelab.graph.test_tflite_import import mobilenet_like, se_model
 from tests.devicelab.graph.tflite_writer import TFLiteWriter
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from devicelab.graph import GraphBuilder, GraphError, load_graph
-from devicelab.graph.tflite_import import graph_from_tflite_bytes
+from devicelab.graph.tflite import graph_from_tflite_bytes
 from tests.devicelab.graph.tflite_writer import TFLiteWriter
 
 

@@ -2,7 +2,7 @@
 MnasNet, mobile DeepLab-V3): every model builds, checks, round-trips through JSON and matches its
 published size; the six networks of ParallelFusion's Table 1 are flagged.
 
-Counting convention (``devicelab/graph/ops.py``): batch norm has 2 parameters per channel (gamma,
+Counting convention (``devicelab/graph/ops/costs.py``): batch norm has 2 parameters per channel (gamma,
 beta; the running statistics are buffers); MACs are conv / FC multiply-adds with BN folded.
 torchvision counts the same way, so its numbers match exactly. Keras counts BN moving statistics
 as parameters too, and TF-slim's MobileNet-V2 table leaves BN out and has 1001 classes; the
@@ -20,7 +20,6 @@ Inception-V3 and 734M for DeepLab-V3 at 257x257 (we count 720M; no published sou
 from __future__ import annotations
 
 import functools
-import importlib.util
 from typing import NamedTuple
 
 import pytest
@@ -275,15 +274,11 @@ def test_deeplab_is_the_mobile_configuration():
     assert g.output_shapes(resizes[-1])[0] == (1, 21, 257, 257)
 
 
-ONNX_EXPORT = importlib.util.find_spec("devicelab.graph.onnx_export") is not None
-
-
-@pytest.mark.skipif(not ONNX_EXPORT, reason="devicelab.graph.onnx_export is not written yet")
 @pytest.mark.parametrize("name", ["mobilenet_v1_0.25", "squeezenet_1_1"])  # the two smallest here
 def test_smallest_models_run_in_onnxruntime(name):
     np = pytest.importorskip("numpy")
     ort = pytest.importorskip("onnxruntime")
-    from devicelab.graph.onnx_export import graph_to_onnx_bytes
+    from devicelab.graph.onnx import graph_to_onnx_bytes
 
     g = _graph(name)
     session = ort.InferenceSession(graph_to_onnx_bytes(g), providers=["CPUExecutionProvider"])

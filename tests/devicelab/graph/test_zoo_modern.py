@@ -138,11 +138,11 @@ def test_regnet_stage_widths_match_torchvision():
 @pytest.mark.parametrize("name", ["mobilenet_v3_small", "ghostnet_1.0"])
 def test_onnx_export_runs_in_onnxruntime(name):
     """The two cheapest part-B models (fewest MACs) export to ONNX and run."""
-    onnx_export = pytest.importorskip("devicelab.graph.onnx_export")
+    onnx_io = pytest.importorskip("devicelab.graph.onnx")
     ort = pytest.importorskip("onnxruntime")
     np = pytest.importorskip("numpy")
     g = _graph(name)
-    session = ort.InferenceSession(onnx_export.graph_to_onnx_bytes(g), providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(onnx_io.graph_to_onnx_bytes(g), providers=["CPUExecutionProvider"])
     feed = {g.inputs[0]: np.random.default_rng(0).standard_normal(g.input_shape(), dtype=np.float32)}
     (out,) = session.run(None, feed)
     assert out.shape == (1, 1000)

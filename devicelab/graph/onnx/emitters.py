@@ -1,161 +1,60 @@
-"""Write an IR graph as a runnable ONNX model with random weights.
+"""One emitter per IR operator type: the ONNX nodes and random initializers that compute it.
 
-The IR keeps no weights, so the exporter draws them: deterministic for a seed, scaled by fan-in
-so activations stay finite through deep graphs, batch-norm variances positive, divisor
-constants away from zero. onnxruntime runs the result; ``onnx_import`` reads it back to the same
-``Graph``.
-
-Naming contract (the CPU backend maps onnxruntime's per-node profile back onto IR operators by
-it, so keep it stable):
-
-* Every ONNX node emitted for IR operator ``X`` is named exactly ``X`` or, for the helper nodes of
-  a multi-node decomposition, ``X::<suffix>``. The node that writes ``X``'s output tensor is the
-  one named exactly ``X``. Decompositions: swish = ``X::sigmoid`` + ``X`` (Mul); relu6 = one Clip
-  ``X``; channel_shuffle = ``X::reshape`` + ``X::transpose`` + ``X`` (Reshape); fully_connected on
-  a rank > 2 input with bias = ``X::matmul`` + ``X`` (Add); gelu below opset 20 = ``X::div``,
-  ``X::erf``, ``X::add``, ``X::mul`` + ``X`` (Mul); hard_swish below opset 14 =
-  ``X::hard_sigmoid`` + ``X`` (Mul).
-* ONNX value names equal IR tensor names; helper values and initializers (weights, shapes,
-  constants) are named ``X::<suffix>`` too, so ``name.split("::")[0]`` always gives the IR operator.
-
-Round-trip caveats (all documented in the tests): an IR ``clip`` with min 0 and max 6 reads back
-as ``relu6``; a ``conv2d`` whose groups equal its input channels (> 1) and whose output channels
-are a multiple of them reads back as ``depthwise_conv2d``; a one-element constant of a binary
-operator without ``const_value`` gets a random value, which reads back as ``const_value``;
-``hard_sigmoid`` followed by ``mul`` with the same input reads back as ``hard_swish`` (and the
-same for ``sigmoid`` and ``swish``).
+The naming contract of ``export`` (nodes ``X`` and ``X::<suffix>``) is kept here: the node that
+writes an IR operator's output is named exactly after it.
 """
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
-import onnx
-from onnx import helper, numpy_helper
 
-from devicelab.graph.errors import GraphError
-from devicelab.graph.ir import Graph, Operator
-
-MIN_EXPORT_OPSET = 11
-MAX_EXPORT_OPSET = 21
-
-_ELEM = {
-    "float32": onnx.TensorProto.FLOAT,
-    "float16": onnx.TensorProto.FLOAT16,
-    "int8": onnx.TensorProto.INT8,
-    "uint8": onnx.TensorProto.UINT8,
-    "int32": onnx.TensorProto.INT32,
-    "int64": onnx.TensorProto.INT64,
-}
+from devicelab.graph.ir import Operator
 
 
-def graph_to_onnx_model(graph: Graph, opset: int = 17, seed: int = 0) -> onnx.ModelProto:
-    """An ONNX model of the graph with random weights drawn from ``seed``."""
-    if not MIN_EXPORT_OPSET <= opset <= MAX_EXPORT_OPSET:
-        raise GraphError(f"ONNX export supports opsets {MIN_EXPORT_OPSET} to {MAX_EXPORT_OPSET}, not {opset}")
-    checked = copy.deepcopy(graph).check()  # canonical attrs, without touching the caller's graph
-    return _Exporter(checked, opset, seed).run()
+class ExportContext(Protocol):
+    """The export in progress, as the emitters see it: shapes, random draws, nodes and initializers."""
 
-
-def graph_to_onnx_bytes(graph: Graph, opset: int = 17, seed: int = 0) -> bytes:
-    """The serialized ONNX model of the graph."""
-    return graph_to_onnx_model(graph, opset=opset, seed=seed).SerializeToString()
-
-
-def operator_weights(graph: Graph, seed: int = 0, opset: int = 17) -> dict[str, dict[str, np.ndarray]]:
-    """The constants the exporter gives each IR operator for ``seed``: ``{op: {suffix: array}}``.
-
-    Exactly the initializers of ``graph_to_onnx_model(graph, opset, seed)`` (one draw serves
-    both), keyed by IR operator and by the part after ``::`` in the initializer's name
-    (``weight``, ``bias``, ``scale``, ``mean``, ``var``, ``const``, ...). Layouts are ONNX's: a
-    convolution's weight is (out, in / groups, kh, kw); a fully_connected weight is (out, in) for
-    a 2-D input (Gemm) and (in, out) otherwise (MatMul). Another runtime fed these computes the
-    same function as the exported model.
-    """
-    if not MIN_EXPORT_OPSET <= opset <= MAX_EXPORT_OPSET:
-        raise GraphError(f"ONNX export supports opsets {MIN_EXPORT_OPSET} to {MAX_EXPORT_OPSET}, not {opset}")
-    exporter = _Exporter(copy.deepcopy(graph).check(), opset, seed)
-    exporter.run()
-    return exporter.weights
-
-
-class _Exporter:
-    """One export: collects nodes and initializers while walking the graph."""
-
-    def __init__(self, graph: Graph, opset: int, seed: int) -> None:
-        self.graph = graph
-        self.opset = opset
-        self.rng = np.random.default_rng(seed)
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-        self.weights: dict[str, dict[str, np.ndarray]] = {}  # what operator_weights returns
-
-    def run(self) -> onnx.ModelProto:
-        """Build the model."""
-        g = self.graph
-        for op in g.operators:
-            emit = _EMITTERS.get(op.type)
-            if emit is None:
-                raise GraphError(f"operator type {op.type!r} has no ONNX export", node=op.name, op=op.type)
-            emit(self, op)
-        inputs = [self._value_info(t) for t in g.inputs]
-        outputs = [self._value_info(t) for t in g.outputs]
-        onnx_graph = helper.make_graph(self.nodes, g.name, inputs, outputs, initializer=self.inits)
-        opsets = [helper.make_opsetid("", self.opset)]
-        model = helper.make_model(onnx_graph, opset_imports=opsets, producer_name="latencylab")
-        model.ir_version = helper.find_min_ir_version_for(opsets)
-        return model
-
-    # -- helpers -----------------------------------------------------------------------------
-
-    def _value_info(self, t: str) -> onnx.ValueInfoProto:
-        tensor = self.graph.tensors[t]
-        return helper.make_tensor_value_info(t, _ELEM[tensor.dtype], list(tensor.shape))
+    opset: int
 
     def shape(self, t: str) -> tuple[int, ...]:
         """Shape of an IR tensor."""
-        return self.graph.tensors[t].shape
+        ...
 
     def float_type(self, op: Operator) -> type:
         """numpy float type for the weights of ``op``: its input's, or float32 for integer graphs."""
-        return np.float16 if self.graph.tensors[op.inputs[0]].dtype == "float16" else np.float32
+        ...
 
     def const_type(self, op: Operator) -> Any:
         """numpy type of constants combined element-wise with ``op``'s input."""
-        dtype = self.graph.tensors[op.inputs[0]].dtype
-        return np.dtype(dtype) if dtype != "float32" else np.float32
+        ...
 
     def init(self, name: str, value: np.ndarray) -> str:
         """Add an initializer; return its name."""
-        value = np.asarray(value)
-        self.inits.append(numpy_helper.from_array(value, name))
-        op_name, _, suffix = name.partition("::")
-        self.weights.setdefault(op_name, {})[suffix] = value
-        return name
+        ...
 
     def ints(self, name: str, values: list[int]) -> str:
         """Add an int64 vector initializer."""
-        return self.init(name, np.asarray(values, dtype=np.int64))
+        ...
 
     def node(self, op_type: str, inputs: list[str], outputs: list[str], name: str, **attrs: Any) -> None:
         """Append a node."""
-        self.nodes.append(helper.make_node(op_type, inputs, outputs, name=name, **attrs))
+        ...
 
     def normal(self, shape: tuple[int, ...] | list[int], std: float, dtype: type) -> np.ndarray:
         """Gaussian values."""
-        return (self.rng.standard_normal(tuple(shape), dtype=np.float32) * std).astype(dtype)
+        ...
 
     def uniform(self, shape: tuple[int, ...] | list[int], lo: float, hi: float, dtype: Any) -> np.ndarray:
         """Uniform values in [lo, hi)."""
-        return self.rng.uniform(lo, hi, tuple(shape)).astype(dtype)
+        ...
 
 
-# ---------------------------------------------------------------------------------------------
-# One emitter per IR operator type.
+# Writes one IR operator as ONNX nodes through the export context.
+Emitter = Callable[[ExportContext, Operator], None]
 
 
 def _conv_attrs(op: Operator) -> dict[str, Any]:
@@ -163,7 +62,7 @@ def _conv_attrs(op: Operator) -> dict[str, Any]:
     return {"kernel_shape": a["kernel"], "strides": a["stride"], "pads": a["pads"], "dilations": a["dilation"]}
 
 
-def _emit_conv(ex: _Exporter, op: Operator) -> None:
+def _emit_conv(ex: ExportContext, op: Operator) -> None:
     a, x = op.attrs, op.inputs[0]
     cin = ex.shape(x)[1]
     if op.type == "depthwise_conv2d":
@@ -179,7 +78,7 @@ def _emit_conv(ex: _Exporter, op: Operator) -> None:
     ex.node("Conv", inputs, list(op.outputs), op.name, group=group, **_conv_attrs(op))
 
 
-def _emit_fc(ex: _Exporter, op: Operator) -> None:
+def _emit_fc(ex: ExportContext, op: Operator) -> None:
     x = op.inputs[0]
     k, n = ex.shape(x)[-1], op.attrs["out_features"]
     ft = ex.float_type(op)
@@ -199,7 +98,7 @@ def _emit_fc(ex: _Exporter, op: Operator) -> None:
     ex.node("Add", [product, ex.init(f"{op.name}::bias", ex.normal((n,), 0.01, ft))], list(op.outputs), op.name)
 
 
-def _emit_pool(ex: _Exporter, op: Operator) -> None:
+def _emit_pool(ex: ExportContext, op: Operator) -> None:
     a = op.attrs
     attrs: dict[str, Any] = {
         "kernel_shape": a["kernel"],
@@ -215,7 +114,7 @@ def _emit_pool(ex: _Exporter, op: Operator) -> None:
 _BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div"}
 
 
-def _emit_binary(ex: _Exporter, op: Operator) -> None:
+def _emit_binary(ex: ExportContext, op: Operator) -> None:
     inputs = list(op.inputs)
     if len(inputs) == 1:
         a = op.attrs
@@ -241,15 +140,15 @@ _SIMPLE = {
 }
 
 
-def _emit_simple(ex: _Exporter, op: Operator) -> None:
+def _emit_simple(ex: ExportContext, op: Operator) -> None:
     ex.node(_SIMPLE[op.type], list(op.inputs), list(op.outputs), op.name)
 
 
-def _scalar(ex: _Exporter, op: Operator, suffix: str, value: float) -> str:
+def _scalar(ex: ExportContext, op: Operator, suffix: str, value: float) -> str:
     return ex.init(f"{op.name}::{suffix}", np.asarray(value, dtype=ex.const_type(op)))
 
 
-def _emit_clip(ex: _Exporter, op: Operator) -> None:
+def _emit_clip(ex: ExportContext, op: Operator) -> None:
     lo, hi = (0.0, 6.0) if op.type == "relu6" else (op.attrs["min"], op.attrs["max"])
     inputs = [
         op.inputs[0],
@@ -261,11 +160,11 @@ def _emit_clip(ex: _Exporter, op: Operator) -> None:
     ex.node("Clip", inputs, list(op.outputs), op.name)
 
 
-def _emit_hard_sigmoid(ex: _Exporter, op: Operator) -> None:
+def _emit_hard_sigmoid(ex: ExportContext, op: Operator) -> None:
     ex.node("HardSigmoid", [op.inputs[0]], list(op.outputs), op.name, alpha=1.0 / 6.0, beta=0.5)
 
 
-def _emit_hard_swish(ex: _Exporter, op: Operator) -> None:
+def _emit_hard_swish(ex: ExportContext, op: Operator) -> None:
     x = op.inputs[0]
     if ex.opset >= 14:
         ex.node("HardSwish", [x], list(op.outputs), op.name)
@@ -275,13 +174,13 @@ def _emit_hard_swish(ex: _Exporter, op: Operator) -> None:
     ex.node("Mul", [x, gate], list(op.outputs), op.name)
 
 
-def _emit_swish(ex: _Exporter, op: Operator) -> None:
+def _emit_swish(ex: ExportContext, op: Operator) -> None:
     x, gate = op.inputs[0], f"{op.name}::gate"
     ex.node("Sigmoid", [x], [gate], f"{op.name}::sigmoid")
     ex.node("Mul", [x, gate], list(op.outputs), op.name)
 
 
-def _emit_gelu(ex: _Exporter, op: Operator) -> None:
+def _emit_gelu(ex: ExportContext, op: Operator) -> None:
     x, n = op.inputs[0], op.name
     if ex.opset >= 20:
         ex.node("Gelu", [x], list(op.outputs), n)
@@ -294,14 +193,14 @@ def _emit_gelu(ex: _Exporter, op: Operator) -> None:
     ex.node("Mul", [f"{n}::product", _scalar(ex, op, "half", 0.5)], list(op.outputs), n)
 
 
-def _emit_alpha(onnx_type: str) -> Callable[[_Exporter, Operator], None]:
-    def emit(ex: _Exporter, op: Operator) -> None:
+def _emit_alpha(onnx_type: str) -> Emitter:
+    def emit(ex: ExportContext, op: Operator) -> None:
         ex.node(onnx_type, [op.inputs[0]], list(op.outputs), op.name, alpha=op.attrs["alpha"])
 
     return emit
 
 
-def _emit_bn(ex: _Exporter, op: Operator) -> None:
+def _emit_bn(ex: ExportContext, op: Operator) -> None:
     c = ex.shape(op.inputs[0])[1]
     ft, n = ex.float_type(op), op.name
     params = [
@@ -313,11 +212,11 @@ def _emit_bn(ex: _Exporter, op: Operator) -> None:
     ex.node("BatchNormalization", [op.inputs[0], *params], list(op.outputs), n, epsilon=op.attrs["epsilon"])
 
 
-def _emit_concat(ex: _Exporter, op: Operator) -> None:
+def _emit_concat(ex: ExportContext, op: Operator) -> None:
     ex.node("Concat", list(op.inputs), list(op.outputs), op.name, axis=op.attrs["axis"])
 
 
-def _emit_split(ex: _Exporter, op: Operator) -> None:
+def _emit_split(ex: ExportContext, op: Operator) -> None:
     a = op.attrs
     if ex.opset >= 13:
         sizes = ex.ints(f"{op.name}::split", a["sizes"])
@@ -326,7 +225,7 @@ def _emit_split(ex: _Exporter, op: Operator) -> None:
         ex.node("Split", [op.inputs[0]], list(op.outputs), op.name, axis=a["axis"], split=a["sizes"])
 
 
-def _emit_pad(ex: _Exporter, op: Operator) -> None:
+def _emit_pad(ex: ExportContext, op: Operator) -> None:
     a = op.attrs
     inputs = [op.inputs[0], ex.ints(f"{op.name}::pads", a["pads"])]
     if a["value"] != 0.0:
@@ -337,7 +236,7 @@ def _emit_pad(ex: _Exporter, op: Operator) -> None:
 _REDUCE = {"reduce_mean": ("ReduceMean", 18), "reduce_max": ("ReduceMax", 18), "reduce_sum": ("ReduceSum", 13)}
 
 
-def _emit_reduce(ex: _Exporter, op: Operator) -> None:
+def _emit_reduce(ex: ExportContext, op: Operator) -> None:
     onnx_type, axes_input_from = _REDUCE[op.type]
     a = op.attrs
     keepdims = int(a["keepdims"])
@@ -348,24 +247,24 @@ def _emit_reduce(ex: _Exporter, op: Operator) -> None:
         ex.node(onnx_type, [op.inputs[0]], list(op.outputs), op.name, axes=a["axes"], keepdims=keepdims)
 
 
-def _emit_reshape(ex: _Exporter, op: Operator) -> None:
+def _emit_reshape(ex: ExportContext, op: Operator) -> None:
     target = ex.ints(f"{op.name}::shape", op.attrs["shape"])
     ex.node("Reshape", [op.inputs[0], target], list(op.outputs), op.name)
 
 
-def _emit_flatten(ex: _Exporter, op: Operator) -> None:
+def _emit_flatten(ex: ExportContext, op: Operator) -> None:
     ex.node("Flatten", [op.inputs[0]], list(op.outputs), op.name, axis=op.attrs["axis"])
 
 
-def _emit_transpose(ex: _Exporter, op: Operator) -> None:
+def _emit_transpose(ex: ExportContext, op: Operator) -> None:
     ex.node("Transpose", [op.inputs[0]], list(op.outputs), op.name, perm=op.attrs["perm"])
 
 
-def _emit_softmax(ex: _Exporter, op: Operator) -> None:
+def _emit_softmax(ex: ExportContext, op: Operator) -> None:
     ex.node("Softmax", [op.inputs[0]], list(op.outputs), op.name, axis=op.attrs["axis"])
 
 
-def _emit_shuffle(ex: _Exporter, op: Operator) -> None:
+def _emit_shuffle(ex: ExportContext, op: Operator) -> None:
     n, x = op.name, op.inputs[0]
     b, c, h, w = ex.shape(x)
     g = op.attrs["groups"]
@@ -374,7 +273,7 @@ def _emit_shuffle(ex: _Exporter, op: Operator) -> None:
     ex.node("Reshape", [f"{n}::transposed", ex.ints(f"{n}::shape", [b, c, h, w])], list(op.outputs), n)
 
 
-def _emit_resize(ex: _Exporter, op: Operator) -> None:
+def _emit_resize(ex: ExportContext, op: Operator) -> None:
     a, x = op.attrs, op.inputs[0]
     b, c = ex.shape(x)[:2]
     sizes = ex.ints(f"{op.name}::sizes", [b, c, *a["size"]])
@@ -393,7 +292,8 @@ def _emit_resize(ex: _Exporter, op: Operator) -> None:
     ex.node("Resize", inputs, list(op.outputs), op.name, **attrs)
 
 
-_EMITTERS: dict[str, Callable[[_Exporter, Operator], None]] = {
+# IR operator type -> the emitter that writes it as ONNX nodes.
+EMITTERS: dict[str, Emitter] = {
     "conv2d": _emit_conv,
     "depthwise_conv2d": _emit_conv,
     "fully_connected": _emit_fc,

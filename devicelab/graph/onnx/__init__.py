@@ -1,0 +1,40 @@
+"""ONNX, read into the graph IR and written from it.
+
+Reading goes through these phases, one module each, driven by ``importer``:
+
+1. ``wire``: refuse bytes that are not a ModelProto before protobuf sees them (a top-level field
+   whose length runs past the end of the file), then parse, wrapping every parser error in a
+   ``GraphError``.
+2. ``prepare``: check the opset and the operator vocabulary, fix the graph inputs' shapes (a
+   symbolic batch dimension becomes 1, any other is an error naming the input) and run
+   ``onnx.shape_inference`` on a working copy without the large weights' data.
+3. ``fold``: nodes whose inputs are all constants, ``Shape`` of an activation included, are
+   evaluated with numpy and never become IR operators. ``Identity`` and ``Dropout`` are dropped.
+4. ``mappers``: every other node maps to one IR operator whose weights become attributes.
+5. ``fuse``: multi-node patterns (FC bias, swish, hard_swish, GELU, channel shuffle) become one
+   IR operator named after the node that writes the pattern's output.
+
+Opsets 11 to 21 are tested; older opsets down to 7 are read too. ``export`` writes an IR graph as a
+runnable ONNX model with random weights (one emitter per IR operator type in ``emitters``), which
+the importer reads back to the same graph.
+"""
+
+from devicelab.graph.onnx.export import graph_to_onnx_bytes, graph_to_onnx_model, operator_weights
+from devicelab.graph.onnx.importer import (
+    OnnxImport,
+    graph_from_onnx_bytes,
+    graph_from_onnx_model,
+    import_onnx_model,
+)
+from devicelab.graph.onnx.wire import parse_onnx_bytes
+
+__all__ = [
+    "OnnxImport",
+    "graph_from_onnx_bytes",
+    "graph_from_onnx_model",
+    "graph_to_onnx_bytes",
+    "graph_to_onnx_model",
+    "import_onnx_model",
+    "operator_weights",
+    "parse_onnx_bytes",
+]

@@ -1,0 +1,287 @@
+"""Drive one ONNX import: prepare the model, walk its nodes, fold, map and fuse.
+
+The phases are in sibling modules (``wire``, ``prepare``, ``fold``, ``mappers``, ``fuse``); this
+module holds the state of one conversion and walks the nodes in topological order. ONNX node names
+become IR operator names (unnamed nodes get ``<OpType>_<index>``, made unique) and ONNX value names
+become IR tensor names. ``import_onnx_model`` also returns which IR operator each ONNX node went
+into, so per-node timings of the original model can be put on the IR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from devicelab.graph import ops
+from devicelab.graph.errors import GraphError
+from devicelab.graph.ir import Graph, Operator, Tensor
+from devicelab.graph.onnx.fold import DROPPED, FOLDERS, constant_value
+from devicelab.graph.onnx.fuse import PSEUDO, fuse
+from devicelab.graph.onnx.mappers import MAPPERS
+from devicelab.graph.onnx.prepare import (
+    DTYPES,
+    FLOAT_TYPES,
+    check_vocabulary,
+    default_opset,
+    infer_shapes,
+    node_names,
+    read_inputs,
+    topological_order,
+    working_copy,
+)
+from devicelab.graph.onnx.wire import node_attrs, parse_onnx_bytes
+
+# Every ONNX op type the reader knows: mapped to an IR operator, folded, or dropped.
+KNOWN_OPS = frozenset(MAPPERS) | frozenset(FOLDERS) | DROPPED
+
+
+@dataclass(frozen=True)
+class OnnxImport:
+    """An imported graph and, for every ONNX node, the IR operator it went into (None if folded)."""
+
+    graph: Graph
+    node_map: dict[str, str | None]
+
+
+def graph_from_onnx_bytes(data: bytes, name: str | None = None) -> Graph:
+    """Parse a serialized ONNX model into a checked IR ``Graph``."""
+    return graph_from_onnx_model(parse_onnx_bytes(data), name=name)
+
+
+def graph_from_onnx_model(model: onnx.ModelProto, name: str | None = None) -> Graph:
+    """Convert an ONNX ``ModelProto`` into a checked IR ``Graph``."""
+    return import_onnx_model(model, name=name).graph
+
+
+def import_onnx_model(model: onnx.ModelProto, name: str | None = None) -> OnnxImport:
+    """Convert an ONNX model and report which IR operator each ONNX node became."""
+    if not isinstance(model, onnx.ModelProto):
+        raise GraphError(f"expected an onnx.ModelProto, got {type(model).__name__}")
+    if not model.HasField("graph"):
+        raise GraphError("the ONNX model has no graph (an empty or non-ONNX file)")
+    if len(model.graph.node) == 0:
+        raise GraphError("the ONNX graph has no nodes")
+    return _Importer(working_copy(model), model.graph.initializer, name).run()
+
+
+class _Importer:
+    """One conversion: holds the constants, tensors and operators found so far."""
+
+    def __init__(self, model: onnx.ModelProto, initializers: Sequence[onnx.TensorProto], name: str | None) -> None:
+        self.model = model
+        self.g = model.graph
+        self.name = name or self.g.name or "graph"
+        self.opset = default_opset(model)
+        # The caller's initializers, with their data (the working copy dropped the big ones').
+        self.inits: dict[str, onnx.TensorProto] = {t.name: t for t in initializers}
+        self.consts: dict[str, np.ndarray] = {}
+        self.alias: dict[str, str] = {}
+        self.tensors: dict[str, Tensor] = {}
+        self.inputs: list[str] = []
+        self.ops: list[Operator] = []
+        self.sources: dict[str, list[str]] = {}
+        self.node_map: dict[str, str | None] = {}
+        self.onnx_shapes: dict[str, tuple[int, ...]] = {}
+
+    def run(self) -> OnnxImport:
+        """Convert the whole model."""
+        if self.model.functions:
+            try:
+                import onnx.inliner
+
+                self.model = onnx.inliner.inline_local_functions(self.model)
+                self.g = self.model.graph
+            except Exception as exc:
+                raise GraphError(f"cannot inline the model's local functions: {exc}") from None
+        nodes = list(self.g.node)
+        names = node_names(nodes)
+        check_vocabulary(nodes, names, KNOWN_OPS)
+        for tensor in read_inputs(self.g, self.inits):
+            self.tensors[tensor.name] = tensor
+            self.inputs.append(tensor.name)
+        order = topological_order(self.g, self.inits, nodes, names)
+        self.onnx_shapes = infer_shapes(self.model)
+        for i in order:
+            try:
+                self._node(nodes[i], names[i])
+            except GraphError:
+                raise
+            except Exception as exc:  # a malformed node must not surface as a traceback from numpy or onnx
+                raise GraphError(
+                    f"malformed node: {type(exc).__name__}: {exc}", node=names[i], op=nodes[i].op_type
+                ) from None
+        self.ops = fuse(self.ops, {self._resolve(vi.name) for vi in self.g.output}, self.tensors, self.sources)
+        outputs = []
+        for vi in self.g.output:
+            t = self._resolve(vi.name)
+            if t not in self.tensors:
+                raise GraphError(
+                    "graph output is computed from constants and shapes only, not from the inputs", node=vi.name
+                )
+            outputs.append(t)
+        used = set(self.inputs) | set(outputs) | {t for o in self.ops for t in (*o.inputs, *o.outputs)}
+        tensors = {k: v for k, v in self.tensors.items() if k in used}
+        graph = Graph(self.name, tensors, list(self.inputs), outputs, self.ops).check()
+        for op_name, srcs in self.sources.items():
+            for s in srcs:
+                self.node_map[s] = op_name
+        return OnnxImport(graph, self.node_map)
+
+    # -- values ------------------------------------------------------------------------------
+
+    def _resolve(self, t: str) -> str:
+        while t in self.alias:
+            t = self.alias[t]
+        return t
+
+    def is_const(self, t: str) -> bool:
+        """Whether ``t`` is an initializer or a folded constant."""
+        return t in self.consts or t in self.inits
+
+    def const(self, t: str, node: str, op: str) -> np.ndarray:
+        """The value of constant ``t``, or an error saying it is computed at run time."""
+        if t in self.consts:
+            return self.consts[t]
+        proto = self.inits.get(t)
+        if proto is None:
+            raise GraphError(
+                f"input {t!r} must be a constant (an initializer or computed from shapes), "
+                "but it is computed at run time",
+                node=node,
+                op=op,
+            )
+        if proto.data_location == onnx.TensorProto.EXTERNAL:
+            raise GraphError(
+                f"initializer {t!r} keeps its data in an external file; its values are needed", node=node, op=op
+            )
+        try:
+            value = numpy_helper.to_array(proto)
+        except Exception as exc:
+            raise GraphError(f"initializer {t!r} cannot be read: {exc}", node=node, op=op) from None
+        self.consts[t] = value
+        return value
+
+    def const_shape(self, t: str) -> tuple[int, ...]:
+        """The shape of constant ``t``, without reading its data."""
+        if t in self.consts:
+            return tuple(int(d) for d in self.consts[t].shape)
+        return tuple(int(d) for d in self.inits[t].dims)
+
+    # -- the walk ----------------------------------------------------------------------------
+
+    def _node(self, node: onnx.NodeProto, name: str) -> None:
+        op = node.op_type
+        ins = [self._resolve(t) if t else "" for t in node.input]
+        attrs = node_attrs(node)
+        self.node_map[name] = None
+        for t in ins:
+            if t and t not in self.tensors and not self.is_const(t):
+                raise GraphError(
+                    f"reads {t!r}, which no earlier node writes (or an output LatencyLab does not "
+                    "model, such as MaxPool indices)",
+                    node=name,
+                    op=op,
+                )
+        if op == "Constant":
+            self.consts[node.output[0]] = constant_value(attrs, name)
+            return
+        if op in ("Shape", "Size"):
+            src = ins[0]
+            shape = self.tensors[src].shape if src in self.tensors else self.const_shape(src)
+            if op == "Size":
+                self.consts[node.output[0]] = np.array(int(np.prod(shape)), dtype=np.int64)
+            else:
+                self.consts[node.output[0]] = np.array(shape, dtype=np.int64)[attrs.get("start", 0) : attrs.get("end")]
+            return
+        if op in FOLDERS and all(t == "" or self.is_const(t) for t in ins):
+            values = [None if t == "" else self.const(t, name, op) for t in ins]
+            try:
+                self.consts[node.output[0]] = np.asarray(FOLDERS[op](values, attrs))
+            except Exception as exc:
+                raise GraphError(f"cannot compute this constant: {exc}", node=name, op=op) from None
+            return
+        if op in ("Identity", "Dropout"):
+            self.alias[node.output[0]] = ins[0]
+            return
+        if op == "Cast":
+            src_type = self._elem_type(ins[0])
+            if src_type in FLOAT_TYPES and attrs.get("to") in FLOAT_TYPES:
+                # A float-to-float cast only changes precision: the IR has no cast operator.
+                self.alias[node.output[0]] = ins[0]
+                return
+            raise GraphError(
+                "a Cast of an activation tensor to a non-float type is not in the vocabulary", node=name, op=op
+            )
+        mapper = MAPPERS.get(op)
+        if mapper is None:
+            raise GraphError(
+                f"{op} on activation tensors is not in the vocabulary (it is only folded when it "
+                "computes shapes or constants)",
+                node=name,
+                op=op,
+            )
+        mapper(self, node, name, ins, attrs)
+
+    def _elem_type(self, t: str) -> int:
+        dtype = self.tensors[t].dtype if t in self.tensors else None
+        for k, v in DTYPES.items():
+            if v == dtype:
+                return k
+        return onnx.TensorProto.UNDEFINED
+
+    # -- emitting ----------------------------------------------------------------------------
+
+    def act(self, t: str, node: str, op: str, what: str = "input") -> Tensor:
+        """The activation tensor ``t``, or an error saying that a constant is not supported there."""
+        if t in self.tensors:
+            return self.tensors[t]
+        raise GraphError(
+            f"the {what} {t!r} is a constant; LatencyLab reads it only as an activation here", node=node, op=op
+        )
+
+    def emit(
+        self,
+        node: onnx.NodeProto,
+        name: str,
+        ir_type: str,
+        inputs: list[str],
+        attrs: dict[str, Any],
+        outputs: list[str] | None = None,
+    ) -> None:
+        """Append one IR operator for an ONNX node, inferring its output shapes by the IR's rules."""
+        outputs = list(node.output) if outputs is None else outputs
+        shapes = [self.act(t, name, node.op_type).shape for t in inputs]
+        if ir_type in PSEUDO:
+            canonical, out_shapes = dict(attrs), [shapes[0]]
+        else:
+            try:
+                canonical, out_shapes = ops.normalize_and_infer(ir_type, attrs, shapes, name)
+            except GraphError as exc:
+                raise GraphError(f"{exc.reason} (read as IR {ir_type})", node=name, op=node.op_type) from None
+        if len(out_shapes) != len(outputs):
+            raise GraphError(
+                f"has {len(outputs)} outputs, but the IR {ir_type} gives {len(out_shapes)}", node=name, op=node.op_type
+            )
+        dtype = self.tensors[inputs[0]].dtype
+        for t, s in zip(outputs, out_shapes, strict=False):
+            self.tensors[t] = Tensor(t, tuple(int(d) for d in s), dtype)
+        self.ops.append(Operator(name, ir_type, list(inputs), list(outputs), canonical))
+        self.sources[name] = [name]
+
+    def optional_const(self, ins: list[str], i: int, name: str, op: str) -> np.ndarray | None:
+        """The constant at input ``i``, or None when the input is absent."""
+        if len(ins) <= i or not ins[i]:
+            return None
+        return self.const(ins[i], name, op)
+
+    def inferred(self, t: str, name: str, op: str, why: str) -> tuple[int, ...]:
+        """The output shape from ONNX shape inference, or an error saying it cannot be resolved."""
+        shape = self.onnx_shapes.get(t)
+        if shape is None:
+            raise GraphError(f"{why}, and ONNX shape inference could not resolve the shape of {t!r}", node=name, op=op)
+        return shape

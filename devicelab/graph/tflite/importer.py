@@ -1,0 +1,225 @@
+"""Drive one TFLite import: decode the flatbuffer, then convert subgraph 0 operator by operator."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+from devicelab.graph.errors import GraphError
+from devicelab.graph.ir import Graph, Operator, Tensor
+from devicelab.graph.ops import numel
+from devicelab.graph.tflite.context import OpContext, to_nchw
+from devicelab.graph.tflite.mappers import HANDLERS
+from devicelab.graph.tflite.wire import CUSTOM, DTYPES, TYPE_NAMES, RawModel, RawOp, decode
+
+# ActivationFunctionType -> (IR type, attrs); SIGN_BIT (5) has no IR equivalent.
+_FUSED = {1: ("relu", {}), 2: ("clip", {"min": -1.0, "max": 1.0}), 3: ("relu6", {}), 4: ("tanh", {})}
+
+
+def graph_from_tflite_bytes(data: bytes, name: str | None = None) -> Graph:
+    """Parse a .tflite flatbuffer into a checked ``Graph`` (NCHW), or raise ``GraphError``."""
+    raw = decode(bytes(data))
+    return _Importer(raw, name).run()
+
+
+def _op_name(code: int) -> str:
+    from tflite.utils import BUILTIN_OPCODE2NAME
+
+    return BUILTIN_OPCODE2NAME.get(code, f"BUILTIN_{code}")
+
+
+class _Importer:
+    """Walks subgraph 0 in execution order and emits IR tensors and operators."""
+
+    def __init__(self, raw: RawModel, name: str | None) -> None:
+        self.raw = raw
+        self.graph_name = name or (raw.subgraph_name if raw.subgraph_name not in ("", "main") else "tflite_model")
+        self.names = self._unique_names()
+        self.live: set[int] = set(raw.inputs)
+        self.alias: dict[int, int] = {}
+        self.tensors: dict[str, Tensor] = {}
+        self.ops: list[Operator] = []
+        self.op_names: set[str] = set()
+
+    def _unique_names(self) -> list[str]:
+        seen: set[str] = set()
+        out = []
+        for i, t in enumerate(self.raw.tensors):
+            base = t.name or f"tensor_{i}"
+            name, k = base, 1
+            while name in seen:
+                name, k = f"{base}_{k}", k + 1
+            seen.add(name)
+            out.append(name)
+        return out
+
+    # -- tensors -----------------------------------------------------------------------------
+
+    def raw_shape(self, i: int) -> list[int]:
+        """The TFLite (NHWC) shape of a tensor, with a dynamic batch read as 1."""
+        t = self.raw.tensors[i]
+        dims = t.signature if t.signature is not None and len(t.signature) == len(t.shape) else t.shape
+        out = []
+        for axis, d in enumerate(dims):
+            if d < 0:
+                if axis != 0:
+                    raise GraphError(
+                        f"tensor has a dynamic dimension {axis} (shape {dims}); only the batch dimension "
+                        "may be dynamic, so fix the input shape when converting the model",
+                        node=self.names[i],
+                    )
+                d = t.shape[0] if t.shape and t.shape[0] > 0 else 1
+            if d == 0:
+                raise GraphError(f"tensor has an empty dimension {axis} (shape {dims})", node=self.names[i])
+            out.append(int(d))
+        return out
+
+    def ir_shape(self, i: int) -> tuple[int, ...]:
+        """The IR (NCHW for 4-D) shape of a tensor."""
+        return to_nchw(self.raw_shape(i))
+
+    def dtype(self, i: int) -> str:
+        """The IR dtype of a tensor."""
+        code = self.raw.tensors[i].type
+        if code not in DTYPES:
+            raise GraphError(
+                f"tensor type {TYPE_NAMES.get(code, code)} has no IR equivalent (supported: {sorted(DTYPES.values())})",
+                node=self.names[i],
+            )
+        return DTYPES[code]
+
+    def resolve(self, i: int) -> int:
+        """Follow dropped QUANTIZE / DEQUANTIZE operators back to the tensor the IR keeps."""
+        while i in self.alias:
+            i = self.alias[i]
+        return i
+
+    def is_live(self, i: int) -> bool:
+        """Whether a tensor is computed at run time (as opposed to a constant)."""
+        return i >= 0 and i in self.live
+
+    def declare(self, i: int) -> str:
+        """Create the IR tensor of TFLite tensor ``i`` and mark it live."""
+        name = self.names[i]
+        self.tensors[name] = Tensor(name, self.ir_shape(i), self.dtype(i))
+        self.live.add(i)
+        return name
+
+    def fresh(self, base: str, shape: Sequence[int], dtype: str) -> str:
+        """A new intermediate IR tensor whose name clashes with no TFLite tensor."""
+        taken = set(self.names)
+        name, k = base, 1
+        while name in self.tensors or name in taken:
+            name, k = f"{base}_{k}", k + 1
+        self.tensors[name] = Tensor(name, tuple(shape), dtype)
+        return name
+
+    def x(self, c: OpContext, i: int, what: str = "input") -> str:
+        """IR name of an activation input, or a GraphError if it is a constant or absent."""
+        if not self.is_live(i):
+            raise c.fail(f"its {what} is a constant; only computed tensors are supported there")
+        return self.names[self.resolve(i)]
+
+    def const(self, c: OpContext, i: int, what: str) -> list[int]:
+        """Shape of a constant input (filters, weights), or a GraphError."""
+        if i < 0:
+            raise c.fail(f"the {what} is missing")
+        if self.is_live(i):
+            raise c.fail(f"the {what} is computed at run time; only constant {what}s are supported")
+        return self.raw_shape(i)
+
+    def const_ints(self, i: int) -> list[int] | None:
+        """Values of a small int32/int64 constant, or None when its buffer is empty."""
+        if i < 0 or self.is_live(i):
+            return None
+        t = self.raw.tensors[i]
+        data = self.raw.buffers[t.buffer] if t.buffer < len(self.raw.buffers) else None
+        fmt = {2: "i", 4: "q"}.get(t.type)
+        if data is None or fmt is None:
+            return None
+        n = numel(self.raw_shape(i))
+        if len(data) < n * struct.calcsize(fmt):
+            raise GraphError(f"constant holds {len(data)} bytes, fewer than its shape needs", node=self.names[i])
+        return list(struct.unpack_from(f"<{n}{fmt}", data))
+
+    def const_float(self, i: int) -> float | None:
+        """Value of a float32 scalar constant, or None."""
+        t = self.raw.tensors[i]
+        data = self.raw.buffers[t.buffer] if t.buffer < len(self.raw.buffers) else None
+        if t.type != 0 or data is None or len(data) < 4 or numel(self.raw_shape(i)) != 1:
+            return None
+        return float(struct.unpack_from("<f", data)[0])
+
+    # -- operators ---------------------------------------------------------------------------
+
+    def emit(self, op_type: str, inputs: list[str], outputs: list[str], attrs: dict[str, Any], name: str) -> None:
+        """Append an IR operator with a name no other operator has."""
+        base, k = name, 1
+        while name in self.op_names:
+            name, k = f"{base}_{k}", k + 1
+        self.op_names.add(name)
+        self.ops.append(Operator(name, op_type, inputs, outputs, attrs))
+
+    def emit_act(self, c: OpContext, op_type: str, inputs: list[str], attrs: dict[str, Any], fused: int) -> None:
+        """Emit an operator writing the TFLite output, with its fused activation split off."""
+        out = c.op.outputs[0]
+        if fused == 0:
+            self.emit(op_type, inputs, [self.declare(out)], attrs, c.node)
+            return
+        if fused not in _FUSED:
+            raise c.fail(f"fused activation {fused} (SIGN_BIT or unknown) has no IR equivalent")
+        act_type, act_attrs = _FUSED[fused]
+        final = self.declare(out)
+        pre = self.fresh(f"{final}/pre_act", self.tensors[final].shape, self.tensors[final].dtype)
+        self.emit(op_type, inputs, [pre], attrs, c.node)
+        self.emit(act_type, [pre], [final], dict(act_attrs), f"{c.node}/act")
+
+    def options(self, c: OpContext, expected: str, required: bool = False) -> dict[str, Any]:
+        """The operator's options, checked to be of the type its opcode needs."""
+        if c.op.options_name is None:
+            if required:
+                raise c.fail(f"it has no {expected}")
+            return {}
+        if c.op.options_name != expected:
+            raise c.fail(f"it carries {c.op.options_name} where {expected} belong")
+        return c.op.options
+
+    def run(self) -> Graph:
+        """Convert every operator and return the checked graph."""
+        if not self.raw.ops:
+            raise GraphError("subgraph 0 has no operators; there is nothing to profile")
+        if not self.raw.inputs:
+            raise GraphError("subgraph 0 has no inputs")
+        for i in self.raw.inputs:
+            self.declare(i)
+        for op in self.raw.ops:
+            self.convert(op)
+        outputs = []
+        for i in self.raw.outputs:
+            if not self.is_live(i):
+                raise GraphError("graph output is a constant, not computed from the inputs", node=self.names[i])
+            outputs.append(self.names[self.resolve(i)])
+        if not self.ops:
+            raise GraphError("no operators are left once QUANTIZE / DEQUANTIZE and constant subexpressions are dropped")
+        inputs = list(dict.fromkeys(self.names[i] for i in self.raw.inputs))
+        return Graph(self.graph_name, self.tensors, inputs, list(dict.fromkeys(outputs)), self.ops).check()
+
+    def convert(self, op: RawOp) -> None:
+        """Convert one TFLite operator (or drop it, for quantization and constant folding)."""
+        kind = op.custom if op.code == CUSTOM and op.custom is not None else _op_name(op.code)
+        node = self.names[op.outputs[0]] if op.outputs else f"operator_{op.index}"
+        c = OpContext(op, kind, node)
+        if op.code == CUSTOM:
+            raise c.fail(f"custom operator {kind!r} is not supported")
+        handler = HANDLERS.get(kind)
+        if handler is None:
+            raise c.fail(f"TFLite operator {kind} has no equivalent in the graph IR")
+        if not op.outputs:
+            raise c.fail("it has no outputs")
+        if not any(self.is_live(i) for i in op.inputs):
+            return  # constant subexpression: its outputs stay constants
+        for i in op.outputs:
+            if i in self.live:
+                raise c.fail(f"it writes tensor {self.names[i]!r}, which is already written")
+        handler(self, c)
