@@ -15,7 +15,8 @@ from server.networks.services import BadModel, UploadTooLarge
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler, plus: Django ``ValidationError`` -> 400 (field errors or ``detail``),
-    ``UploadTooLarge`` / ``RequestDataTooBig`` -> 413, ``BadModel`` -> 400 with node/op/reason."""
+    ``UploadTooLarge`` / ``RequestDataTooBig`` -> 413, ``BadModel`` -> 400 with node/op/reason,
+    ``RecursionError`` (a body nested too deeply for the code that reads it) -> 400."""
     if isinstance(exc, UploadTooLarge):
         return Response({"detail": " ".join(exc.messages)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, RequestDataTooBig):
@@ -33,6 +34,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if exc.graph_error is not None:
             body["error"] = exc.graph_error.as_dict()
         return Response(body, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, RecursionError):
+        # A body nested deeper than the parser walks (see server/api/parsers.py) reached code
+        # that recurses: the request is at fault, not the server.
+        return Response(
+            {"detail": "the request body is nested too deeply to process"}, status=status.HTTP_400_BAD_REQUEST
+        )
     if isinstance(exc, DjangoValidationError):
         if hasattr(exc, "error_dict"):
             return Response(exc.message_dict, status=status.HTTP_400_BAD_REQUEST)

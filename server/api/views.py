@@ -11,12 +11,13 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import UnsupportedMediaType
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from server.api.filters import DeviceFilterSet, JobFilterSet
+from server.api.parsers import FastJSONParser
 from server.api.serializers import (
     DeviceSerializer,
     GraphDocumentSerializer,
@@ -45,7 +46,7 @@ _MULTIPART_SLACK = 64 * 1024
 class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Networks your team uploaded."""
 
-    parser_classes = [MultiPartParser, JSONParser]
+    parser_classes = [MultiPartParser, FastJSONParser]
 
     def get_queryset(self) -> QuerySet[NetworkModel]:
         """Only the caller's team's models: another team's ids answer 404."""
