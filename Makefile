@@ -23,11 +23,14 @@ up: $(STAMP)  ## web server, one worker and the trainer in the foreground (embed
 worker: $(STAMP)  ## a worker with its device agent for this machine's devices
 	$(BIN)/latencylab worker
 
+# A server on DATABASE_URL refuses to start without SECRET_KEY; the tests get a throwaway one.
+TEST_SECRET_KEY := test-only-$(shell $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(32))')
+
 test: $(STAMP)  ## the whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set)
-	$(BIN)/python -m pytest
+	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(BIN)/python -m pytest
 
 test-fast: $(STAMP)  ## the tests not marked slow (no browser, no service processes, no image build)
-	$(BIN)/python -m pytest -m "not slow"
+	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(BIN)/python -m pytest -m "not slow"
 
 bench: $(STAMP)  ## every benchmark; numbers go to var/benchmarks/
 	for b in benchmarks/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
@@ -37,7 +40,7 @@ lint: $(STAMP)  ## ruff: lint rules and formatting, checked (`make format` fixes
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)  ## mypy on the application packages
-	$(BIN)/mypy devicelab server workers dashboard latencylab
+	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(BIN)/mypy devicelab server workers dashboard latencylab
 
 contracts: $(STAMP)  ## the import contracts of .importlinter (layers, no Django in devicelab, no cycles)
 	$(BIN)/lint-imports

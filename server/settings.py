@@ -8,6 +8,7 @@ used is logged once.
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -22,17 +23,41 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", False)
 
-_DEV_SECRET_KEY = "latencylab-dev-only-secret-key-do-not-use-in-production"
-SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET_KEY)
-if not is_set("SECRET_KEY"):
-    # An unset key still lets a first run start, but the log says so.
-    note_embedded_default("SECRET_KEY", "a development key (set SECRET_KEY before exposing the server)")
-
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 VAR_DIR = Path(env_str("LATENCYLAB_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _local_secret_key(path: Path) -> str:
+    """This installation's own key, made once under ``var/`` (readable by its owner only)."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        key = secrets.token_urlsafe(50)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(key)
+        return key
+    except OSError as exc:
+        raise ImproperlyConfigured(f"cannot read the local secret key {path}: {exc}") from None
+
+
+if is_set("SECRET_KEY"):
+    SECRET_KEY = env_str("SECRET_KEY", "")
+elif not is_set("DATABASE_URL"):
+    # Embedded defaults (the demo, a first `latencylab up`): a key of this installation's own,
+    # never a key that ships with the code.
+    SECRET_KEY = _local_secret_key(VAR_DIR / "secret_key")
+    note_embedded_default("SECRET_KEY", f"a key made for this installation in {VAR_DIR / 'secret_key'}")
+else:
+    # A server on a real database is a deployment: it must not start on a key anyone can read.
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set. A server on DATABASE_URL needs a secret of its own: set SECRET_KEY to e.g. "
+        "the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'` (the test command "
+        "`make test` sets a throwaway one)"
+    )
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -43,6 +68,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "django_filters",
+    "axes",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "server.accounts",
@@ -71,6 +97,59 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a locked-out log-in into its lockout answer.
+    "axes.middleware.AxesMiddleware",
+]
+
+# -- security --------------------------------------------------------------------------------
+
+# Behind a proxy that terminates TLS (the production shape): trust its X-Forwarded-Proto, send
+# cookies over HTTPS only, redirect plain HTTP and ask browsers to remember HTTPS (HSTS).
+LATENCYLAB_BEHIND_TLS_PROXY = env_bool("LATENCYLAB_BEHIND_TLS_PROXY", False)
+if LATENCYLAB_BEHIND_TLS_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("LATENCYLAB_SECURE_COOKIES", LATENCYLAB_BEHIND_TLS_PROXY)
+SECURE_SSL_REDIRECT = env_bool("LATENCYLAB_SSL_REDIRECT", LATENCYLAB_BEHIND_TLS_PROXY)
+SECURE_HSTS_SECONDS = env_int("LATENCYLAB_HSTS_SECONDS", 31_536_000 if LATENCYLAB_BEHIND_TLS_PROXY else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("LATENCYLAB_HSTS_INCLUDE_SUBDOMAINS", LATENCYLAB_BEHIND_TLS_PROXY)
+SECURE_HSTS_PRELOAD = env_bool("LATENCYLAB_HSTS_PRELOAD", LATENCYLAB_BEHIND_TLS_PROXY)
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+# Content-Security-Policy (django-csp): scripts and everything else from this origin only, no
+# inline scripts. Inline styles stay allowed: plotly.js styles its charts with <style> elements.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:", "blob:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "worker-src": ["'self'", "blob:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# Log-in lockout (django-axes): this many failed log-ins for one user name from one address lock
+# that pair out for the cool-off, on the dashboard and the admin alike.
+AXES_FAILURE_LIMIT = env_int("LATENCYLAB_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_int("LATENCYLAB_LOCKOUT_MINUTES", 15, minimum=1) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Token authentication: an address that sent this many bad API tokens within the window gets 429
+# for the rest of the window, whatever token it sends (server/accounts/authentication.py).
+LATENCYLAB_TOKEN_FAILURE_LIMIT = env_int("LATENCYLAB_TOKEN_FAILURE_LIMIT", 20, minimum=1)
+LATENCYLAB_TOKEN_LOCKOUT_SECONDS = env_int("LATENCYLAB_TOKEN_LOCKOUT_SECONDS", 900, minimum=1)
+
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out user name and address
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "server.urls"
@@ -143,6 +222,21 @@ else:
     _db = _sqlite(VAR_DIR / "latencylab.sqlite3", VAR_DIR / "test_latencylab.sqlite3")
 DATABASES = {"default": _db}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# -- cache -----------------------------------------------------------------------------------
+
+# Rate limits and lockouts count here. Redis (its own database, never the broker's: tests clear
+# the cache) shares the counts between web processes; unset, each process counts on its own.
+if is_set("LATENCYLAB_CACHE_URL"):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": env_str("LATENCYLAB_CACHE_URL", ""),
+            "KEY_PREFIX": "latencylab",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # -- files -----------------------------------------------------------------------------------
 
@@ -260,6 +354,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["server.api.permissions.IsTeamMember"],
     "DEFAULT_PAGINATION_CLASS": "server.api.pagination.Pagination",
+    # Requests without a (valid) token are rate-limited per address; a NAS loop's token is not.
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"anon": env_str("LATENCYLAB_ANON_RATE", "300/min")},
     # Each list view's query parameters are a FilterSet of server/api/filters.py.
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -60,3 +60,12 @@ def client_for() -> Callable[[Member], Any]:
 def api(member: Member, client_for: Callable[[Member], Any]) -> Any:
     """An API client for ``member``."""
     return client_for(member)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits() -> None:
+    """Every test starts with no rate-limit or lockout counts (they live in the cache, which the
+    tests' settings keep in process memory)."""
+    from django.core.cache import cache
+
+    cache.clear()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
@@ -22,12 +22,16 @@ urlpatterns = [
     ),
     path(
         "docs/",
-        SpectacularSwaggerView.as_view(url_name="schema", permission_classes=[AllowAny], authentication_classes=[]),
+        SpectacularSwaggerSplitView.as_view(
+            url_name="schema", permission_classes=[AllowAny], authentication_classes=[]
+        ),
         name="docs",
     ),
     path(
         "redoc/",
-        SpectacularRedocView.as_view(url_name="schema", permission_classes=[AllowAny], authentication_classes=[]),
+        SpectacularRedocView.as_view(
+            url_name="schema", template_name="api/redoc.html", permission_classes=[AllowAny], authentication_classes=[]
+        ),
         name="redoc",
     ),
     path("predict/", PredictView.as_view(), name="predict"),

@@ -70,6 +70,8 @@ def test_the_app_services_use_postgres_and_redis_and_wait_for_them():
         assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
         assert env["CELERY_BROKER_URL"].startswith("redis://redis:6379")
         assert "media:/var/lib/latencylab" in services[name]["volumes"]
+        # No secret ships with the file: compose refuses to start until SECRET_KEY is set.
+        assert env["SECRET_KEY"].startswith("${SECRET_KEY:?"), env["SECRET_KEY"]
     assert services["web"]["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert services["web"]["depends_on"]["redis"]["condition"] == "service_healthy"
     # The web service migrates; the others start once it answers.

@@ -198,10 +198,19 @@
     narrowSettings(form);
   }
 
+  // A select marked data-autosubmit sends its form when it changes (no inline handlers: the
+  // Content-Security-Policy allows scripts from this origin only).
+  function initAutosubmit(root) {
+    root.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
+      select.addEventListener("change", function () { if (select.form) select.form.submit(); });
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     renderFigures(document);
     initTables(document);
     initSubmitForm(document);
+    initAutosubmit(document);
     if (activeBars().length) window.setTimeout(poll, POLL_MS);
   });
 })();
