@@ -1,6 +1,7 @@
 """The host CPU backend: runs IR graphs through ONNX Runtime and times them, whole and per operator.
 
-Measurement discipline (the product of this module):
+Measurement discipline (the product of this module; ``docs/measurement.md`` has the measurements
+behind each choice):
 
 * The graph is exported with fixed seeded weights and fed one fixed seeded input.
 * A session is built the way a user would run it: ``ORT_ENABLE_ALL`` graph optimizations, the
@@ -10,28 +11,25 @@ Measurement discipline (the product of this module):
   creates the session (checked on Linux by reading ``/proc/self/task/*/status``), so the calling
   thread is pinned with ``os.sched_setaffinity`` around session creation and every run, and its
   old affinity is restored afterwards.
-* Cold start is measured apart: ``load_ms`` is session creation (graph optimization included),
-  ``first_run_ms`` the first inference of a fresh session without the profiler.
+* Cold start is measured apart (``devicelab.measure.harness``): ``load_ms`` is session creation
+  (graph optimization included), ``first_run_ms`` the first inference of a fresh session without
+  the profiler.
 * End-to-end times come from that session (``time.perf_counter_ns``), without profiling, whose
   overhead would otherwise leak into the numbers. Per-operator times come from ONNX Runtime's
   profiler in a second session, on the optimized graph ORT saved for this model (nodes uniquely
   named, loaded with optimizations off: the same kernels, and every profiled kernel is a node we
   can read). ``map_kernels`` says which kernel implements which IR operator.
 * Both sessions get the same warm-up: the first run and ``warmup_runs`` more are dropped (a
-  fresh session's second run is still up to 2x slow, measured 7.3 ms against 3.8 ms for the
-  runs after it).
+  fresh session's second run is still much slower than the runs after it).
 * The ``runs`` timed runs of each session alternate in ``BLOCKS`` blocks (plain, profiled,
   plain, ...), each block starting with one dropped run that refills the caches the other
-  session's block used. On a shared machine, interference comes and goes within a second; with
-  the plain runs all first and the profiled ones after (as before 2026-11-25), a burst hit one
-  phase and not the other, and a network's end-to-end time and its kernel sum disagreed by 11 %
-  (standard deviation over profiles, median statistics, 60 networks x 3 rounds on a noisy
-  2-core VM). In alternating blocks both see the same machine: 6.0 % on the same networks, at
-  the same time, and the end-to-end level did not move (paired mean ratio 1.006).
+  session's block used. On a shared machine, interference comes and goes within a second: with
+  all the plain runs first and the profiled ones after, a burst of other load hits one phase and
+  not the other, and a network's end-to-end time and its kernel sum disagree; in alternating
+  blocks both see the same machine.
   With more than one thread the phases still run one after the other, the plain session closed
   before the profiled one starts: ONNX Runtime's pool threads spin for a while after each run,
-  so the idle session's threads took cores from the running one (2 threads on 2 cores in
-  alternating blocks: end-to-end 1.47x the kernel sum, CV 34 %).
+  so an idle session's threads would take cores from the running one.
 """
 
 from __future__ import annotations
@@ -39,9 +37,9 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,22 +49,25 @@ import onnxruntime as ort
 
 from devicelab.backends import cpu_topology
 from devicelab.backends.base import (
+    Backend,
     BackendError,
+    Capabilities,
     ColdStart,
     DeviceInfo,
     ProfileResult,
     ProfileSettings,
     ProgressFn,
 )
-from devicelab.backends.ort_profile import kernel_nodes, map_kernels, name_nodes_uniquely, op_timings, parse_profile
+from devicelab.backends.ort_mapping import map_kernels, op_timings
+from devicelab.backends.ort_profile import kernel_nodes, name_nodes_uniquely, parse_profile
 from devicelab.graph.ir import Graph
+from devicelab.measure.harness import Harness, Meter, repeat, split_evenly, wall_ms
 from devicelab.measure.inputs import INPUT_SEED, make_inputs
 from devicelab.measure.stats import summarize
 
 KIND = "cpu"
 WEIGHT_SEED = 0
 OPTIMIZATION_LEVEL = "ORT_ENABLE_ALL"
-_NCHWC_DOMAIN = "com.microsoft.nchwc"
 BLOCKS = 5  # the timed runs alternate between the plain and the profiled session in this many blocks
 
 
@@ -84,12 +85,29 @@ def host_identity() -> str:
     return f"{KIND}:{cpu_topology.machine_identity()}"
 
 
+def capabilities(topo: cpu_topology.CpuTopology) -> Capabilities:
+    """What the host CPU runs: fp32 ONNX graphs through ONNX Runtime, up to one thread per online
+    core, pinned to any of those cores where the OS can pin a thread."""
+    return Capabilities(
+        precisions=("fp32",),
+        max_threads=max(1, len(topo.online)),
+        pins_cores=hasattr(os, "sched_setaffinity"),
+        cores=tuple(topo.online),
+        runtimes=(runtime_version(),),
+        formats=("onnx",),
+    )
+
+
 def discover() -> list[DeviceInfo]:
-    """The host CPU as one device."""
+    """The host CPU as one device, with what it can run."""
     topo = cpu_topology.read_topology()
     hardware = topo.as_hardware()
     hardware["runtime"] = runtime_version()
-    return [DeviceInfo(kind=KIND, identity=host_identity(), name=topo.model, hardware=hardware)]
+    return [
+        DeviceInfo(
+            kind=KIND, identity=host_identity(), name=topo.model, hardware=hardware, capabilities=capabilities(topo)
+        )
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,48 +238,6 @@ def _check_inputs(session: ort.InferenceSession, graph: Graph) -> None:
 # Profiling
 
 
-class _Progress:
-    """Monotonic progress reporting that tolerates no callback."""
-
-    def __init__(self, fn: ProgressFn | None) -> None:
-        self.fn = fn
-        self.last = 0.0
-
-    def __call__(self, fraction: float, message: str) -> None:
-        self.last = max(self.last, min(1.0, fraction))
-        if self.fn is not None:
-            self.fn(self.last, message)
-
-
-def _timed_runs(
-    session: ort.InferenceSession,
-    feeds: dict[str, np.ndarray],
-    graph: Graph,
-    count: int,
-    progress: _Progress,
-    start: float,
-    end: float,
-    label: str,
-) -> list[float]:
-    """Run ``count`` times; return each run's wall time (ms), reporting progress about ten times."""
-    every = max(1, count // 10)
-    samples: list[float] = []
-    for i in range(count):
-        t0 = time.perf_counter_ns()
-        _run(session, feeds, graph)
-        samples.append((time.perf_counter_ns() - t0) / 1e6)
-        if (i + 1) % every == 0 or i + 1 == count:
-            progress(start + (end - start) * (i + 1) / count, f"{label} {i + 1}/{count}")
-    return samples
-
-
-def _block_sizes(runs: int) -> list[int]:
-    """Timed runs per block: ``runs`` split as evenly as possible into at most ``BLOCKS`` blocks."""
-    n = min(BLOCKS, runs)
-    q, r = divmod(runs, n)
-    return [q + (i < r) for i in range(n)]
-
-
 def _alternating_blocks(
     plain: ort.InferenceSession,
     profiled: ort.InferenceSession,
@@ -269,7 +245,7 @@ def _alternating_blocks(
     graph: Graph,
     runs: int,
     profiled_before: int,
-    progress: _Progress,
+    meter: Meter,
 ) -> tuple[list[float], list[int]]:
     """The timed runs, in blocks alternating between the plain and the profiled session: each
     block runs its session once untimed (the other session's block left its own weights and
@@ -278,23 +254,16 @@ def _alternating_blocks(
     samples: list[float] = []
     kept: list[int] = []
     index = profiled_before  # runs the profiled session has made so far
-    every = max(1, runs // 10)  # progress about ten times per session
-    for k in _block_sizes(runs):
+    for k in split_evenly(runs, BLOCKS):
         _run(plain, feeds, graph)
-        for _ in range(k):
-            t0 = time.perf_counter_ns()
-            _run(plain, feeds, graph)
-            samples.append((time.perf_counter_ns() - t0) / 1e6)
-            if len(samples) % every == 0 or len(samples) == runs:
-                progress(0.2 + 0.75 * (len(samples) + len(kept)) / (2 * runs), f"timed run {len(samples)}/{runs}")
+        samples += repeat(
+            lambda: wall_ms(_run, plain, feeds, graph), k, meter, "timed run", first=len(samples), of=runs
+        )
         _run(profiled, feeds, graph)
         index += 1
-        for _ in range(k):
-            _run(profiled, feeds, graph)
-            kept.append(index)
-            index += 1
-            if len(kept) % every == 0 or len(kept) == runs:
-                progress(0.2 + 0.75 * (len(samples) + len(kept)) / (2 * runs), f"profiled run {len(kept)}/{runs}")
+        repeat(lambda: _run(profiled, feeds, graph), k, meter, "profiled run", first=len(kept), of=runs)
+        kept += range(index, index + k)
+        index += k
     return samples, kept
 
 
@@ -302,12 +271,12 @@ def profile(
     device: DeviceInfo, graph: Graph, settings: ProfileSettings, progress: ProgressFn | None = None
 ) -> ProfileResult:
     """Measure a graph on the host CPU: cold start, end-to-end samples and per-operator times."""
-    from devicelab.graph.onnx_export import graph_to_onnx_bytes
+    from devicelab.graph.onnx import graph_to_onnx_bytes
 
     topo = cpu_topology.read_topology()
     cores = _check_request(device, settings, topo.online)
-    report = _Progress(progress)
-    report(0.0, "exporting graph to ONNX")
+    h = Harness(progress)
+    h.report(0.0, "exporting graph to ONNX")
     model = graph_to_onnx_bytes(graph, seed=WEIGHT_SEED)
     feeds = make_inputs(graph)
     env: dict[str, Any] = {
@@ -333,31 +302,25 @@ def profile(
     with tempfile.TemporaryDirectory(prefix="devicelab-ort-") as tmp, pinned(cores) as applied:
         workdir = Path(tmp)
         env["affinity"] = applied
-        report(0.02, "creating session")
         before = _thread_ids()
-        t0 = time.perf_counter_ns()
-        session = _new_session(model, _session_options(settings), graph)
-        load_ms = (time.perf_counter_ns() - t0) / 1e6
+        session = h.load(lambda: _new_session(model, _session_options(settings), graph), 0.02, "creating session")
         # The intra-op pool's threads were created just now and inherited the pinned affinity.
         env["runtime_threads_affinity"] = sorted(set(thread_affinities(sorted(_thread_ids() - before)).values()))
         env["providers"] = session.get_providers()
         _check_inputs(session, graph)
-        report(0.04, "first run")
-        t0 = time.perf_counter_ns()
-        _run(session, feeds, graph)
-        first_ms = (time.perf_counter_ns() - t0) / 1e6
-        _timed_runs(session, feeds, graph, settings.warmup_runs, report, 0.05, 0.1, "warm-up")
+        h.first_run(partial(_run, session, feeds, graph), 0.04)
+        h.warm_up(partial(_run, session, feeds, graph), settings.warmup_runs, 0.05, 0.1)
         alternate = settings.threads == 1  # see the module's docs: pool threads of an idle session spin
         if not alternate:
-            samples = _timed_runs(session, feeds, graph, settings.runs, report, 0.1, 0.5, "timed run")
+            samples = h.timed(partial(wall_ms, _run, session, feeds, graph), settings.runs, 0.1, 0.5)
             del session
 
-        report(0.11 if alternate else 0.51, "saving the optimized graph")
+        h.report(0.11 if alternate else 0.51, "saving the optimized graph")
         saved = workdir / "optimized.onnx"
         _new_session(model, _session_options(settings, save_optimized=saved), graph)  # saves, then dropped
         optimized = name_nodes_uniquely(onnx.load(str(saved)))
         nodes = kernel_nodes(optimized)
-        report(0.13 if alternate else 0.53, "creating profiled session")
+        h.report(0.13 if alternate else 0.53, "creating profiled session")
         profiled = _new_session(
             optimized.SerializeToString(),
             _session_options(settings, optimize=False, profile_prefix=workdir / "ort_profile"),
@@ -367,17 +330,19 @@ def profile(
             # as the plain session: the first run, then the warm-up runs, all dropped
             dropped = 1 + settings.warmup_runs
             if alternate:
-                _timed_runs(profiled, feeds, graph, dropped, report, 0.14, 0.2, "profiled warm-up")
-                samples, kept = _alternating_blocks(session, profiled, feeds, graph, settings.runs, dropped, report)
+                h.warm_up(partial(_run, profiled, feeds, graph), dropped, 0.14, 0.2, "profiled warm-up")
+                meter = h.meter(0.2, 0.95, 2 * settings.runs)
+                samples, kept = _alternating_blocks(session, profiled, feeds, graph, settings.runs, dropped, meter)
                 del session
             else:
-                _timed_runs(profiled, feeds, graph, dropped, report, 0.54, 0.6, "profiled warm-up")
-                _timed_runs(profiled, feeds, graph, settings.runs, report, 0.6, 0.95, "profiled run")
+                h.warm_up(partial(_run, profiled, feeds, graph), dropped, 0.54, 0.6, "profiled warm-up")
+                # their times are read from the profile, not kept here
+                h.timed(partial(_run, profiled, feeds, graph), settings.runs, 0.6, 0.95, "profiled run")
                 kept = list(range(dropped, dropped + settings.runs))
         finally:
             profile_path = Path(profiled.end_profiling())
             del profiled
-        report(0.96, "reading the profile")
+        h.report(0.96, "reading the profile")
         profiles, run_ms = parse_profile(profile_path, keep=kept)
 
     kmap = map_kernels(graph, nodes)
@@ -388,8 +353,9 @@ def profile(
     env["profiled_runs_dropped"] = dropped  # before the first block (each block drops one more)
     env["profiled_runs"] = len(run_ms)
     # timed runs per block, the sessions alternating; one thread only (else one phase after the other)
-    env["blocks"] = _block_sizes(settings.runs) if alternate else []
-    report(1.0, "done")
+    env["blocks"] = split_evenly(settings.runs, BLOCKS) if alternate else []
+    load_ms, first_ms = h.cold_start()
+    h.done()
     return ProfileResult(
         device=device,
         settings=settings,
@@ -401,8 +367,29 @@ def profile(
     )
 
 
+class CpuBackend(Backend):
+    """The host CPU, through ONNX Runtime: this module's ``discover`` and ``profile``."""
+
+    kind = KIND
+
+    def discover(self) -> list[DeviceInfo]:
+        """The host CPU as one device, with what it can run."""
+        return discover()
+
+    def profile(
+        self, device: DeviceInfo, graph: Graph, settings: ProfileSettings, progress: ProgressFn | None = None
+    ) -> ProfileResult:
+        """Measure a graph on the host CPU (see the module's measurement discipline)."""
+        return profile(device, graph, settings, progress)
+
+
+BACKEND = CpuBackend()
+
 __all__ = [
+    "BACKEND",
     "KIND",
+    "CpuBackend",
+    "capabilities",
     "discover",
     "profile",
     "pinned",

@@ -23,21 +23,19 @@ import pyopencl as cl
 
 from devicelab.backends.base import BackendError
 from devicelab.backends.opencl.devices import FoundDevice, context_for
+from devicelab.backends.opencl.fusion import ACTIVATIONS, BINARY_OPS
 from devicelab.backends.opencl.plan import (
-    ACTIVATIONS,
-    BINARY_OPS,
-    KernelConfig,
     PlanError,
     PlannedKernel,
     as_rank4,
     broadcast_layout,
     canonical,
-    choose_local_size,
     concat_geometry,
     kernels_for_graph,
     numel,
 )
 from devicelab.backends.opencl.programs import PROGRAMS, build_options
+from devicelab.backends.opencl.tiling import KernelConfig, choose_local_size
 from devicelab.backends.opencl.weights import bn_scale_shift, conv_blocked, fc_blocked, fold_batch_norm
 from devicelab.graph.ir import Graph, Operator
 from devicelab.measure.inputs import make_inputs
@@ -106,7 +104,7 @@ class GraphRunner:
         weight_seed: int = WEIGHT_SEED,
         config: KernelConfig | None = None,
     ) -> None:
-        from devicelab.graph.onnx_export import operator_weights
+        from devicelab.graph.onnx import operator_weights
 
         limits = found.limits
         if precision not in HOST_DTYPES:

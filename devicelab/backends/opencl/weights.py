@@ -1,6 +1,6 @@
 """Weights in the layouts the OpenCL kernels read, with batch norm folded in (host-side numpy).
 
-The values come from ``devicelab.graph.onnx_export.operator_weights``, so the OpenCL backend
+The values come from ``devicelab.graph.onnx.operator_weights``, so the OpenCL backend
 and the exported ONNX model compute the same function. Folding is done in float64 and rounded
 once to the run's precision.
 """

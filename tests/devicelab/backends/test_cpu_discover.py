@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import platform
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from devicelab.backends import cpu, cpu_topology, registry
+from devicelab.backends.base import Backend, DeviceInfo, ProfileSettings, UnsupportedSetting
 
 
 def test_discover_describes_the_host_cpu_as_one_device() -> None:
@@ -100,8 +102,23 @@ def test_cpu_list_parsing() -> None:
 # -- registry ---------------------------------------------------------------------------------
 
 
-def test_backend_for_cpu_is_the_cpu_module() -> None:
-    assert registry.backend_for("cpu") is cpu
+def test_backend_for_cpu_is_the_cpu_backend() -> None:
+    backend = registry.backend_for("cpu")
+    assert backend is cpu.BACKEND and isinstance(backend, Backend) and backend.kind == "cpu"
+    assert backend.discover() == cpu.discover()
+
+
+def test_cpu_declares_what_it_can_run() -> None:
+    caps = cpu.discover()[0].capabilities
+    online = cpu_topology.online_cpus()
+    assert caps.precisions == ("fp32",) and caps.formats == ("onnx",)
+    assert caps.max_threads == len(online) and caps.cores == tuple(online)
+    assert caps.pins_cores == hasattr(os, "sched_setaffinity")
+    assert caps.runtimes == (cpu.runtime_version(),)
+    assert DeviceInfo.from_dict(cpu.discover()[0].as_dict()) == cpu.discover()[0]  # survives JSON
+    caps.check(ProfileSettings(threads=len(online), cores=(online[0],) if caps.pins_cores else ()))
+    with pytest.raises(UnsupportedSetting, match="precision.*fp32"):
+        caps.check(ProfileSettings(precision="fp16"))
 
 
 def test_backend_for_an_unknown_kind_is_a_clear_error() -> None:
@@ -134,7 +151,16 @@ def test_discover_all_skips_backends_whose_module_or_runtime_is_missing(
 def test_discover_all_survives_a_backend_whose_discovery_raises(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    (tmp_path / "broken_driver_backend.py").write_text("def discover():\n    raise RuntimeError('driver exploded')\n")
+    (tmp_path / "broken_driver_backend.py").write_text(
+        "from devicelab.backends.base import Backend\n"
+        "class Broken(Backend):\n"
+        "    kind = 'broken'\n"
+        "    def discover(self):\n"
+        "        raise RuntimeError('driver exploded')\n"
+        "    def profile(self, device, graph, settings, progress=None):\n"
+        "        raise NotImplementedError\n"
+        "BACKEND = Broken()\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(registry.BACKEND_MODULES, "broken", "broken_driver_backend")
     with caplog.at_level(logging.INFO, logger=registry.__name__):
@@ -142,3 +168,14 @@ def test_discover_all_survives_a_backend_whose_discovery_raises(
     assert [d.kind for d in devices] == ["cpu"]
     assert "broken backend: discovery failed" in caplog.text
     sys.modules.pop("broken_driver_backend", None)
+
+
+def test_a_backend_module_without_a_backend_instance_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "untyped_backend.py").write_text("def discover():\n    return []\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(registry.BACKEND_MODULES, "untyped", "untyped_backend")
+    with pytest.raises(TypeError, match="untyped_backend.BACKEND must be a devicelab.backends.base.Backend"):
+        registry.backend_for("untyped")
+    sys.modules.pop("untyped_backend", None)

@@ -13,10 +13,11 @@ from pathlib import Path
 import onnx
 import pytest
 
-from devicelab.backends import cpu, ort_profile
+from devicelab.backends import cpu, ort_mapping, ort_profile
 from devicelab.backends.base import BackendError, DeviceInfo, ProfileResult, ProfileSettings
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
+from devicelab.measure.harness import split_evenly
 
 RUNS = 5
 CONV_KERNELS = {"Conv", "FusedConv", "NchwcConv"}
@@ -203,9 +204,9 @@ def test_with_a_thread_pool_the_plain_runs_all_come_before_the_profiled_ones(
 
 
 def test_fewer_runs_than_blocks_make_one_block_per_run() -> None:
-    assert cpu._block_sizes(1) == [1]
-    assert cpu._block_sizes(3) == [1, 1, 1]
-    assert cpu._block_sizes(30) == [6] * 5
+    assert split_evenly(1, cpu.BLOCKS) == [1]
+    assert split_evenly(3, cpu.BLOCKS) == [1, 1, 1]
+    assert split_evenly(30, cpu.BLOCKS) == [6] * 5
 
 
 def test_parse_profile_keeps_the_runs_asked_for_in_order(tmp_path: Path) -> None:
@@ -309,7 +310,7 @@ def test_mapping_fused_conv_and_an_inlined_function() -> None:
             K("Mul#5", "Mul", "", ["fc", "_inlfunc_HardSwish_HS_X"], ["hs"]),
         ]
     )
-    km = ort_profile.map_kernels(_head_graph(), nodes)
+    km = ort_mapping.map_kernels(_head_graph(), nodes)
     assert km.owner == {"c": "c", "gap": "gap", "fl": "fl", "fc": "fc", "HardSigmoid#4": "hs", "Mul#5": "hs"}
     assert km.fused_into == {"n": "c", "r": "c"}
 
@@ -328,7 +329,7 @@ def test_mapping_nchwc_kernels_named_after_their_epilogue() -> None:
             K("hs", "HardSwish", "", ["fc"], ["hs"]),
         ]
     )
-    km = ort_profile.map_kernels(_head_graph(), nodes)
+    km = ort_mapping.map_kernels(_head_graph(), nodes)
     assert km.owner["r_nchwc"] == "c" and km.owner["gap_nchwc"] == "gap"
     assert km.owner["ReorderOutput"] is None
     assert km.fused_into == {"n": "r_nchwc", "r": "r_nchwc"}
@@ -349,7 +350,7 @@ def test_mapping_residual_add_goes_to_the_conv_that_runs_last() -> None:
         ]
     )
     assert [n.name for n in nodes] == ["r1_nchwc", "b2_nchwc", "ReorderOutput"]
-    km = ort_profile.map_kernels(graph, nodes)
+    km = ort_mapping.map_kernels(graph, nodes)
     assert km.owner == {"r1_nchwc": "c1", "b2_nchwc": "c2", "ReorderOutput": None}
     assert km.fused_into == {"r1": "r1_nchwc", "b2": "b2_nchwc", "add": "b2_nchwc", "r2": "b2_nchwc"}
 

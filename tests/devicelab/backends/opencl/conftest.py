@@ -15,11 +15,11 @@ import pytest
 pytest.importorskip("pyopencl", reason="pyopencl is not installed")
 
 from devicelab.backends.opencl import devices  # noqa: E402
-from devicelab.backends.opencl.plan import KernelConfig  # noqa: E402
 from devicelab.backends.opencl.runner import GraphRunner  # noqa: E402
+from devicelab.backends.opencl.tiling import KernelConfig  # noqa: E402
 from devicelab.graph.builder import GraphBuilder  # noqa: E402
 from devicelab.graph.ir import Graph  # noqa: E402
-from devicelab.graph.onnx_export import operator_weights  # noqa: E402
+from devicelab.graph.onnx import operator_weights  # noqa: E402
 from devicelab.measure.inputs import make_inputs  # noqa: E402
 
 

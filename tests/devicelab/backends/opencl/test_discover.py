@@ -9,7 +9,9 @@ import subprocess
 import sys
 
 from devicelab.backends import registry
-from devicelab.backends.opencl import devices, discover
+from devicelab.backends.base import Backend, DeviceInfo
+from devicelab.backends.opencl import devices
+from devicelab.backends.opencl.backend import BACKEND, discover
 
 HARDWARE_KEYS = {
     "compute_units",
@@ -44,6 +46,16 @@ def test_discover_lists_devices_with_their_limits(found) -> None:
     json.dumps(info.as_dict())  # plain data
 
 
+def test_each_device_declares_what_it_can_run(found) -> None:
+    info = next(d for d in discover() if d.identity == found.identity)
+    caps = info.capabilities
+    assert caps.precisions == (("fp32", "fp16") if found.limits.fp16 else ("fp32",))
+    assert caps.max_threads == found.limits.compute_units and not caps.pins_cores and caps.cores == ()
+    assert caps.formats == ("ir",) and len(caps.runtimes) == 1
+    assert caps.runtimes[0].startswith("pyopencl ") and found.limits.platform_version in caps.runtimes[0]
+    assert DeviceInfo.from_dict(json.loads(json.dumps(info.as_dict()))) == info
+
+
 def test_identity_names_machine_platform_and_device_and_is_stable(found) -> None:
     assert found.identity.startswith("opencl:")
     machine, platform, device = found.identity[len("opencl:") :].split("/", 2)
@@ -62,8 +74,8 @@ def test_find_device_rejects_an_unknown_identity(found) -> None:
 
 
 def test_registry_offers_the_opencl_backend(found) -> None:
-    module = registry.backend_for("opencl")
-    assert module.discover is discover
+    backend = registry.backend_for("opencl")
+    assert backend is BACKEND and isinstance(backend, Backend) and backend.kind == "opencl"
     assert found.identity in {d.identity for d in registry.discover_all(("opencl",))}
 
 

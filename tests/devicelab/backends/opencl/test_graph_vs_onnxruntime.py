@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from devicelab.backends.opencl.plan import KernelConfig
 from devicelab.backends.opencl.runner import GraphRunner
+from devicelab.backends.opencl.tiling import KernelConfig
 from devicelab.graph import zoo
 from devicelab.graph.ir import Graph
 from devicelab.graph.nas import synthetic
-from devicelab.graph.onnx_export import graph_to_onnx_bytes
+from devicelab.graph.onnx import graph_to_onnx_bytes
 from devicelab.measure.inputs import make_inputs
 
 ort = pytest.importorskip("onnxruntime")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from devicelab.backends.opencl.plan import KernelConfig
+from devicelab.backends.opencl.tiling import KernelConfig
 from tests.devicelab.backends.opencl import reference as ref
 from tests.devicelab.backends.opencl.conftest import assert_close, one_op
 

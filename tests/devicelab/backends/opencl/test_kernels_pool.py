@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from devicelab.backends.opencl.plan import KernelConfig
+from devicelab.backends.opencl.tiling import KernelConfig
 from tests.devicelab.backends.opencl import reference as ref
 from tests.devicelab.backends.opencl.conftest import assert_close, one_op
 

@@ -8,15 +8,8 @@ import json
 
 import pytest
 
-from devicelab.backends.opencl.plan import (
-    CONV_KERNELS,
-    KernelConfig,
-    PlanError,
-    broadcast_layout,
-    choose_local_size,
-    kernels_for_graph,
-    view_owner,
-)
+from devicelab.backends.opencl.plan import PlanError, broadcast_layout, kernels_for_graph, view_owner
+from devicelab.backends.opencl.tiling import CONV_KERNELS, KernelConfig, choose_local_size
 from devicelab.graph import zoo
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Operator

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from devicelab.backends.base import BackendError, ProfileSettings
-from devicelab.backends.opencl import device_info, profile
+from devicelab.backends.opencl.backend import device_info, profile
 from devicelab.backends.opencl.plan import KERNELS
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
@@ -161,7 +161,7 @@ def test_a_graph_the_backend_cannot_run_is_a_backend_error(found) -> None:
 def test_threads_apply_when_opencl_starts_in_the_process(found) -> None:
     code = (
         "from devicelab.backends.base import DeviceInfo, ProfileSettings\n"
-        "from devicelab.backends.opencl import profile\n"
+        "from devicelab.backends.opencl.backend import profile\n"
         "from tests.devicelab.backends.opencl.test_profile import small_net\n"
         "s = ProfileSettings(backend='opencl', threads=1, warmup_runs=0, runs=1)\n"
         "info = DeviceInfo('opencl', " + repr(found.identity) + ", 'device')  # OpenCL untouched so far\n"

@@ -9,14 +9,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from devicelab.backends.opencl.plan import (
-    CONV_KERNELS,
-    MAX_PIXEL_VECTORS,
-    KernelConfig,
-    balanced,
-    kernels_for_graph,
-    pixel_tile,
-)
+from devicelab.backends.opencl.plan import kernels_for_graph
+from devicelab.backends.opencl.tiling import CONV_KERNELS, MAX_PIXEL_VECTORS, KernelConfig, balanced, pixel_tile
 from devicelab.graph import zoo
 from tests.devicelab.backends.opencl.conftest import one_op
 
