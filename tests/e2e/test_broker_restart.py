@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.brokers import broker
 from tests.e2e.helpers import LONG, QUICK, job_row, long_graph, submit, tiny_graph, upload, wait_finished, wait_running
 
 REDIS_SERVER = shutil.which("redis-server")
@@ -54,31 +55,17 @@ class OwnRedis:
             self.proc.wait(timeout=20)
 
 
-def _use_broker(url: str) -> None:
-    """Point this process's Celery app (the one the services send through) at ``url``."""
-    from server.taskqueue import app
-
-    app.conf.broker_url = url
-    app.pool.force_close_all()
-    app._pool = None
-    app.amqp._producer_pool = None
-
-
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
+def own_redis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[OwnRedis]:
     """Our own Redis, with this process's Celery app sending through it for the test."""
     if REDIS_SERVER is None:
         pytest.skip("needs redis-server on PATH (Debian package redis-server) to restart a broker of its own")
-    from server.taskqueue import app
-
-    before = app.conf.broker_url
     server = OwnRedis(tmp_path)
     server.start()
-    _use_broker(server.url)
     try:
-        yield server
+        with broker(monkeypatch, server.url):
+            yield server
     finally:
-        _use_broker(before)
         server.stop()
 
 

@@ -17,6 +17,7 @@ from server.devices.models import Device, DeviceStatus
 from server.profiling.models import ProfilingJob
 from server.profiling.services import claim_job, dispatch_job, resend_lost_jobs
 from server.taskqueue import device_queue, purge_queues
+from tests.brokers import broker
 
 pytestmark = pytest.mark.django_db
 
@@ -97,25 +98,23 @@ def test_a_device_that_just_finished_a_job_is_still_working_through_its_queue(
 
 
 def test_a_broker_that_refuses_leaves_the_job_queued_and_says_so(
-    member: Any, make_job: Any, make_device: Any, private_prefix: str, caplog: pytest.LogCaptureFixture
+    member: Any,
+    make_job: Any,
+    make_device: Any,
+    private_prefix: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from workers.celery_app import app
-
     job = make_job(member.team, device=make_device())
-    before = app.conf.broker_url
     logger = logging.getLogger("server.profiling.services")
     logger.addHandler(caplog.handler)
-    app.conf.broker_url = "redis://127.0.0.1:1/0"  # nothing listens there: a broker that is down
-    app.pool.force_close_all()
-    app._pool = None
-    app.amqp._producer_pool = None
     try:
-        assert dispatch_job(job.pk, job.device_id) is False
+        with broker(monkeypatch, "redis://127.0.0.1:1/0"):  # nothing listens there: a broker that is down
+            assert dispatch_job(job.pk, job.device_id) is False
     finally:
         logger.removeHandler(caplog.handler)
-        app.conf.broker_url = before
-        app.pool.force_close_all()
-        app._pool = None
-        app.amqp._producer_pool = None
     assert ProfilingJob.objects.get(pk=job.pk).state == "queued"
     assert f"job {job.pk} stays queued" in caplog.text and "could not be sent" in caplog.text
+    assert "Connection refused" in caplog.text or "Error 111" in caplog.text
+    # And the session's broker works again afterwards.
+    assert dispatch_job(job.pk, job.device_id) is True

@@ -1,5 +1,5 @@
 """A worker that stops takes its devices offline itself: its queued jobs move to an equivalent
-online device or fail saying why, and devices another worker has taken over stay online."""
+online device or wait for it to come back, and devices another worker has taken over stay online."""
 
 from __future__ import annotations
 
@@ -36,7 +36,9 @@ def test_stopping_agent_hands_its_queued_jobs_to_an_equivalent_device(db: None, 
     assert "offline" in job.moved_from
 
 
-def test_stopping_agent_fails_queued_jobs_nobody_else_can_run(db: None, team: Any) -> None:
+def test_stopping_agent_leaves_queued_jobs_nobody_else_can_run_waiting_for_it(db: None, team: Any) -> None:
+    from server.devices.models import Device
+
     agent = DeviceAgent("alone")
     agent.start([fake_cpu(2)])
     job = _job(team, agent.devices[0].pk)
@@ -44,7 +46,11 @@ def test_stopping_agent_fails_queued_jobs_nobody_else_can_run(db: None, team: An
     agent.go_offline()
 
     job.refresh_from_db()
-    assert job.state == "failed" and "no equivalent online device" in job.failure_reason
+    assert job.state == "queued" and job.device_id == agent.devices[0].pk  # waits for its device
+    assert Device.objects.get(pk=agent.devices[0].pk).status == "offline"
+    again = DeviceAgent("alone")
+    again.start([fake_cpu(2)])
+    assert Device.objects.get(pk=agent.devices[0].pk).status == "online"
 
 
 def test_device_taken_over_by_another_worker_stays_online(db: None) -> None:

@@ -27,8 +27,13 @@ def test_unreadable_stored_graph_fails_the_job_naming_the_problem(
 
 
 def test_settings_the_device_cannot_honour_fail_the_job_naming_the_device(
-    as_device_process: Any, make_job: Callable[..., Any]
+    as_device_process: Any, make_job: Callable[..., Any], agent: Any
 ) -> None:
+    from server.devices.models import Device
+
+    # Submission refuses them for a device that declared its capabilities; a row registered by an
+    # older worker declared none, and the backend's own check on the worker is what stops the job.
+    Device.objects.filter(pk=agent.devices[0].pk).update(capabilities={})
     job = make_job({"runs": 2, "warmup_runs": 0, "cores": [4096]})
 
     assert run_profiling_job(job.pk) == "failed"
