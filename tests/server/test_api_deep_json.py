@@ -19,7 +19,7 @@ def _nested(levels: int) -> str:
 @pytest.mark.parametrize("levels", [MAX_JSON_DEPTH + 1, 950, 5000])
 def test_a_deeply_nested_body_is_a_400(api: Any, make_device: Any, path: str, levels: int) -> None:
     device = make_device()
-    body = '{"device": %d, "model": 1, "settings": %s}' % (device.pk, _nested(levels))
+    body = f'{{"device": {device.pk}, "model": 1, "settings": {_nested(levels)}}}'
     response = api.post(path, data=body, content_type="application/json")
     assert response.status_code == 400, response.content[:300]
     detail = response.json()["detail"]
