@@ -30,35 +30,6 @@ VAR_DIR = Path(env_str("LATENCYLAB_VAR_DIR", str(BASE_DIR / "var"))).resolve()
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
-def _local_secret_key(path: Path) -> str:
-    """This installation's own key, made once under ``var/`` (readable by its owner only)."""
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        key = secrets.token_urlsafe(50)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(key)
-        return key
-    except OSError as exc:
-        raise ImproperlyConfigured(f"cannot read the local secret key {path}: {exc}") from None
-
-
-if is_set("SECRET_KEY"):
-    SECRET_KEY = env_str("SECRET_KEY", "")
-elif not is_set("DATABASE_URL"):
-    # Embedded defaults (the demo, a first `latencylab up`): a key of this installation's own,
-    # never a key that ships with the code.
-    SECRET_KEY = _local_secret_key(VAR_DIR / "secret_key")
-    note_embedded_default("SECRET_KEY", f"a key made for this installation in {VAR_DIR / 'secret_key'}")
-else:
-    # A server on a real database is a deployment: it must not start on a key anyone can read.
-    raise ImproperlyConfigured(
-        "SECRET_KEY is not set. A server on DATABASE_URL needs a secret of its own: set SECRET_KEY to e.g. "
-        "the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'` (the test command "
-        "`make test` sets a throwaway one)"
-    )
-
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -221,6 +192,38 @@ else:
     note_embedded_default("DATABASE_URL", f"SQLite at {VAR_DIR / 'latencylab.sqlite3'}")
     _db = _sqlite(VAR_DIR / "latencylab.sqlite3", VAR_DIR / "test_latencylab.sqlite3")
 DATABASES = {"default": _db}
+
+# -- secret key --------------------------------------------------------------------------------
+
+
+def _local_secret_key(path: Path) -> str:
+    """This installation's own key, made once under ``var/`` (readable by its owner only)."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        key = secrets.token_urlsafe(50)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(key)
+        return key
+    except OSError as exc:
+        raise ImproperlyConfigured(f"cannot read the local secret key {path}: {exc}") from None
+
+
+if is_set("SECRET_KEY"):
+    SECRET_KEY = env_str("SECRET_KEY", "")
+elif not is_set("DATABASE_URL"):
+    # Embedded defaults (the demo, a first `latencylab up`): a key of this installation's own,
+    # never a key that ships with the code.
+    SECRET_KEY = _local_secret_key(VAR_DIR / "secret_key")
+    note_embedded_default("SECRET_KEY", f"a key made for this installation in {VAR_DIR / 'secret_key'}")
+else:
+    # A server on a real database is a deployment: it must not start on a key anyone can read.
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set. A server on DATABASE_URL needs a secret of its own: set SECRET_KEY to e.g. "
+        "the output of `python -c 'import secrets; print(secrets.token_urlsafe(50))'` (the test command "
+        "`make test` sets a throwaway one)"
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # -- cache -----------------------------------------------------------------------------------
@@ -262,6 +265,15 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = LATENCYLAB_MAX_UPLOAD_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = min(LATENCYLAB_MAX_UPLOAD_BYTES, 10 * 1024 * 1024)
 FILE_UPLOAD_TEMP_DIR = str(VAR_DIR / "tmp")
 Path(FILE_UPLOAD_TEMP_DIR).mkdir(exist_ok=True)
+# A small file can describe a huge model: a 143-byte ONNX file can ask the importer to fold
+# Range(0, 2**28) (4 GB), an input can be declared [1, 3, 100000, 100000]. Every import (upload,
+# POST /api/predict/, a job reading its model) is bounded by these counts of elements, checked
+# before anything is allocated (devicelab.graph.limits; defaults hold the zoo with a wide margin):
+# the most elements of one tensor (activation, initializer, an operator's weights), of all the
+# constants an import folds, and the most operators (ONNX local functions inlined).
+LATENCYLAB_MAX_MODEL_ELEMENTS = env_int("LATENCYLAB_MAX_MODEL_ELEMENTS", 2**27, minimum=1)
+LATENCYLAB_MAX_FOLDED_ELEMENTS = env_int("LATENCYLAB_MAX_FOLDED_ELEMENTS", 2**24, minimum=1)
+LATENCYLAB_MAX_MODEL_OPERATORS = env_int("LATENCYLAB_MAX_MODEL_OPERATORS", 2**20, minimum=1)
 
 # -- devices and jobs ------------------------------------------------------------------------
 
@@ -359,7 +371,8 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_RATES": {"anon": env_str("LATENCYLAB_ANON_RATE", "300/min")},
     # Each list view's query parameters are a FilterSet of server/api/filters.py.
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # drf-spectacular's, plus the error answers (401, 404, 413, ...) every operation can give.
+    "DEFAULT_SCHEMA_CLASS": "server.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "server.api.exceptions.exception_handler",
     # JSON through orjson, refused when nested too deeply (server/api/parsers.py).
     "DEFAULT_PARSER_CLASSES": [

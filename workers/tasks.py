@@ -153,11 +153,14 @@ def run_profiling_job(self: Task, job_id: int) -> str:
 def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> str:
     """Profile a claimed job and store the outcome through the services."""
     from devicelab.backends.registry import BackendUnavailable, backend_for
+    from server.networks.services import import_limits
     from server.profiling.services import fail_job, ingest_result
 
     progress = _ProgressReporter(job.pk, token)
     try:
-        graph = graph_from_dict(job.model.graph)
+        # within the server's import limits: a model stored before they existed cannot make the
+        # device allocate what its shapes declare
+        graph = graph_from_dict(job.model.graph, import_limits())
         settings = ProfileSettings.from_dict(job.settings)
         backend = backend_for(info.kind)
         result = backend.profile(info, graph, settings, progress)

@@ -1,7 +1,9 @@
 """Graph JSON: the wire format NAS tools send to the API (``docs/graph-format.md``).
 
 Output shapes may be left out of a document: they are inferred from the inputs. Shapes that
-are given must agree with inference, so a document that loads is always consistent.
+are given must agree with inference, so a document that loads is always consistent. A document
+describes sizes without holding data, so every tensor and every operator's weights are checked
+against the reader's ``ImportLimits`` as they are read.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from devicelab.graph import ops
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph, Operator, Tensor
+from devicelab.graph.limits import DEFAULT_LIMITS, ImportLimits, check_elements, check_operators, check_weights
 
 SCHEMA_VERSION = 1
 
@@ -49,8 +52,9 @@ def _expect(cond: object, reason: str, node: str | None = None, op: str | None =
         raise GraphError(reason, node=node, op=op)
 
 
-def graph_from_dict(doc: Any) -> Graph:
-    """Read a graph document; raise ``GraphError`` naming the operator and reason when it is bad."""
+def graph_from_dict(doc: Any, limits: ImportLimits = DEFAULT_LIMITS) -> Graph:
+    """Read a graph document; raise ``GraphError`` naming the operator and reason when it is bad
+    (``LimitExceeded`` when it is over ``limits``)."""
     _expect(isinstance(doc, dict), "a graph document must be a JSON object")
     version = doc.get("schema_version")
     _expect(version == SCHEMA_VERSION, f"schema_version must be {SCHEMA_VERSION}, got {version!r}")
@@ -68,12 +72,15 @@ def graph_from_dict(doc: Any) -> Graph:
             f"input shape {shape!r} must be a list of positive integers (no dynamic dimensions)",
             node=spec["name"],
         )
+        check_elements(shape, limits, node=spec["name"], what="the graph input")
         dtype = spec.get("dtype", "float32")
         _expect(dtype in ops.DTYPES, f"dtype {dtype!r} is not one of {list(ops.DTYPES)}", node=spec["name"])
         tensors[spec["name"]] = Tensor(spec["name"], tuple(shape), dtype)
         inputs.append(spec["name"])
     raw_ops = doc.get("operators")
     _expect(isinstance(raw_ops, list) and raw_ops, "'operators' must be a non-empty list")
+    check_operators(len(raw_ops), limits)
+    most = limits.max_tensor_elements
     operators: list[Operator] = []
     names: set[str] = set()
     known = ops.OPS
@@ -110,7 +117,7 @@ def graph_from_dict(doc: Any) -> Graph:
         attrs = raw.get("attrs", {})
         if not isinstance(attrs, dict):
             raise GraphError("'attrs' must be an object", node=op_name, op=op_type)
-        canonical, shapes = ops.normalize_and_infer_memo(op_type, attrs, in_shapes, op_name)
+        canonical, shapes, largest = ops.normalize_infer_and_size_memo(op_type, attrs, in_shapes, op_name)
         if len(shapes) != len(op_outputs):
             raise GraphError(f"has {len(op_outputs)} outputs, expected {len(shapes)}", node=op_name, op=op_type)
         declared = raw.get("output_shapes")
@@ -122,6 +129,10 @@ def graph_from_dict(doc: Any) -> Graph:
                     raise GraphError(
                         f"output {t!r} is declared {want} but its inputs give {list(got)}", node=op_name, op=op_type
                     )
+        if largest > most:  # an output or the weights are over the limit: say which
+            for t, s in zip(op_outputs, shapes):
+                check_elements(s, limits, node=op_name, op=op_type, what=f"its output {t!r}")
+            check_weights(known[op_type].params(in_shapes, shapes, canonical), limits, node=op_name, op=op_type)
         dtype = tensors[op_inputs[0]].dtype if op_inputs else "float32"
         for t, s in zip(op_outputs, shapes):
             if type(t) is not str:
@@ -149,10 +160,10 @@ def graph_from_dict(doc: Any) -> Graph:
     return Graph(name, tensors, inputs, list(outputs), operators)
 
 
-def graph_from_json(text: str | bytes) -> Graph:
-    """Parse graph JSON text."""
+def graph_from_json(text: str | bytes, limits: ImportLimits = DEFAULT_LIMITS) -> Graph:
+    """Parse graph JSON text (within ``limits``)."""
     try:
         doc = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise GraphError(f"not valid JSON: {exc}") from None
-    return graph_from_dict(doc)
+    return graph_from_dict(doc, limits)

@@ -1,4 +1,8 @@
-"""Read a model file of any supported format into the IR, choosing the reader by content."""
+"""Read a model file of any supported format into the IR, choosing the reader by content.
+
+Every reader takes the import's ``ImportLimits`` (``devicelab.graph.limits``): what a model may
+describe and what its import may compute, checked before it is allocated.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from pathlib import Path
 
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph
+from devicelab.graph.limits import DEFAULT_LIMITS, ImportLimits
 
 FORMATS = ("onnx", "tflite", "json")
 
@@ -32,8 +37,10 @@ def detect_format(data: bytes, filename: str | None = None) -> str:
     return "onnx"
 
 
-def load_graph(data: bytes, filename: str | None = None, fmt: str | None = None) -> Graph:
-    """Parse model bytes (ONNX, TFLite or graph JSON) into a checked ``Graph``."""
+def load_graph(
+    data: bytes, filename: str | None = None, fmt: str | None = None, limits: ImportLimits = DEFAULT_LIMITS
+) -> Graph:
+    """Parse model bytes (ONNX, TFLite or graph JSON) into a checked ``Graph`` within ``limits``."""
     if len(data) > MAX_MODEL_BYTES:
         raise GraphError(f"the file is {len(data)} bytes; the limit is {MAX_MODEL_BYTES}")
     fmt = fmt or detect_format(data, filename)
@@ -41,20 +48,20 @@ def load_graph(data: bytes, filename: str | None = None, fmt: str | None = None)
     if fmt == "json":
         from devicelab.graph.jsonio import graph_from_json
 
-        return graph_from_json(data)
+        return graph_from_json(data, limits)
     if fmt == "onnx":
         from devicelab.graph.onnx import graph_from_onnx_bytes
 
-        return graph_from_onnx_bytes(data, name=name)
+        return graph_from_onnx_bytes(data, name=name, limits=limits)
     if fmt == "tflite":
         from devicelab.graph.tflite import graph_from_tflite_bytes
 
-        return graph_from_tflite_bytes(data, name=name)
+        return graph_from_tflite_bytes(data, name=name, limits=limits)
     raise GraphError(f"unknown model format {fmt!r}; expected one of {list(FORMATS)}")
 
 
-def load_graph_file(path: str | Path) -> Graph:
-    """Read a model file from disk."""
+def load_graph_file(path: str | Path, limits: ImportLimits = DEFAULT_LIMITS) -> Graph:
+    """Read a model file from disk (within ``limits``)."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -62,4 +69,4 @@ def load_graph_file(path: str | Path) -> Graph:
         raise GraphError(f"cannot read {path}: {exc.strerror}") from None
     if size > MAX_MODEL_BYTES:
         raise GraphError(f"{path} is {size} bytes; the limit is {MAX_MODEL_BYTES}")
-    return load_graph(path.read_bytes(), filename=path.name)
+    return load_graph(path.read_bytes(), filename=path.name, limits=limits)

@@ -12,7 +12,17 @@ from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 
-from devicelab.graph import Graph, GraphError, detect_format, graph_from_dict, graph_to_dict, load_graph
+from devicelab.graph import (
+    Graph,
+    GraphError,
+    ImportLimits,
+    LimitExceeded,
+    detect_format,
+    graph_from_dict,
+    graph_to_dict,
+    load_graph,
+)
+from devicelab.graph.limits import NO_LIMITS
 from server.accounts.models import Team
 from server.networks.models import NetworkModel
 
@@ -31,6 +41,23 @@ class BadModel(ValidationError):
         self.graph_error = graph_error
 
 
+# Which setting raises each import limit, named in the refusal so an admin knows what to change.
+LIMIT_SETTINGS = {
+    "max_tensor_elements": "LATENCYLAB_MAX_MODEL_ELEMENTS",
+    "max_folded_elements": "LATENCYLAB_MAX_FOLDED_ELEMENTS",
+    "max_operators": "LATENCYLAB_MAX_MODEL_OPERATORS",
+}
+
+
+def import_limits() -> ImportLimits:
+    """The bounds of every model import on this server, from its settings."""
+    return ImportLimits(
+        max_tensor_elements=settings.LATENCYLAB_MAX_MODEL_ELEMENTS,
+        max_folded_elements=settings.LATENCYLAB_MAX_FOLDED_ELEMENTS,
+        max_operators=settings.LATENCYLAB_MAX_MODEL_OPERATORS,
+    )
+
+
 def check_upload_size(size: int) -> None:
     """Raise ``UploadTooLarge`` naming the limit when ``size`` bytes is over it."""
     limit = settings.LATENCYLAB_MAX_UPLOAD_BYTES
@@ -46,7 +73,11 @@ def _parse(data: bytes, filename: str) -> tuple[Graph, str]:
         raise BadModel(f"the file {filename!r} is empty")
     try:
         fmt = detect_format(data, filename)
-        return load_graph(data, filename=filename, fmt=fmt), fmt
+        return load_graph(data, filename=filename, fmt=fmt, limits=import_limits()), fmt
+    except LimitExceeded as exc:
+        raise BadModel(
+            f"cannot read {filename!r} as a network: {exc} ({LIMIT_SETTINGS[exc.limit]})", graph_error=exc
+        ) from None
     except GraphError as exc:
         raise BadModel(f"cannot read {filename!r} as a network: {exc}", graph_error=exc) from None
     except Exception as exc:  # noqa: BLE001 - a reader's bug must still give the uploader a 4xx
@@ -99,8 +130,8 @@ def upload_model(
 
 
 def model_graph(model: NetworkModel) -> Graph:
-    """The stored graph of a network as a devicelab ``Graph``."""
-    return graph_from_dict(model.graph)
+    """The stored graph of a network as a devicelab ``Graph``, to show (see ``NO_LIMITS``)."""
+    return graph_from_dict(model.graph, NO_LIMITS)
 
 
 def operator_table(model: NetworkModel) -> list[dict[str, Any]]:

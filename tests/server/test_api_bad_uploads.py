@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
 from server.networks.models import NetworkModel
+from tests.devicelab.graph import hostile_models as hostile
 from tests.server.factories import graph_bytes, tiny_graph
 
 pytestmark = pytest.mark.django_db
@@ -113,3 +117,110 @@ def test_json_body_over_djangos_limit_is_413(api: Any) -> None:
     response = api.generic("POST", "/api/models/", json.dumps(doc).encode(), content_type="application/json")
     assert response.status_code == 413
     assert "LATENCYLAB_MAX_UPLOAD_BYTES" in response.json()["detail"]
+
+
+# -- models that describe more than an import may compute (issue 18, finding 6) ------------------
+
+
+@contextmanager
+def capped_growth(extra_bytes: int = 1024**3) -> Iterator[Callable[[], int]]:
+    """Cap this process's address space at its current size plus ``extra_bytes`` (a guard for the
+    machine, should the importer allocate what the file describes) and yield a function giving how
+    many kB the peak RSS has grown since entering."""
+    import resource
+
+    status = Path("/proc/self/status").read_text()
+    vm_size_kb = int(status.split("VmSize:")[1].split()[0])
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = vm_size_kb * 1024 + extra_bytes
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+HOSTILE_UPLOADS = [
+    (case, make, node, op, limit)
+    for case, make, node, op, limit in hostile.ONNX_CASES
+    if case in ("Range(0, 2**28)", "ConstantOfShape [1024]*3", "input [1,3,100000,100000]")
+]
+
+
+@pytest.mark.parametrize("case,make,node,op,limit", HOSTILE_UPLOADS, ids=[c[0] for c in HOSTILE_UPLOADS])
+def test_a_model_over_the_import_limits_is_a_400_naming_the_node(
+    api: Any, case: str, make: Callable[[], bytes], node: str, op: str | None, limit: str
+) -> None:
+    data = make()
+    with capped_growth() as grown_kb:
+        response = api.post("/api/models/", {"file": SimpleUploadedFile("hostile.onnx", data)}, format="multipart")
+        assert grown_kb() < 200 * 1024  # the old importer grew by 4 GB here
+    assert response.status_code == 400, response.content
+    body = response.json()
+    assert body["error"]["node"] == node and body["error"]["op"] == op
+    setting = {
+        "max_folded_elements": "LATENCYLAB_MAX_FOLDED_ELEMENTS",
+        "max_tensor_elements": "LATENCYLAB_MAX_MODEL_ELEMENTS",
+    }
+    assert f"node {node!r}" in body["detail"] and "the limit is" in body["detail"] and setting[limit] in body["detail"]
+    assert not NetworkModel.objects.exists()
+
+
+def test_a_graph_json_body_over_the_tensor_limit_is_a_400(api: Any) -> None:
+    doc = json.loads(graph_bytes())
+    doc["inputs"][0]["shape"] = [1, 3, 100000, 100000]
+    response = api.generic("POST", "/api/models/", json.dumps(doc).encode(), content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["node"] == doc["inputs"][0]["name"]
+    assert "30000000000 elements" in response.json()["detail"]
+
+
+def test_the_limits_come_from_the_settings(api: Any, settings: Any) -> None:
+    data = graph_bytes(tiny_graph())
+    settings.LATENCYLAB_MAX_MODEL_ELEMENTS = 16
+    response = api.post("/api/models/", {"file": SimpleUploadedFile("tiny.json", data)}, format="multipart")
+    assert response.status_code == 400 and "LATENCYLAB_MAX_MODEL_ELEMENTS" in response.json()["detail"]
+    settings.LATENCYLAB_MAX_MODEL_ELEMENTS = 2**27
+    settings.LATENCYLAB_MAX_MODEL_OPERATORS = 1
+    response = api.post("/api/models/", {"file": SimpleUploadedFile("tiny.json", data)}, format="multipart")
+    assert response.status_code == 400 and "LATENCYLAB_MAX_MODEL_OPERATORS" in response.json()["detail"]
+    settings.LATENCYLAB_MAX_MODEL_OPERATORS = 2**20
+    response = api.post("/api/models/", {"file": SimpleUploadedFile("tiny.json", data)}, format="multipart")
+    assert response.status_code == 201, response.content
+
+
+def test_predict_refuses_a_hostile_onnx_architecture_without_growing(api: Any, settings: Any) -> None:
+    from server.predictors.qed_import import ensure_qed_device
+    from server.predictors.serving import clear_cache
+    from tests.server.predictor_data import ready_predictor
+
+    settings.LATENCYLAB_PREDICT_PROCESSES = 1  # no worker processes started under the cap below
+    clear_cache()
+    phone = ensure_qed_device("s10")[0]
+    ready_predictor(phone)
+    fine = {"name": "fine", "graph": json.loads(graph_bytes(tiny_graph()))}
+    assert api.post("/api/predict/", {"device": phone.pk, "architectures": [fine]}, format="json").status_code == 200
+    huge = json.loads(graph_bytes(tiny_graph()))
+    huge["inputs"][0]["shape"] = [1, 3, 100000, 100000]
+    archs = [
+        fine,
+        {"name": "ranged", "onnx_base64": base64.b64encode(hostile.range_2_28()).decode()},
+        {"name": "filled", "onnx_base64": base64.b64encode(hostile.constant_of_shape_1g()).decode()},
+        {"name": "huge", "graph": huge},
+    ]
+    with capped_growth() as grown_kb:
+        response = api.post("/api/predict/", {"device": phone.pk, "architectures": archs}, format="json")
+        assert grown_kb() < 200 * 1024
+    assert response.status_code == 400, response.content
+    errors = {e["name"]: e for e in response.json()["errors"]}
+    assert sorted(errors) == ["filled", "huge", "ranged"]
+    assert errors["ranged"]["index"] == 1
+    assert errors["ranged"]["error"].startswith("onnx_base64: node 'r', operator 'Range': would fold 268435456")
+    assert errors["filled"]["error"].startswith("onnx_base64: node 'fill0', operator 'ConstantOfShape'")
+    assert (
+        errors["huge"]["error"].startswith("graph: node 'input'") and "30000000000 elements" in errors["huge"]["error"]
+    )
+    clear_cache()

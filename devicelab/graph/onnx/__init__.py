@@ -1,15 +1,19 @@
 """ONNX, read into the graph IR and written from it.
 
-Reading goes through these phases, one module each, driven by ``importer``:
+Reading goes through these phases, one module each, driven by ``importer``, within the import's
+``ImportLimits`` (``devicelab.graph.limits``):
 
 1. ``wire``: refuse bytes that are not a ModelProto before protobuf sees them (a top-level field
    whose length runs past the end of the file), then parse, wrapping every parser error in a
    ``GraphError``.
-2. ``prepare``: check the opset and the operator vocabulary, fix the graph inputs' shapes (a
+2. ``prepare``: check the model's size (nodes once local functions are inlined, initializers'
+   declared elements), the opset and the operator vocabulary, fix the graph inputs' shapes (a
    symbolic batch dimension becomes 1, any other is an error naming the input) and run
    ``onnx.shape_inference`` on a working copy without the large weights' data.
 3. ``fold``: nodes whose inputs are all constants, ``Shape`` of an activation included, are
-   evaluated with numpy and never become IR operators. ``Identity`` and ``Dropout`` are dropped.
+   evaluated with numpy and never become IR operators; each result's size is known, and checked
+   against the model's folding budget, before it is computed. ``Identity`` and ``Dropout`` are
+   dropped.
 4. ``mappers``: every other node maps to one IR operator whose weights become attributes.
 5. ``fuse``: multi-node patterns (FC bias, swish, hard_swish, GELU, channel shuffle) become one
    IR operator named after the node that writes the pattern's output.

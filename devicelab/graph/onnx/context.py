@@ -26,16 +26,19 @@ class ImportContext(Protocol):
         """Whether ``t`` is an initializer or a folded constant."""
         ...
 
-    def const(self, t: str, node: str, op: str) -> np.ndarray:
-        """The value of constant ``t``, or an error saying it is computed at run time."""
+    def const(self, t: str, node: str, op: str, max_values: int | None = None) -> np.ndarray:
+        """The value of constant ``t``, or an error saying it is computed at run time (or that it
+        holds more than ``max_values`` values, checked before they are read)."""
         ...
 
     def const_shape(self, t: str) -> tuple[int, ...]:
         """The shape of constant ``t``, without reading its data."""
         ...
 
-    def optional_const(self, ins: list[str], i: int, name: str, op: str) -> np.ndarray | None:
-        """The constant at input ``i``, or None when the input is absent."""
+    def optional_const(
+        self, ins: list[str], i: int, name: str, op: str, max_values: int | None = None
+    ) -> np.ndarray | None:
+        """The constant at input ``i`` (at most ``max_values`` values), or None when the input is absent."""
         ...
 
     def inferred(self, t: str, name: str, op: str, why: str) -> tuple[int, ...]:

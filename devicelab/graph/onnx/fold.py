@@ -3,10 +3,17 @@
 A node whose inputs are all constants (``Shape`` of an activation included, since its shape is
 static once the inputs are fixed) is evaluated here and never becomes an IR operator: this folds
 the Shape->Gather->Unsqueeze->Concat subgraphs PyTorch emits for ``x.view(x.size(0), -1)``.
+
+``FOLD_BOUNDS`` gives, for every folder, how many elements its result will hold, computed from the
+inputs' shapes and the few values that set a size (Range's start, limit and delta, the shape
+operand of ConstantOfShape and Expand) without computing the result: the importer checks that
+count against the import's budget (``devicelab.graph.limits``) before it folds anything.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +22,7 @@ import onnx
 from onnx import numpy_helper
 
 from devicelab.graph.errors import GraphError
+from devicelab.graph.limits import DEFAULT_LIMITS, ImportLimits, check_elements
 
 
 def _np_axes(vals: list[np.ndarray | None], attrs: dict[str, Any], index: int = 1) -> list[int] | None:
@@ -78,7 +86,11 @@ def _fold_constant_of_shape(v: list[Any], a: dict[str, Any]) -> np.ndarray:
 
 
 def _fold_cast(v: list[Any], a: dict[str, Any]) -> np.ndarray:
-    return v[0].astype(onnx.helper.tensor_dtype_to_np_dtype(a["to"]))
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(a["to"])
+    if dtype.kind not in "biuf":
+        # a Cast to STRING would make one Python object per element
+        raise ValueError(f"a Cast to {dtype} cannot be folded; only numbers and booleans are")
+    return v[0].astype(dtype)
 
 
 FOLDERS: dict[str, Callable[[list[Any], dict[str, Any]], np.ndarray]] = {
@@ -97,8 +109,8 @@ FOLDERS: dict[str, Callable[[list[Any], dict[str, Any]], np.ndarray]] = {
     "Sqrt": lambda v, a: np.sqrt(v[0]),
     "Floor": lambda v, a: np.floor(v[0]),
     "Ceil": lambda v, a: np.ceil(v[0]),
-    "Min": lambda v, a: np.minimum.reduce(v),
-    "Max": lambda v, a: np.maximum.reduce(v),
+    "Min": lambda v, a: functools.reduce(np.minimum, v),  # broadcasting, as ONNX's Min and Max do
+    "Max": lambda v, a: functools.reduce(np.maximum, v),
     "Equal": lambda v, a: np.equal(v[0], v[1]),
     "Less": lambda v, a: np.less(v[0], v[1]),
     "Greater": lambda v, a: np.greater(v[0], v[1]),
@@ -114,14 +126,80 @@ FOLDERS: dict[str, Callable[[list[Any], dict[str, Any]], np.ndarray]] = {
     "Identity": lambda v, a: v[0],
 }
 
+# -- how large a folded constant will be, before it is computed ------------------------------
+
+MAX_RANK = 64  # numpy's most dimensions
+
+
+def _shape_operand(value: Any, what: str) -> tuple[int, ...]:
+    """A shape given as a tensor's values (ConstantOfShape's input, Expand's target)."""
+    flat = np.asarray(value).reshape(-1)
+    if flat.size > MAX_RANK:
+        raise ValueError(f"the {what} has {flat.size} dimensions; at most {MAX_RANK} are supported")
+    dims = tuple(int(d) for d in flat)
+    if any(d < 0 for d in dims):
+        raise ValueError(f"the {what} {list(dims)} has a negative dimension")
+    return dims
+
+
+def _range_length(v: list[Any], a: dict[str, Any]) -> int:
+    """Range's length from its start, limit and delta: ceil((limit - start) / delta), at least 0."""
+    start, limit, delta = (np.asarray(x).reshape(-1)[0].item() for x in v[:3])
+    if delta == 0:
+        raise ValueError("Range's delta is 0")
+    if all(isinstance(x, int) for x in (start, limit, delta)):
+        return max(0, -((start - limit) // delta))  # exact for any integers
+    steps = (limit - start) / delta
+    if not math.isfinite(steps):
+        raise ValueError(f"Range({start}, {limit}, {delta}) has no finite length")
+    return max(0, math.ceil(steps))
+
+
+def _broadcast_size(v: list[Any], a: dict[str, Any]) -> int:
+    return math.prod(np.broadcast_shapes(*(np.shape(x) for x in v if x is not None)))
+
+
+def _expand_size(v: list[Any], a: dict[str, Any]) -> int:
+    return math.prod(np.broadcast_shapes(np.shape(v[0]), _shape_operand(v[1], "target shape")))
+
+
+def _gather_size(v: list[Any], a: dict[str, Any]) -> int:
+    data, indices = np.asarray(v[0]), np.asarray(v[1])
+    if data.ndim == 0:
+        return int(indices.size)
+    along = data.shape[a.get("axis", 0) % data.ndim]
+    return int(indices.size) * (int(data.size) // along if along else 0)
+
+
+def _first_size(v: list[Any], a: dict[str, Any]) -> int:
+    """Ops whose result holds at most as many elements as their first input."""
+    return int(np.asarray(v[0]).size)
+
+
+FOLD_BOUNDS: dict[str, Callable[[list[Any], dict[str, Any]], int]] = {
+    **{op: _first_size for op in FOLDERS},
+    **{op: _broadcast_size for op in ("Add", "Sub", "Mul", "Div", "Min", "Max", "Equal", "Less", "Greater", "Where")},
+    "Concat": lambda v, a: sum(int(np.asarray(x).size) for x in v),
+    "Gather": _gather_size,
+    "Expand": _expand_size,
+    "Range": _range_length,
+    "ConstantOfShape": lambda v, a: math.prod(_shape_operand(v[0], "shape")),
+}
+
+
 # Op types that never become IR operators (aliased, folded or read as constants by the importer).
 DROPPED = frozenset({"Identity", "Dropout", "Cast", "Constant", "Shape", "Size"})
 
 
-def constant_value(attrs: dict[str, Any], name: str) -> np.ndarray:
-    """The value of a ``Constant`` node from its attributes."""
+def constant_value(attrs: dict[str, Any], name: str, limits: ImportLimits = DEFAULT_LIMITS) -> np.ndarray:
+    """The value of a ``Constant`` node from its attributes (its declared size checked first)."""
     if "value" in attrs:
-        return numpy_helper.to_array(attrs["value"])
+        tensor = attrs["value"]
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            # numpy_helper would read a file of the server named by the model
+            raise GraphError("the constant keeps its data in an external file", node=name, op="Constant")
+        check_elements(tensor.dims, limits, node=name, op="Constant", what="its value")
+        return numpy_helper.to_array(tensor)
     for key, dtype in (
         ("value_float", np.float32),
         ("value_floats", np.float32),

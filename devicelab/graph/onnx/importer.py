@@ -1,14 +1,17 @@
 """Drive one ONNX import: prepare the model, walk its nodes, fold, map and fuse.
 
 The phases are in sibling modules (``wire``, ``prepare``, ``fold``, ``mappers``, ``fuse``); this
-module holds the state of one conversion and walks the nodes in topological order. ONNX node names
-become IR operator names (unnamed nodes get ``<OpType>_<index>``, made unique) and ONNX value names
-become IR tensor names. ``import_onnx_model`` also returns which IR operator each ONNX node went
-into, so per-node timings of the original model can be put on the IR.
+module holds the state of one conversion and walks the nodes in topological order, within the
+import's ``ImportLimits``: the model's size before anything else, every folded constant's size
+before it is computed, and every emitted activation's shape. ONNX node names become IR operator
+names (unnamed nodes get ``<OpType>_<index>``, made unique) and ONNX value names become IR tensor
+names. ``import_onnx_model`` also returns which IR operator each ONNX node went into, so per-node
+timings of the original model can be put on the IR.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,12 +23,14 @@ from onnx import numpy_helper
 from devicelab.graph import ops
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph, Operator, Tensor
-from devicelab.graph.onnx.fold import DROPPED, FOLDERS, constant_value
+from devicelab.graph.limits import DEFAULT_LIMITS, FoldBudget, ImportLimits, check_elements, check_graph
+from devicelab.graph.onnx.fold import DROPPED, FOLD_BOUNDS, FOLDERS, constant_value
 from devicelab.graph.onnx.fuse import PSEUDO, fuse
 from devicelab.graph.onnx.mappers import MAPPERS
 from devicelab.graph.onnx.prepare import (
     DTYPES,
     FLOAT_TYPES,
+    check_size,
     check_vocabulary,
     default_opset,
     infer_shapes,
@@ -48,32 +53,42 @@ class OnnxImport:
     node_map: dict[str, str | None]
 
 
-def graph_from_onnx_bytes(data: bytes, name: str | None = None) -> Graph:
-    """Parse a serialized ONNX model into a checked IR ``Graph``."""
-    return graph_from_onnx_model(parse_onnx_bytes(data), name=name)
+def graph_from_onnx_bytes(data: bytes, name: str | None = None, limits: ImportLimits = DEFAULT_LIMITS) -> Graph:
+    """Parse a serialized ONNX model into a checked IR ``Graph`` (within ``limits``)."""
+    return graph_from_onnx_model(parse_onnx_bytes(data), name=name, limits=limits)
 
 
-def graph_from_onnx_model(model: onnx.ModelProto, name: str | None = None) -> Graph:
-    """Convert an ONNX ``ModelProto`` into a checked IR ``Graph``."""
-    return import_onnx_model(model, name=name).graph
+def graph_from_onnx_model(
+    model: onnx.ModelProto, name: str | None = None, limits: ImportLimits = DEFAULT_LIMITS
+) -> Graph:
+    """Convert an ONNX ``ModelProto`` into a checked IR ``Graph`` (within ``limits``)."""
+    return import_onnx_model(model, name=name, limits=limits).graph
 
 
-def import_onnx_model(model: onnx.ModelProto, name: str | None = None) -> OnnxImport:
-    """Convert an ONNX model and report which IR operator each ONNX node became."""
+def import_onnx_model(
+    model: onnx.ModelProto, name: str | None = None, limits: ImportLimits = DEFAULT_LIMITS
+) -> OnnxImport:
+    """Convert an ONNX model and report which IR operator each ONNX node became; ``LimitExceeded``
+    (a ``GraphError``) when it is over ``limits``."""
     if not isinstance(model, onnx.ModelProto):
         raise GraphError(f"expected an onnx.ModelProto, got {type(model).__name__}")
     if not model.HasField("graph"):
         raise GraphError("the ONNX model has no graph (an empty or non-ONNX file)")
     if len(model.graph.node) == 0:
         raise GraphError("the ONNX graph has no nodes")
-    return _Importer(working_copy(model), model.graph.initializer, name).run()
+    check_size(model, limits)
+    return _Importer(working_copy(model), model.graph.initializer, name, limits).run()
 
 
 class _Importer:
     """One conversion: holds the constants, tensors and operators found so far."""
 
-    def __init__(self, model: onnx.ModelProto, initializers: Sequence[onnx.TensorProto], name: str | None) -> None:
+    def __init__(
+        self, model: onnx.ModelProto, initializers: Sequence[onnx.TensorProto], name: str | None, limits: ImportLimits
+    ) -> None:
         self.model = model
+        self.limits = limits
+        self.folded = FoldBudget(limits)
         self.g = model.graph
         self.name = name or self.g.name or "graph"
         self.opset = default_opset(model)
@@ -101,7 +116,7 @@ class _Importer:
         nodes = list(self.g.node)
         names = node_names(nodes)
         check_vocabulary(nodes, names, KNOWN_OPS)
-        for tensor in read_inputs(self.g, self.inits):
+        for tensor in read_inputs(self.g, self.inits, self.limits):
             self.tensors[tensor.name] = tensor
             self.inputs.append(tensor.name)
         order = topological_order(self.g, self.inits, nodes, names)
@@ -126,7 +141,7 @@ class _Importer:
             outputs.append(t)
         used = set(self.inputs) | set(outputs) | {t for o in self.ops for t in (*o.inputs, *o.outputs)}
         tensors = {k: v for k, v in self.tensors.items() if k in used}
-        graph = Graph(self.name, tensors, list(self.inputs), outputs, self.ops).check()
+        graph = check_graph(Graph(self.name, tensors, list(self.inputs), outputs, self.ops).check(), self.limits)
         for op_name, srcs in self.sources.items():
             for s in srcs:
                 self.node_map[s] = op_name
@@ -143,18 +158,28 @@ class _Importer:
         """Whether ``t`` is an initializer or a folded constant."""
         return t in self.consts or t in self.inits
 
-    def const(self, t: str, node: str, op: str) -> np.ndarray:
-        """The value of constant ``t``, or an error saying it is computed at run time."""
-        if t in self.consts:
-            return self.consts[t]
-        proto = self.inits.get(t)
-        if proto is None:
+    def const(self, t: str, node: str, op: str, max_values: int | None = None) -> np.ndarray:
+        """The value of constant ``t``, or an error saying it is computed at run time (or that it
+        holds more than ``max_values`` values, checked before they are read)."""
+        if t not in self.consts and t not in self.inits:
             raise GraphError(
                 f"input {t!r} must be a constant (an initializer or computed from shapes), "
                 "but it is computed at run time",
                 node=node,
                 op=op,
             )
+        if max_values is not None:
+            count = math.prod(self.const_shape(t))
+            if count > max_values:
+                raise GraphError(
+                    f"input {t!r} holds {count} values; a shape, axes, pads, sizes or scales operand "
+                    f"holds at most {max_values}",
+                    node=node,
+                    op=op,
+                )
+        if t in self.consts:
+            return self.consts[t]
+        proto = self.inits[t]
         if proto.data_location == onnx.TensorProto.EXTERNAL:
             raise GraphError(
                 f"initializer {t!r} keeps its data in an external file; its values are needed", node=node, op=op
@@ -188,7 +213,7 @@ class _Importer:
                     op=op,
                 )
         if op == "Constant":
-            self.consts[node.output[0]] = constant_value(attrs, name)
+            self.consts[node.output[0]] = constant_value(attrs, name, self.limits)
             return
         if op in ("Shape", "Size"):
             src = ins[0]
@@ -197,13 +222,20 @@ class _Importer:
                 self.consts[node.output[0]] = np.array(int(np.prod(shape)), dtype=np.int64)
             else:
                 self.consts[node.output[0]] = np.array(shape, dtype=np.int64)[attrs.get("start", 0) : attrs.get("end")]
+            self.folded.spend(int(self.consts[node.output[0]].size))
             return
         if op in FOLDERS and all(t == "" or self.is_const(t) for t in ins):
             values = [None if t == "" else self.const(t, name, op) for t in ins]
             try:
-                self.consts[node.output[0]] = np.asarray(FOLDERS[op](values, attrs))
+                # how large the constant will be, from shapes and a few values, before computing it
+                self.folded.check(FOLD_BOUNDS[op](values, attrs), node=name, op=op)
+                value = np.asarray(FOLDERS[op](values, attrs))
+            except GraphError:
+                raise
             except Exception as exc:
                 raise GraphError(f"cannot compute this constant: {exc}", node=name, op=op) from None
+            self.folded.spend(int(value.size))
+            self.consts[node.output[0]] = value
             return
         if op in ("Identity", "Dropout"):
             self.alias[node.output[0]] = ins[0]
@@ -269,15 +301,18 @@ class _Importer:
             )
         dtype = self.tensors[inputs[0]].dtype
         for t, s in zip(outputs, out_shapes, strict=False):
+            check_elements(s, self.limits, node=name, op=node.op_type, what=f"its output {t!r}")
             self.tensors[t] = Tensor(t, tuple(int(d) for d in s), dtype)
         self.ops.append(Operator(name, ir_type, list(inputs), list(outputs), canonical))
         self.sources[name] = [name]
 
-    def optional_const(self, ins: list[str], i: int, name: str, op: str) -> np.ndarray | None:
-        """The constant at input ``i``, or None when the input is absent."""
+    def optional_const(
+        self, ins: list[str], i: int, name: str, op: str, max_values: int | None = None
+    ) -> np.ndarray | None:
+        """The constant at input ``i`` (at most ``max_values`` values), or None when the input is absent."""
         if len(ins) <= i or not ins[i]:
             return None
-        return self.const(ins[i], name, op)
+        return self.const(ins[i], name, op, max_values)
 
     def inferred(self, t: str, name: str, op: str, why: str) -> tuple[int, ...]:
         """The output shape from ONNX shape inference, or an error saying it cannot be resolved."""

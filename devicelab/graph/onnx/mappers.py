@@ -18,6 +18,11 @@ from devicelab.graph.ir import Tensor
 from devicelab.graph.onnx.context import ImportContext, Mapper
 from devicelab.graph.onnx.wire import short_float
 
+# Most values of an operand that describes a shape (Reshape's target, Pad's pads, axes, Resize's
+# sizes or scales, Split's sizes): such a list becomes Python ints, so it is bounded before it is
+# read (a folded constant of millions of values would otherwise become a list of millions).
+OPERAND_VALUES = 1024
+
 
 def _same_pads(
     size: Sequence[int], kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int], upper: bool
@@ -208,7 +213,7 @@ def _map_split(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[st
         raise GraphError(f"axis {axis} is out of range for shape {list(x.shape)}", node=name, op=node.op_type)
     if any(not t for t in node.output):
         raise GraphError("unnamed (skipped) Split outputs are not supported", node=name, op=node.op_type)
-    given = imp.optional_const(ins, 1, name, node.op_type)
+    given = imp.optional_const(ins, 1, name, node.op_type, OPERAND_VALUES)
     if given is not None:
         sizes = [int(s) for s in given.reshape(-1)]
     elif "split" in a:
@@ -225,10 +230,10 @@ def _map_pad(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[str]
     x = imp.act(ins[0], name, op)
     rank = len(x.shape)
     if len(ins) > 1 and ins[1]:
-        pads = [int(p) for p in imp.const(ins[1], name, op).reshape(-1)]
+        pads = [int(p) for p in imp.const(ins[1], name, op, OPERAND_VALUES).reshape(-1)]
         c = imp.optional_const(ins, 2, name, op)
         value = 0.0 if c is None or c.size == 0 else short_float(c.reshape(-1)[0], c.dtype)
-        axes = imp.optional_const(ins, 3, name, op)
+        axes = imp.optional_const(ins, 3, name, op, OPERAND_VALUES)
         if axes is not None:
             axes_list = [int(v) % rank for v in axes.reshape(-1)]
             full = [0] * (2 * rank)
@@ -245,7 +250,7 @@ def _map_reduce(ir_type: str, axes_input_from: int) -> Mapper:
     def mapper(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[str], a: dict[str, Any]) -> None:
         axes = None
         if imp.opset >= axes_input_from:
-            c = imp.optional_const(ins, 1, name, node.op_type)
+            c = imp.optional_const(ins, 1, name, node.op_type, OPERAND_VALUES)
             axes = None if c is None else [int(v) for v in c.reshape(-1)]
         else:
             axes = a.get("axes")
@@ -261,7 +266,7 @@ def _map_reshape(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[
     op = node.op_type
     x = imp.act(ins[0], name, op)
     if len(ins) > 1 and imp.is_const(ins[1]):
-        target = [int(v) for v in imp.const(ins[1], name, op).reshape(-1)]
+        target = [int(v) for v in imp.const(ins[1], name, op, OPERAND_VALUES).reshape(-1)]
         if a.get("allowzero", 0) and 0 in target:
             raise GraphError(f"allowzero reshape to {target} makes an empty tensor", node=name, op=op)
     elif len(ins) > 1:
@@ -275,7 +280,7 @@ def _map_squeeze(unsqueeze: bool) -> Mapper:
     def mapper(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[str], a: dict[str, Any]) -> None:
         op = node.op_type
         x = imp.act(ins[0], name, op)
-        c = imp.optional_const(ins, 1, name, op)
+        c = imp.optional_const(ins, 1, name, op, OPERAND_VALUES)
         axes = [int(v) for v in c.reshape(-1)] if c is not None else a.get("axes")
         shape = list(x.shape)
         if unsqueeze:
@@ -319,12 +324,16 @@ def _map_resize(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[s
     if axes is not None and sorted(v % 4 for v in axes) != [2, 3]:
         raise GraphError(f"resize over axes {axes} is not supported (only H and W)", node=name, op=op)
     if op == "Upsample" or imp.opset < 11:
-        scales_c = imp.optional_const(ins, 1, name, op) if len(ins) > 1 else None
+        scales_c = imp.optional_const(ins, 1, name, op, OPERAND_VALUES) if len(ins) > 1 else None
         scales = list(scales_c.reshape(-1)) if scales_c is not None else a.get("scales")
         sizes = None
     else:
-        scales_c = imp.optional_const(ins, 2, name, op) if len(ins) > 2 and imp.is_const(ins[2]) else None
-        sizes_c = imp.optional_const(ins, 3, name, op) if len(ins) > 3 and imp.is_const(ins[3]) else None
+        scales_c = (
+            imp.optional_const(ins, 2, name, op, OPERAND_VALUES) if len(ins) > 2 and imp.is_const(ins[2]) else None
+        )
+        sizes_c = (
+            imp.optional_const(ins, 3, name, op, OPERAND_VALUES) if len(ins) > 3 and imp.is_const(ins[3]) else None
+        )
         scales = list(scales_c.reshape(-1)) if scales_c is not None and scales_c.size else None
         sizes = [int(v) for v in sizes_c.reshape(-1)] if sizes_c is not None and sizes_c.size else None
     attrs: dict[str, Any] = {"mode": mode, "align_corners": a.get("coordinate_transformation_mode") == "align_corners"}

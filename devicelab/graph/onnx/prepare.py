@@ -1,5 +1,8 @@
-"""The model before the node walk: opset, node names, vocabulary, inputs, shapes and order.
+"""The model before the node walk: its size, opset, node names, vocabulary, inputs, shapes and order.
 
+Its size comes first (``check_size``): how many nodes it has once its local functions are inlined,
+and how many elements each initializer declares, against the import's ``ImportLimits``, so that
+neither inlining nor shape inference starts on a model that would be refused anyway.
 The graph inputs' shapes are fixed first: a symbolic batch dimension (axis 0, e.g. ``N`` or
 ``batch``) is resolved to 1; any other symbolic dimension is an error naming the input. Then
 ``onnx.shape_inference`` (with data propagation) gives the shapes of values whose size is computed
@@ -10,14 +13,15 @@ import well under a second.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
-import numpy as np
 import onnx
 
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Tensor
+from devicelab.graph.limits import ImportLimits, LimitExceeded, check_elements
 
 MIN_OPSET = 7
 
@@ -51,11 +55,87 @@ def working_copy(model: onnx.ModelProto) -> onnx.ModelProto:
     g.value_info.extend(src.value_info)
     g.sparse_initializer.extend(src.sparse_initializer)
     for t in src.initializer:
-        if int(np.prod(t.dims)) <= _KEEP_DATA_ELEMENTS:
+        if math.prod(t.dims) <= _KEEP_DATA_ELEMENTS:
             g.initializer.append(t)
         else:
             g.initializer.add(name=t.name, dims=t.dims, data_type=t.data_type)
     return work
+
+
+def _subgraph_nodes(node: onnx.NodeProto) -> Iterator[onnx.NodeProto]:
+    """The nodes of the graphs a node holds as attributes (If, Loop, Scan bodies), recursively."""
+    for attr in node.attribute:
+        for g in (*([attr.g] if attr.HasField("g") else []), *attr.graphs):
+            for n in g.node:
+                yield n
+                yield from _subgraph_nodes(n)
+
+
+def inlined_node_count(model: onnx.ModelProto, stop_above: int) -> int:
+    """How many nodes the model has once its local functions are inlined (counted without inlining:
+    a function called twice from a function called twice... doubles at every level). Counting stops
+    once it passes ``stop_above``; a function that calls itself is an error."""
+    functions = {(f.domain, f.name, f.overload): f for f in model.functions}
+    sizes: dict[tuple[str, str, str], int] = {}
+
+    def nodes_of(graph_nodes: Sequence[onnx.NodeProto]) -> Iterator[onnx.NodeProto]:
+        for n in graph_nodes:
+            yield n
+            yield from _subgraph_nodes(n)
+
+    def calls(graph_nodes: Sequence[onnx.NodeProto]) -> Iterator[tuple[str, str, str]]:
+        for n in nodes_of(graph_nodes):
+            k = (n.domain, n.op_type, n.overload)
+            if k in functions:
+                yield k
+
+    def size(graph_nodes: Sequence[onnx.NodeProto]) -> int:
+        total = 0
+        for n in nodes_of(graph_nodes):
+            total += sizes.get((n.domain, n.op_type, n.overload), 1)
+            if total > stop_above:
+                break
+        return total
+
+    # Every function's size, callees first (a depth-first walk with an explicit stack).
+    for root in functions:
+        if root in sizes:
+            continue
+        stack = [(root, calls(functions[root].node))]
+        on_stack = {root}
+        while stack:
+            fkey, pending = stack[-1]
+            callee = next((k for k in pending if k not in sizes), None)
+            if callee is None:
+                sizes[fkey] = size(functions[fkey].node)
+                stack.pop()
+                on_stack.discard(fkey)
+            elif callee in on_stack:
+                raise GraphError(f"the local function {callee[1]!r} calls itself", node=callee[1])
+            else:
+                stack.append((callee, calls(functions[callee].node)))
+                on_stack.add(callee)
+    return size(model.graph.node)
+
+
+def check_size(model: onnx.ModelProto, limits: ImportLimits) -> None:
+    """Refuse a model over ``limits`` before anything works on it: too many nodes once its local
+    functions are inlined, or an initializer declaring more elements than a tensor may hold."""
+    nodes = inlined_node_count(model, limits.max_operators)  # stops counting past the limit
+    if nodes > limits.max_operators:
+        what = "nodes once its local functions are inlined" if model.functions else "nodes"
+        raise LimitExceeded(
+            f"the model has more {what} than the limit of {limits.max_operators}",
+            limit="max_operators",
+            count=nodes,
+            maximum=limits.max_operators,
+            node=None,
+            op=None,
+        )
+    for t in model.graph.initializer:
+        check_elements(t.dims, limits, node=t.name, what="the initializer")
+    for st in model.graph.sparse_initializer:
+        check_elements(st.dims, limits, node=st.values.name, what="the sparse initializer")
 
 
 _INFER_RE = re.compile(r"op_type:\s*([\w.]+),\s*node name:\s*([^)]*)\)")
@@ -114,8 +194,9 @@ def check_vocabulary(nodes: Sequence[onnx.NodeProto], names: list[str], known: C
             )
 
 
-def read_inputs(graph: onnx.GraphProto, inits: Collection[str]) -> list[Tensor]:
-    """The graph inputs, with a symbolic batch dimension resolved to 1 (in ``graph`` too)."""
+def read_inputs(graph: onnx.GraphProto, inits: Collection[str], limits: ImportLimits) -> list[Tensor]:
+    """The graph inputs, with a symbolic batch dimension resolved to 1 (in ``graph`` too), each
+    checked against ``limits``."""
     inputs: list[Tensor] = []
     for vi in graph.input:
         if vi.name in inits:
@@ -148,6 +229,7 @@ def read_inputs(graph: onnx.GraphProto, inits: Collection[str]) -> list[Tensor]:
                     "(axis 0) may be dynamic: export the model with a fixed input size",
                     node=vi.name,
                 )
+        check_elements(shape, limits, node=vi.name, what="the graph input")
         inputs.append(Tensor(vi.name, tuple(shape), dtype))
     if not inputs:
         raise GraphError("the ONNX graph has no inputs besides its initializers")

@@ -10,7 +10,7 @@ no MACs (batch norm is treated as folded into the preceding convolution for MACs
 """
 
 from devicelab.graph.ops.common import DTYPES, Attrs, CostFn, Shape, numel
-from devicelab.graph.ops.infer import normalize_and_infer, normalize_and_infer_memo
+from devicelab.graph.ops.infer import normalize_and_infer, normalize_and_infer_memo, normalize_infer_and_size_memo
 from devicelab.graph.ops.vocabulary import OPS, OpSpec, spec
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "Shape",
     "normalize_and_infer",
     "normalize_and_infer_memo",
+    "normalize_infer_and_size_memo",
     "numel",
     "spec",
 ]

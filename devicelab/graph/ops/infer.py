@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import orjson
 
 from devicelab.graph.errors import GraphError
-from devicelab.graph.ops.common import Attrs, Fail, Shape
+from devicelab.graph.ops.common import Attrs, Fail, Shape, numel
+from devicelab.graph.ops.costs import zero
 from devicelab.graph.ops.vocabulary import spec
 
 
@@ -29,7 +30,7 @@ def normalize_and_infer(
         raise GraphError(f"bad attributes {attrs!r}: {exc}", node=node, op=op_type) from None
 
 
-_MEMO: dict[tuple[str, bytes, tuple[Shape, ...]], tuple[Attrs, list[Shape]]] = {}
+_MEMO: dict[tuple[str, bytes, tuple[Shape, ...]], tuple[Attrs, list[Shape], int]] = {}
 _MEMO_LIMIT = 1 << 16
 
 
@@ -43,14 +44,31 @@ def normalize_and_infer_memo(
     operator; its values, lists included, are shared and must not be changed in place). The key
     is the attributes' JSON bytes (equal bytes, equal attributes); attributes that are not plain
     JSON data, and operators that fail, are not remembered, so errors name every node."""
+    canonical, shapes, _ = normalize_infer_and_size_memo(op_type, attrs, input_shapes, node)
+    return canonical, shapes
+
+
+def normalize_infer_and_size_memo(
+    op_type: str, attrs: Attrs, input_shapes: Sequence[Shape], node: str | None = None
+) -> tuple[Attrs, list[Shape], int]:
+    """``normalize_and_infer_memo`` and the most elements of any of the operator's outputs or of its
+    weights (what the readers' import limits bound), remembered with it."""
     try:
         key = (op_type, orjson.dumps(attrs, option=orjson.OPT_SORT_KEYS), tuple(input_shapes))
     except TypeError:  # not JSON data (e.g. numpy scalars): check it directly
-        return normalize_and_infer(op_type, attrs, input_shapes, node)
+        canonical, shapes = normalize_and_infer(op_type, attrs, input_shapes, node)
+        return canonical, shapes, _largest(op_type, input_shapes, shapes, canonical)
     hit = _MEMO.get(key)
     if hit is None:
         canonical, shapes = normalize_and_infer(op_type, attrs, input_shapes, node)
         if len(_MEMO) >= _MEMO_LIMIT:
             _MEMO.clear()
-        hit = _MEMO[key] = (dict(canonical), shapes)
-    return dict(hit[0]), hit[1]
+        largest = _largest(op_type, input_shapes, shapes, canonical)
+        hit = _MEMO[key] = (dict(canonical), shapes, largest)
+    return dict(hit[0]), hit[1], hit[2]
+
+
+def _largest(op_type: str, input_shapes: Sequence[Shape], shapes: list[Shape], canonical: Attrs) -> int:
+    cost = spec(op_type).params
+    weights = 0 if cost is zero else cost([tuple(x) for x in input_shapes], shapes, canonical)
+    return max([weights, *(numel(s) for s in shapes)])

@@ -1,4 +1,8 @@
-"""Drive one TFLite import: decode the flatbuffer, then convert subgraph 0 operator by operator."""
+"""Drive one TFLite import: decode the flatbuffer, then convert subgraph 0 operator by operator.
+
+Every tensor the import declares is checked against the import's ``ImportLimits`` as it is
+declared (naming the operator that writes it), and the whole graph once more at the end.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph, Operator, Tensor
+from devicelab.graph.limits import DEFAULT_LIMITS, ImportLimits, check_elements, check_graph, check_operators
 from devicelab.graph.ops import numel
 from devicelab.graph.tflite.context import OpContext, to_nchw
 from devicelab.graph.tflite.mappers import HANDLERS
@@ -17,10 +22,10 @@ from devicelab.graph.tflite.wire import CUSTOM, DTYPES, TYPE_NAMES, RawModel, Ra
 _FUSED = {1: ("relu", {}), 2: ("clip", {"min": -1.0, "max": 1.0}), 3: ("relu6", {}), 4: ("tanh", {})}
 
 
-def graph_from_tflite_bytes(data: bytes, name: str | None = None) -> Graph:
-    """Parse a .tflite flatbuffer into a checked ``Graph`` (NCHW), or raise ``GraphError``."""
+def graph_from_tflite_bytes(data: bytes, name: str | None = None, limits: ImportLimits = DEFAULT_LIMITS) -> Graph:
+    """Parse a .tflite flatbuffer into a checked ``Graph`` (NCHW) within ``limits``, or raise ``GraphError``."""
     raw = decode(bytes(data))
-    return _Importer(raw, name).run()
+    return _Importer(raw, name, limits).run()
 
 
 def _op_name(code: int) -> str:
@@ -32,8 +37,10 @@ def _op_name(code: int) -> str:
 class _Importer:
     """Walks subgraph 0 in execution order and emits IR tensors and operators."""
 
-    def __init__(self, raw: RawModel, name: str | None) -> None:
+    def __init__(self, raw: RawModel, name: str | None, limits: ImportLimits) -> None:
         self.raw = raw
+        self.limits = limits
+        self.current: OpContext | None = None  # the operator being converted
         self.graph_name = name or (raw.subgraph_name if raw.subgraph_name not in ("", "main") else "tflite_model")
         self.names = self._unique_names()
         self.live: set[int] = set(raw.inputs)
@@ -99,10 +106,19 @@ class _Importer:
         """Whether a tensor is computed at run time (as opposed to a constant)."""
         return i >= 0 and i in self.live
 
+    def _check_elements(self, shape: Sequence[int], tensor: str) -> None:
+        c = self.current
+        if c is None:
+            check_elements(shape, self.limits, node=tensor, what="the graph input")
+        else:
+            check_elements(shape, self.limits, node=c.node, op=c.kind, what=f"its output {tensor!r}")
+
     def declare(self, i: int) -> str:
-        """Create the IR tensor of TFLite tensor ``i`` and mark it live."""
+        """Create the IR tensor of TFLite tensor ``i`` (checked against the limits) and mark it live."""
         name = self.names[i]
-        self.tensors[name] = Tensor(name, self.ir_shape(i), self.dtype(i))
+        shape = self.ir_shape(i)
+        self._check_elements(shape, name)
+        self.tensors[name] = Tensor(name, shape, self.dtype(i))
         self.live.add(i)
         return name
 
@@ -112,6 +128,7 @@ class _Importer:
         name, k = base, 1
         while name in self.tensors or name in taken:
             name, k = f"{base}_{k}", k + 1
+        self._check_elements(shape, name)
         self.tensors[name] = Tensor(name, tuple(shape), dtype)
         return name
 
@@ -191,6 +208,7 @@ class _Importer:
             raise GraphError("subgraph 0 has no operators; there is nothing to profile")
         if not self.raw.inputs:
             raise GraphError("subgraph 0 has no inputs")
+        check_operators(len(self.raw.ops), self.limits)
         for i in self.raw.inputs:
             self.declare(i)
         for op in self.raw.ops:
@@ -203,13 +221,14 @@ class _Importer:
         if not self.ops:
             raise GraphError("no operators are left once QUANTIZE / DEQUANTIZE and constant subexpressions are dropped")
         inputs = list(dict.fromkeys(self.names[i] for i in self.raw.inputs))
-        return Graph(self.graph_name, self.tensors, inputs, list(dict.fromkeys(outputs)), self.ops).check()
+        graph = Graph(self.graph_name, self.tensors, inputs, list(dict.fromkeys(outputs)), self.ops).check()
+        return check_graph(graph, self.limits)
 
     def convert(self, op: RawOp) -> None:
         """Convert one TFLite operator (or drop it, for quantization and constant folding)."""
         kind = op.custom if op.code == CUSTOM and op.custom is not None else _op_name(op.code)
         node = self.names[op.outputs[0]] if op.outputs else f"operator_{op.index}"
-        c = OpContext(op, kind, node)
+        c = self.current = OpContext(op, kind, node)
         if op.code == CUSTOM:
             raise c.fail(f"custom operator {kind!r} is not supported")
         handler = HANDLERS.get(kind)
