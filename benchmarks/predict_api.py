@@ -75,7 +75,7 @@ def _cpu_predictor(team: Any, method: str, search: str, networks: int) -> Any:
     from devicelab.backends import cpu
     from devicelab.backends.base import DeviceInfo, ProfileSettings
     from devicelab.graph import graph_to_json, nas
-    from devicelab.predict.deduce_cpu import probe_graphs
+    from devicelab.predict.cpu_probes import probe_graphs
     from server.devices.services import register_devices
     from server.networks.services import upload_model
     from server.predictors.services import request_predictor, run_training

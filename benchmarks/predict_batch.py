@@ -23,7 +23,8 @@ if str(ROOT) not in sys.path:  # run as `python benchmarks/predict_batch.py` wit
 from devicelab.graph import nas  # noqa: E402
 from devicelab.measure.stats import summarize  # noqa: E402
 from devicelab.predict import qed  # noqa: E402
-from devicelab.predict.deduce_cpu import CpuDeducer, probe_graphs  # noqa: E402
+from devicelab.predict.cpu_learning import learn_cpu_deducer  # noqa: E402
+from devicelab.predict.cpu_probes import probe_graphs  # noqa: E402
 from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer  # noqa: E402
 from devicelab.predict.models import METHODS  # noqa: E402
 from devicelab.predict.predictor import Scenario, ScenarioPredictor, train_predictor  # noqa: E402
@@ -106,7 +107,7 @@ def main() -> None:
     }
     recs = cpu_records()
     train = [r for r in recs if not r.graph.name.startswith("probe")]
-    deducer = CpuDeducer.learn(recs)
+    deducer = learn_cpu_deducer(recs)
     samples = deducer.samples(train)
     qed_samples = qed.gpu_samples("s10")
     for method in METHODS:

@@ -4,7 +4,7 @@ outlive library upgrades.
 
 Typical use::
 
-    deducer = CpuDeducer.learn(records)                 # or TfliteGpuDeducer("mali"), OpenclDeducer()
+    deducer = learn_cpu_deducer(records)                # or TfliteGpuDeducer("mali"), OpenclDeducer()
     samples = deducer.samples(records)
     predictor = train_predictor(samples, deducer, scenario, "gbdt", seed=0)
     save_predictor(predictor, "pred.json")
@@ -22,7 +22,9 @@ from devicelab.predict.artifacts import (
     predictor_to_json,
     save_predictor,
 )
-from devicelab.predict.deduce_cpu import CpuDeducer, probe_graphs
+from devicelab.predict.cpu_learning import learn_cpu_deducer
+from devicelab.predict.cpu_probes import probe_graphs
+from devicelab.predict.deduce_cpu import CpuDeducer
 from devicelab.predict.deduce_opencl import OpenclDeducer
 from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer, gpu_family
 from devicelab.predict.errors import PredictorError
@@ -51,6 +53,7 @@ __all__ = [
     "evaluate",
     "gpu_family",
     "grouped_cv",
+    "learn_cpu_deducer",
     "load_predictor",
     "mape",
     "predictor_from_dict",

@@ -18,9 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from devicelab.predict.deducers import deducer_from_dict
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.features import FEATURES, feature_group
-from devicelab.predict.kernels import deducer_from_dict
 from devicelab.predict.models import METHODS, FittedModel
 from devicelab.predict.predictor import Scenario, ScenarioPredictor
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from devicelab.graph import Graph, GraphError, graph_from_dict, load_graph
+from devicelab.graph import DEFAULT_LIMITS, Graph, GraphError, ImportLimits, graph_from_dict, load_graph
 from devicelab.graph.nas import nb201
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.kernels import Kernel
@@ -47,8 +47,8 @@ def error(index: int, name: str, text: str) -> Error:
     return {"index": index, "name": name, "error": text}
 
 
-def parse_item(index: int, item: Any) -> Arch:
-    """One architecture of a request; ``ValueError`` saying what is wrong."""
+def parse_item(index: int, item: Any, limits: ImportLimits = DEFAULT_LIMITS) -> Arch:
+    """One architecture of a request, read within ``limits``; ``ValueError`` saying what is wrong."""
     if not isinstance(item, dict):
         raise ValueError(f"an architecture is a JSON object, not {type(item).__name__}")
     name = item.get("name", f"architecture-{index}")
@@ -67,7 +67,7 @@ def parse_item(index: int, item: Any) -> Arch:
         elif given[0] == "graph":
             if not isinstance(item["graph"], dict):
                 raise ValueError(f"graph must be a graph JSON object, not {type(item['graph']).__name__}")
-            arch.graph = graph_from_dict(item["graph"])
+            arch.graph = graph_from_dict(item["graph"], limits)
         else:
             text = item["onnx_base64"]
             if not isinstance(text, str):
@@ -78,7 +78,7 @@ def parse_item(index: int, item: Any) -> Arch:
                 raise ValueError(f"onnx_base64 is not valid base64: {exc}") from None
             if not data:
                 raise ValueError("onnx_base64 holds an empty file")
-            arch.graph = load_graph(data, filename=f"{name}.onnx", fmt="onnx")
+            arch.graph = load_graph(data, filename=f"{name}.onnx", fmt="onnx", limits=limits)
     except GraphError as exc:
         raise ValueError(f"{given[0]}: {exc}") from None
     except (KeyError, TypeError, AttributeError) as exc:
@@ -86,10 +86,10 @@ def parse_item(index: int, item: Any) -> Arch:
     return arch
 
 
-def read_item(index: int, item: Any) -> Arch | Error:
+def read_item(index: int, item: Any, limits: ImportLimits = DEFAULT_LIMITS) -> Arch | Error:
     """``parse_item``, or the error that names the architecture."""
     try:
-        return parse_item(index, item)
+        return parse_item(index, item, limits)
     except ValueError as exc:
         name = item.get("name") if isinstance(item, dict) else None
         return error(index, name if isinstance(name, str) else "", str(exc))
@@ -145,16 +145,19 @@ def answer_archs(
 
 
 def answer_items(
-    p: ScenarioPredictor, items: Sequence[tuple[int, Any]], breakdown: bool = False
+    p: ScenarioPredictor,
+    items: Sequence[tuple[int, Any]],
+    breakdown: bool = False,
+    limits: ImportLimits = DEFAULT_LIMITS,
 ) -> tuple[dict[int, Result], list[Error]]:
-    """Read, deduce and predict (index, architecture) pairs: results by index, and errors.
+    """Read (within ``limits``), deduce and predict (index, architecture) pairs: results by index, and errors.
 
     Nothing is predicted while any architecture is unreadable: the errors are then those of
     reading."""
     archs: list[Arch] = []
     errors: list[Error] = []
     for index, item in items:
-        read = read_item(index, item)
+        read = read_item(index, item, limits)
         if isinstance(read, Arch):
             archs.append(read)
         else:

@@ -10,12 +10,13 @@ per anchor, its launches summed). Types are the backend's kernel names (``conv2d
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from devicelab.graph.ir import Graph
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.features import op_kind, op_raw_features
-from devicelab.predict.kernels import Kernel, register_deducer
+from devicelab.predict.kernels import Kernel
 from devicelab.predict.records import ProfileRecord, stat
 from devicelab.predict.samples import Sample
 
@@ -102,7 +103,7 @@ class OpenclDeducer:
             )
         return out
 
-    def samples(self, records: list[ProfileRecord], statistic: str = "median") -> list[Sample]:
+    def samples(self, records: Sequence[ProfileRecord], statistic: str = "median") -> list[Sample]:
         """Training / test samples from OpenCL records."""
         return [
             Sample(r.graph.name, tuple(self.measured(r, statistic)), r.e2e_ms(statistic), tuple(self.kernels(r.graph)))
@@ -113,7 +114,5 @@ class OpenclDeducer:
         """Plain data (the rule lives in the backend's code, versioned with it)."""
         return {"kind": KIND}
 
-
-register_deducer(KIND, lambda d: OpenclDeducer())
 
 __all__ = ["OpenclDeducer", "kernel_type"]

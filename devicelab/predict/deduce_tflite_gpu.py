@@ -36,7 +36,7 @@ from typing import Any
 from devicelab.graph.ir import Graph
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.features import op_kind, op_raw_features, raw_features
-from devicelab.predict.kernels import Kernel, register_deducer
+from devicelab.predict.kernels import Kernel
 
 KIND = "tflite_gpu"
 GPU_FAMILIES = ("adreno", "adreno6xx", "mali", "powervr", "apple", "amd", "other")
@@ -469,8 +469,6 @@ class TfliteGpuDeducer:
         """Plain data for the predictor artifact."""
         return {"kind": KIND, "family": self.family}
 
-
-register_deducer(KIND, lambda d: TfliteGpuDeducer(str(d["family"])))
 
 # ``raw_features`` is re-exported for the qed reader, which builds rows without a graph.
 __all__ = [

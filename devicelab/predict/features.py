@@ -22,8 +22,8 @@ Definitions (paper 001, Table 3; shapes are NCHW with the batch dimension):
 * ``input_size`` / ``output_size``: elements of all activation inputs / outputs.
 * A ``resize`` (an element-wise kernel by Table 3's rows) gets its output's height, channels and
   size as its input-side features too: it writes every output element from a few input ones,
-  so its work follows the output. Read from its input, DeepLab-V3's final 8x upsampling looked
-  64x smaller than it is and was predicted at a tenth of its 7.5 ms.
+  so its work follows the output (read from its input, an upsampling looks as many times
+  smaller as it enlarges).
 * ``kernel_size``: elements of the weight tensor; ``param_size``: weights and bias.
 * ``padding_size``: the sum of the pad amounts of a pad operator.
 * ``flops``: ``devicelab.graph.ops`` FLOPs (2 x MACs for conv / FC, window work for pooling).

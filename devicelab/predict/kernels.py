@@ -1,4 +1,4 @@
-"""Kernels: what really runs for a graph in one scenario, and the deducers that say so.
+"""Kernels: what really runs for a graph in one scenario, and the interface of the deducers that say so.
 
 A *kernel* is one unit of work a runtime dispatches: an anchor operator plus what the runtime
 fused into it (a convolution with its batch norm and ReLU), or a kernel the runtime inserted on
@@ -10,17 +10,17 @@ A *deducer* turns a graph into its kernel list without running it, for one backe
 ``deduce_tflite_gpu.TfliteGpuDeducer`` (Algorithms 3.1 and 3.2 per GPU family),
 ``deduce_cpu.CpuDeducer`` (the host runtime's fusions, learned from what it recorded) and
 ``deduce_opencl.OpenclDeducer`` (the lab OpenCL backend's own plan). Deducers serialize to
-plain data so a predictor artifact carries the deduction it was trained with.
+plain data so a predictor artifact carries the deduction it was trained with; ``deducers``
+picks the deducer of a scenario and rebuilds one from that data. This module imports none of
+them, so every deducer can import it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from devicelab.graph.ir import Graph
-from devicelab.predict.errors import PredictorError
 from devicelab.predict.features import feature_group
 
 
@@ -57,30 +57,4 @@ class Deducer(Protocol):
         ...
 
 
-_LOADERS: dict[str, Callable[[dict[str, Any]], Deducer]] = {}
-
-
-def register_deducer(kind: str, loader: Callable[[dict[str, Any]], Deducer]) -> None:
-    """Register how to rebuild a deducer of ``kind`` from its ``to_dict`` data."""
-    _LOADERS[kind] = loader
-
-
-def deducer_from_dict(data: dict[str, Any]) -> Deducer:
-    """Rebuild a deducer from ``to_dict`` data; ``PredictorError`` if the kind is unknown or broken."""
-    # Importing the deducer modules registers them (kept lazy: the CPU one needs no onnxruntime,
-    # but the OpenCL one imports the OpenCL backend's plan).
-    from devicelab.predict import deduce_cpu, deduce_opencl, deduce_tflite_gpu  # noqa: F401
-
-    kind = data.get("kind") if isinstance(data, dict) else None
-    loader = _LOADERS.get(kind) if isinstance(kind, str) else None
-    if loader is None:
-        raise PredictorError(f"unknown kernel deducer {kind!r}; known: {sorted(_LOADERS)}")
-    try:
-        return loader(data)
-    except PredictorError:
-        raise
-    except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise PredictorError(f"the {kind} kernel deducer's data is broken: {type(e).__name__}: {e}") from None
-
-
-__all__ = ["Deducer", "Kernel", "deducer_from_dict", "register_deducer"]
+__all__ = ["Deducer", "Kernel"]

@@ -19,9 +19,8 @@ deviation). How each method gets there:
 * **Random forest**: fitted on ``log y``. Squared error on ``log y`` is eq. (1) to first order
   (``log f - log y ~ (f - y) / y``). The exact weighting does not work for a forest: with
   ``1 / y^2`` spanning six orders of magnitude, every greedy split serves the fastest kernels
-  and the slow ones, which dominate end-to-end latency, get leaves from far-away neighbours
-  (on the qed Adreno 640 convolutions: 19 % test MAPE weighted, 5 % on ``log y``). Each leaf
-  then predicts a geometric mean. Trees 1..10 x minimum samples to split 2..50 by 5-fold CV,
+  and the slow ones, which dominate end-to-end latency, get leaves from far-away neighbours.
+  Each leaf then predicts a geometric mean. Trees 1..10 x minimum samples to split 2..50 by 5-fold CV,
   each forest fitted once per fold and scored for every prefix of its trees.
 * **MLP**: ReLU layers, Adam, fitted on standardized ``log y`` (first-order eq. 1, as for the
   forest, and the scale a network trains well on; scikit-learn's early stopping then watches
@@ -35,9 +34,7 @@ deviation). How each method gets there:
 A kernel type with fewer than ``FEW_ROWS`` (50) training rows gets Lasso whatever the method
 (``hyper["instead_of"]`` says so): a forest or boosted trees on a few dozen rows predict from a
 handful of leaves and cannot follow the work beyond the largest kernel they saw, and an MLP
-extrapolates without bound (on OpenCL with 44 networks: 2800 % MAPE on flat grouped
-convolutions). On the host CPU with 30 training networks this took GBDT from 17-18 % to 11-13 %
-end-to-end (synthetic test set). With fewer than ``MIN_ROWS_FOR_SEARCH`` (10) rows, too few to
+extrapolates without bound. With fewer than ``MIN_ROWS_FOR_SEARCH`` (10) rows, too few to
 cross-validate, that Lasso sees only the group's work feature (``features.WORK``: FLOPs, or the
 elements a data-moving kernel moves; ``fit_work_lasso``).
 
@@ -255,9 +252,7 @@ def fit_work_lasso(x: np.ndarray, y: np.ndarray, work: int, seed: int) -> Fitted
     """Eq. (1) with ``w >= 0`` on one feature, the work (``features.WORK``): time grows with it
     from an intercept. For a kernel type with too few rows to cross-validate anything: the full
     Lasso then fits a handful of rows with whichever of its ten or so features happens to line
-    up with them, and extrapolates along it (on the host CPU with 30 training networks, five
-    grouped convolutions taught output size, and the zoo's grouped convolutions, large outputs
-    of little arithmetic, came out 4-6x slow)."""
+    up with them, and extrapolates along it."""
     mean, std = standardization(x)
     z = (x - mean) / std
     model = _fit_lasso(z[:, [work]], y, DEFAULT_ALPHA, seed)

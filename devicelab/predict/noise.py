@@ -15,11 +15,9 @@ predictor. This module estimates it from the rounds themselves:
   level is unknown, so the three are fitted to what does not depend on it: each network's
   rounds, sorted and centred on their mean, averaged over networks (their spread and shape). The
   fastest of all rounds is then drawn many times from the model, and the best constant
-  prediction (the minimizer of the MAPE, a 1/x-weighted median) is scored against the draws. On
-  simulated rounds of 300 networks x 5 (``tests/devicelab/predict/test_noise.py``) it lands
-  within 6 % of the true floor for normal, uniform and exponential noise and their mixtures, up
-  to 25 % *high* for half-normal noise, and within 0.1 point of a quiet machine's 0.14 %: read it
-  as the floor's size, not its third digit.
+  prediction (the minimizer of the MAPE, a 1/x-weighted median) is scored against the draws.
+  The model is a simplification of the real noise: read the result as the floor's size, not its
+  third digit (``tests/devicelab/predict/test_noise.py`` bounds its error on simulated rounds).
 """
 
 from __future__ import annotations

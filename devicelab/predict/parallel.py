@@ -35,6 +35,7 @@ from typing import Any
 
 import orjson
 
+from devicelab.graph.limits import DEFAULT_LIMITS, ImportLimits
 from devicelab.predict.batch import Error, Result, answer_items
 from devicelab.predict.predictor import ScenarioPredictor
 
@@ -53,9 +54,11 @@ def _start_worker() -> None:
     gc.disable()
 
 
-def _answer_chunk(key: str, payload: bytes, items: bytes, breakdown: bool) -> tuple[dict[int, Result], list[Error]]:
+def _answer_chunk(
+    key: str, payload: bytes, items: bytes, breakdown: bool, limits: ImportLimits = DEFAULT_LIMITS
+) -> tuple[dict[int, Result], list[Error]]:
     """In a worker process: answer one chunk (``items``: JSON of its (index, architecture)
-    pairs) with the predictor ``key``, unpickled from ``payload`` the first time."""
+    pairs, read within ``limits``) with the predictor ``key``, unpickled from ``payload`` the first time."""
     gc.collect(1)  # the last chunk's cycles, if it left any; what lives on is the predictors
     p = _worker_predictors.get(key)
     if p is None:
@@ -64,7 +67,7 @@ def _answer_chunk(key: str, payload: bytes, items: bytes, breakdown: bool) -> tu
             _worker_predictors.popitem(last=False)
     else:
         _worker_predictors.move_to_end(key)
-    return answer_items(p, [(int(i), item) for i, item in orjson.loads(items)], breakdown)
+    return answer_items(p, [(int(i), item) for i, item in orjson.loads(items)], breakdown, limits)
 
 
 def _pid() -> int:
@@ -159,9 +162,15 @@ class BatchPool:
         return data
 
     def answer(
-        self, key: str, predictor: ScenarioPredictor, items: Sequence[tuple[int, Any]], breakdown: bool = False
+        self,
+        key: str,
+        predictor: ScenarioPredictor,
+        items: Sequence[tuple[int, Any]],
+        breakdown: bool = False,
+        limits: ImportLimits = DEFAULT_LIMITS,
     ) -> tuple[dict[int, Result], list[Error]]:
-        """``batch.answer_items`` of (index, architecture) pairs, on up to ``processes`` processes.
+        """``batch.answer_items`` of (index, architecture) pairs (read within ``limits``), on up to
+        ``processes`` processes.
 
         ``key`` names the predictor (the same key, the same predictor). Errors come sorted by
         index; nothing of a chunk is predicted while any of its architectures is unreadable."""
@@ -174,7 +183,7 @@ class BatchPool:
                 for part in parts[1:]:
                     # JSON travels four times faster than pickle here, and a batch is JSON already
                     data = orjson.dumps(part)
-                    futures.append((part, executor.submit(_answer_chunk, key, payload, data, breakdown)))
+                    futures.append((part, executor.submit(_answer_chunk, key, payload, data, breakdown, limits)))
             except TypeError:  # not JSON data (a Python caller's own objects): this process answers
                 futures += [(part, None) for part in parts[1 + len(futures) :]]
             except (BrokenProcessPool, RuntimeError, OSError) as exc:
@@ -183,11 +192,11 @@ class BatchPool:
                 futures += [(part, None) for part in parts[1 + len(futures) :]]
         else:
             futures = [(part, None) for part in parts[1:]]
-        results, errors = answer_items(predictor, parts[0], breakdown)
+        results, errors = answer_items(predictor, parts[0], breakdown, limits)
         where = ["caller"]
         for part, future in futures:
             if future is None:
-                r, e = answer_items(predictor, part, breakdown)
+                r, e = answer_items(predictor, part, breakdown, limits)
                 where.append("caller")
             else:
                 try:
@@ -199,7 +208,7 @@ class BatchPool:
                     )
                     if executor is not None:
                         self._drop(executor)
-                    r, e = answer_items(predictor, part, breakdown)
+                    r, e = answer_items(predictor, part, breakdown, limits)
                     where.append("fallback")
             results.update(r)
             errors += e

@@ -8,22 +8,21 @@ sum of their measured kernel latencies (``overhead="constant"``, the paper's).
 ``overhead="affine"`` (our extension, off by default) learns ``a * (sum + c * n) + T_overhead``
 instead (``n`` the number of kernels), by least squares on the relative error over the training
 networks. It is for runtimes whose per-kernel timings understate their time inside the whole run
-by a share rather than a constant: on the qed Mali G76 the gap between end-to-end and kernel sum
-grows with the network (correlation 0.94 with end-to-end latency), and the constant leaves 12 %
-error that the affine form halves. ``c`` is a cost per kernel of either sign: a GPU driver's
-launch cost outside the kernels' event times, or, negative, a profiler's own cost inside each
-profiled kernel that the unprofiled run does not pay (ONNX Runtime on the host CPU, about 2 to
-2.5 us per kernel: the constant ``T`` removes it only at the training networks' mean kernel
-count, so a network of many small kernels is predicted high). A kernel's prediction plus ``c``
-is never below 0.
+by a share rather than a constant (a GPU whose gap between end-to-end and kernel sum grows with
+the network). ``c`` is a cost per kernel of either sign: a GPU driver's launch cost outside the
+kernels' event times, or, negative, a profiler's own cost inside each profiled kernel that the
+unprofiled run does not pay (the constant ``T`` removes that only at the training networks' mean
+kernel count, so a network of many small kernels would be predicted high). A kernel's prediction
+plus ``c`` is never below 0.
 
 ``overhead="calibrated"`` (ours too) learns ``a * P**b + T`` where ``P`` is the predictor's *own*
 kernel sum of each training network (not the measured one), each kernel's prediction raised by a
 launch cost ``c`` (an OpenCL driver spends microseconds per kernel outside the kernels' event
-times), by least squares on the relative error. On a CPU the same kernel runs slower inside a larger network (its weights and inputs
-are less often still in the caches: measured here, a network's mean kernel residual correlates
-0.75 with its log latency), which per-kernel features cannot see; the calibration learns how the
-predicted sum maps to the whole network's time, and with ``b`` near 1 how that grows with size.
+times), by least squares on the relative error. On a CPU the same kernel runs slower inside a
+larger network (its weights and inputs are less often still in the caches), which per-kernel
+features cannot see; the calibration learns how the predicted sum maps to the whole network's
+time, and with ``b`` near 1 how that grows with size. docs/predictors.md has the measurements
+behind both.
 
 Whatever the overhead model, a prediction is never below ``min_e2e_ratio`` times the predicted
 kernel sum: the smallest ratio of end-to-end latency to measured kernel sum among the training
@@ -45,6 +44,7 @@ lists it).
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 from collections.abc import Sequence
@@ -317,8 +317,8 @@ def train_predictor(
         sibling_rows = max((len(v) for t, v in rows.items() if t != ktype and kind_of(t) == kind_of(ktype)), default=0)
         if len(ks) < MIN_OWN_ROWS <= sibling_rows:
             # a kernel or two cannot be a model: a constant would price every kernel of this
-            # type, of any size, like the one seen (a 3 ms grouped convolution made RegNetX's ten
-            # small ones 30 ms); the same kind's model follows the work (``resolve`` picks it)
+            # type, of any size, like the one seen; the same kind's model follows the work
+            # (``resolve`` picks it)
             stood_in[ktype] = len(ks)
             continue
         group = feature_group(ktype)
@@ -326,20 +326,6 @@ def train_predictor(
         y = np.asarray([k.latency_ms for k in ks], dtype=np.float64)
         models[ktype] = model_fns.fit(
             method, x, y, seed=seed, search=search, mlp_trials=mlp_trials, work=work_column(group)
-        )
-    # Paper 001, section 4.2: the mean gap between end-to-end latency and the kernels' sum.
-    t_overhead = float(np.mean([s.e2e_ms - s.kernel_sum_ms for s in samples]))
-    scale, power, per_kernel = 1.0, 1.0, 0.0
-    if overhead == "affine":
-        scale, per_kernel, t_overhead = fit_affine_overhead(samples, t_overhead)
-    elif overhead == "calibrated":
-        plain = ScenarioPredictor(scenario, method, deducer, models, 0.0, tuple(overhead_kinds))
-        predicted = plain.predict_kernels([s.prediction_input() for s in samples], on_missing="zero")
-        scale, power, per_kernel, t_overhead = fit_calibration(
-            [p.kernels_ms for p in predicted],
-            [sum(1 for k in s.prediction_input() if plain.resolve(k.type) not in (None, "overhead")) for s in samples],
-            [s.e2e_ms for s in samples],
-            t_overhead,
         )
     meta = {
         "seed": seed,
@@ -354,18 +340,37 @@ def train_predictor(
         "train_seconds": round(time.perf_counter() - started, 3),
         **(extra_meta or {}),
     }
-    return ScenarioPredictor(
-        scenario,
-        method,
-        deducer,
-        models,
-        t_overhead,
-        tuple(overhead_kinds),
-        meta,
-        scale,
-        power,
-        per_kernel,
-        min_e2e_ratio(samples),
+    plain = ScenarioPredictor(scenario, method, deducer, models, 0.0, tuple(overhead_kinds), meta)
+    return with_overhead(plain, samples, overhead)
+
+
+def with_overhead(predictor: ScenarioPredictor, samples: Sequence[Sample], overhead: str) -> ScenarioPredictor:
+    """The same kernel models with the ``overhead`` model fitted on the training ``samples``, as
+    ``train_predictor(overhead=...)`` fits it: overhead models compare without retraining."""
+    if overhead not in OVERHEADS:
+        raise PredictorError(f"unknown overhead model {overhead!r}; use one of {list(OVERHEADS)}")
+    # Paper 001, section 4.2: the mean gap between end-to-end latency and the kernels' sum.
+    t_overhead = float(np.mean([s.e2e_ms - s.kernel_sum_ms for s in samples]))
+    scale, power, per_kernel = 1.0, 1.0, 0.0
+    if overhead == "affine":
+        scale, per_kernel, t_overhead = fit_affine_overhead(samples, t_overhead)
+    elif overhead == "calibrated":
+        plain = dataclasses.replace(predictor, kernel_scale=1.0, kernel_power=1.0, per_kernel_ms=0.0, t_overhead_ms=0.0)
+        predicted = plain.predict_kernels([s.prediction_input() for s in samples], on_missing="zero")
+        scale, power, per_kernel, t_overhead = fit_calibration(
+            [p.kernels_ms for p in predicted],
+            [sum(1 for k in s.prediction_input() if plain.resolve(k.type) not in (None, "overhead")) for s in samples],
+            [s.e2e_ms for s in samples],
+            t_overhead,
+        )
+    return dataclasses.replace(
+        predictor,
+        t_overhead_ms=t_overhead,
+        meta={**predictor.meta, "overhead": overhead},
+        kernel_scale=scale,
+        kernel_power=power,
+        per_kernel_ms=per_kernel,
+        min_e2e_ratio=min_e2e_ratio(samples),
     )
 
 
@@ -381,7 +386,7 @@ def fit_affine_overhead(samples: Sequence[Sample], fallback: float) -> tuple[flo
     networks (S: sum of measured kernels, n: their number, E: end-to-end), ``a > 0`` and ``c``
     of either sign: a launch cost per kernel outside the kernels' times (GPU drivers), or a
     profiler's own cost inside each measured kernel that the unprofiled run does not pay (ONNX
-    Runtime on the CPU: about -2 to -2.5 us). Without a kernel count that fits (all networks of one
+    Runtime on the CPU). Without a kernel count that fits (all networks of one
     size, or a degenerate solution): ``(a, 0, T)``; without that either, ``(1, 0, fallback)``."""
     s = np.asarray([x.kernel_sum_ms for x in samples])
     n = np.asarray([sum(1 for k in x.measured if k.latency_ms) for x in samples], dtype=np.float64)
@@ -451,4 +456,5 @@ __all__ = [
     "library_versions",
     "min_e2e_ratio",
     "train_predictor",
+    "with_overhead",
 ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import difflib
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,8 +30,10 @@ from devicelab.graph.errors import GraphError
 from devicelab.predict.deduce_tflite_gpu import (
     anchor_kind,
     combine_dw_plus_1x1,
+    deduce_kernels,
     dw_plus_1x1_supported,
     kind_from_name,
+    linked_labels,
 )
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.features import raw_features
@@ -39,6 +42,10 @@ from devicelab.predict.samples import Sample
 
 OPS_FILE = "qed_tflite_cnn_ops_gpu.train.csv"
 E2E_FILE = "qed_tflite_cnn_e2e.train.csv"
+
+# The qed data lists no element-wise, reshape, split or pad kernels: their time is in the
+# end-to-end latency only, so a predictor learns it as overhead (paper 001, section 4.2, Fig. 10).
+OVERHEAD_KINDS = ("elementwise", "reshape", "split", "pad")
 
 # The six phones of the paper's Table 1 and the Algorithm 3.2 family of their GPUs.
 DEVICES: dict[str, tuple[str, str]] = {
@@ -282,6 +289,77 @@ def kernel_match(rows: Sequence[QedOp], device: str, family: str | None = None) 
     return matched, total
 
 
+# qed networks (pytorchcv names) with a counterpart in the zoo, and the zoo's name for it
+ZOO_COUNTERPARTS = {
+    "proxylessnas_mobile": "proxylessnas_mobile",
+    "densenet121": "densenet121",
+    "ghostnet": "ghostnet_1.0",
+    "mobilenet_w1": "mobilenet_v1",
+    "mobilenet_wd2": "mobilenet_v1_0.5",
+    "mobilenetv3_large_w1": "mobilenet_v3_large",
+    "squeezenet_v1_0": "squeezenet_1_0",
+    "squeezenet_v1_1": "squeezenet_1_1",
+    "mnasnet_b1": "mnasnet1_0",
+    "mobilenetv2b_w1": "mobilenet_v2",
+    "regnetx004": "regnetx_400mf",
+    "regnety004": "regnety_400mf",
+}
+# kernel kinds the qed files list (element-wise, reshape, split and pad kernels are not listed)
+LISTED_KINDS = frozenset(
+    {
+        "conv2d",
+        "winograd",
+        "grouped_conv2d",
+        "depthwise_conv2d",
+        "dw_conv_plus_1x1",
+        "fully_connected",
+        "mean",
+        "pooling",
+        "concat",
+    }
+)
+
+
+def fusion_match(rows: Sequence[QedOp], device: str, family: str | None = None) -> dict[str, float | int]:
+    """Fused chains: the kernels deduced from each zoo counterpart's *graph* against the kernels
+    ``device`` ran for the qed network, in order (matched with difflib): the share whose kind
+    matches, and whose kind and number of fused operators match."""
+    from devicelab.graph import zoo
+
+    family = family or DEVICES[device][1]
+    models = by_model(rows)
+    exact = kinds = total = 0
+    for qname, zname in ZOO_COUNTERPARTS.items():
+        if qname not in models:
+            continue
+        measured, prev = [], None
+        for r in models[qname]:
+            name = r.kernel[device]
+            if name != prev:
+                measured.append((kind_from_name(name), len(linked_labels(name))))
+            prev = name
+        deduced = [
+            (k.type, len(linked_labels(k.name)))
+            for k in deduce_kernels(zoo.build(zname), family)
+            if k.type in LISTED_KINDS
+        ]
+        total += len(measured)
+        exact += sum(
+            b.size for b in difflib.SequenceMatcher(a=measured, b=deduced, autojunk=False).get_matching_blocks()
+        )
+        kinds += sum(
+            b.size
+            for b in difflib.SequenceMatcher(
+                a=[x[0] for x in measured], b=[x[0] for x in deduced], autojunk=False
+            ).get_matching_blocks()
+        )
+    return {
+        "kernels": total,
+        "kind_share": kinds / total,
+        "kind_and_fused_count_share": exact / total,
+    }
+
+
 def gpu_samples(
     device: str, rows: Sequence[QedOp] | None = None, e2e: dict[str, dict[str, float]] | None = None
 ) -> list[Sample]:
@@ -312,11 +390,15 @@ def gpu_samples(
 __all__ = [
     "DEVICES",
     "E2E_FILE",
+    "LISTED_KINDS",
     "OPS_FILE",
+    "OVERHEAD_KINDS",
+    "ZOO_COUNTERPARTS",
     "QedOp",
     "by_model",
     "deduce_rows",
     "default_data_dir",
+    "fusion_match",
     "gpu_samples",
     "ir_view",
     "kernel_match",

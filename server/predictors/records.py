@@ -23,6 +23,7 @@ from devicelab.predict.records import ProfileRecord, merge_rounds, record_from_r
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.models import NetworkModel
+from server.networks.services import import_limits
 from server.profiling.models import JobResult, JobState, OperatorTiming
 
 _NAN = float("nan")
@@ -162,7 +163,7 @@ def scenario_records(
         model = models[r.job.model_id]
         graph = graphs.get(model.pk)
         if graph is None:
-            graph = graphs[model.pk] = graph_from_dict(model.graph)
+            graph = graphs[model.pk] = graph_from_dict(model.graph, import_limits())
         record = record_from_result(graph, result_from_rows(r, timings.get(r.pk, [])))
         records.append(StoredRecord(record, r.job_id, model.pk, model.sha256))
     return ScenarioRecords(records, runtime, skipped)
@@ -202,7 +203,7 @@ _PROBES: set[str] = set()
 
 def _probe_names() -> set[str]:
     if not _PROBES:
-        from devicelab.predict.deduce_cpu import probe_graphs
+        from devicelab.predict.cpu_probes import probe_graphs
 
         _PROBES.update(g.name for g in probe_graphs())
     return _PROBES

@@ -3,9 +3,9 @@
 A request names a predictor, or a device (then the ready predictor with the lowest end-to-end
 MAPE the team may use answers, optionally of one method). The loaded ``ScenarioPredictor`` is
 kept per process, keyed by row id, artifact SHA-256 and lookup table, so a request reads one
-small row and parses no artifact. Loading checks the artifact (format, schema, checksum, model
-shapes) and the row's digest of it: a predictor that cannot be loaded answers 409 with the
-reason, never a number.
+small row and parses no artifact. Loading checks the artifact and the row's digest of it
+(``artifacts.load_row``): a predictor that cannot be loaded answers 409 with the reason, never
+a number.
 
 Architectures come as graph JSON, NAS-Bench-201 cell strings or base64 ONNX files. Every one
 is checked before anything is predicted; a bad one fails the whole batch with its index, name
@@ -29,13 +29,14 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from devicelab.predict.artifacts import predictor_from_dict
 from devicelab.predict.batch import Arch, answer_items, read_item, result
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.parallel import BatchPool
 from devicelab.predict.predictor import ScenarioPredictor
 from server.accounts.models import Team
 from server.devices.models import Device
+from server.networks.services import import_limits
+from server.predictors.artifacts import load_row
 from server.predictors.models import ArchitectureTable, Predictor, PredictorState
 from server.predictors.tables import NB201, nb201_index, table_values
 
@@ -121,23 +122,6 @@ def clear_cache() -> None:
     """Forget every loaded predictor of this process."""
     with _lock:
         _cache.clear()
-
-
-def load_row(row: Predictor) -> ScenarioPredictor:
-    """The predictor of a row, checked; ``PredictorError`` says why it cannot be used."""
-    what = f"predictor #{row.pk} ({row.method} v{row.version})"
-    if row.artifact is None:
-        raise PredictorError(f"{what} has no artifact (it is {row.state})")
-    stored = row.artifact.get("sha256") if isinstance(row.artifact, dict) else None
-    if stored != row.artifact_sha256:
-        raise PredictorError(
-            f"{what} cannot be loaded: its artifact's SHA-256 {stored!r} is not the one recorded when it was "
-            f"trained ({row.artifact_sha256!r}); the stored artifact was changed. Train a new version"
-        )
-    try:
-        return predictor_from_dict(row.artifact)
-    except PredictorError as exc:
-        raise PredictorError(f"{what} cannot be loaded: {exc}. Train a new version") from None
 
 
 def _light(rows: QuerySet[Predictor]) -> QuerySet[Predictor]:
@@ -249,13 +233,14 @@ def predict_architectures(entry: LoadedPredictor, items: Any, breakdown: bool = 
             {"architectures": f"{len(items)} architectures is over the limit of {limit} (LATENCYLAB_PREDICT_MAX_BATCH)"}
         )
     p = entry.predictor
+    limits = import_limits()  # a hostile ONNX or graph document is refused before it is computed
     results: dict[int, dict[str, Any]] = {}
     errors: list[dict[str, Any]] = []
     live: list[tuple[int, Any]] = []
     table = entry.nb201 if not breakdown else None
     for i, item in enumerate(items):
         if table is not None and isinstance(item, dict) and "nb201" in item:
-            read = read_item(i, item)
+            read = read_item(i, item, limits)
             if not isinstance(read, Arch):
                 errors.append(read)
                 continue
@@ -269,9 +254,9 @@ def predict_architectures(entry: LoadedPredictor, items: Any, breakdown: bool = 
         raise ArchitectureErrors(errors)
     if live:
         if len(live) >= settings.LATENCYLAB_PREDICT_PARALLEL_MIN:
-            answered, errors = batch_pool().answer(_predictor_key(entry), p, live, breakdown)
+            answered, errors = batch_pool().answer(_predictor_key(entry), p, live, breakdown, limits)
         else:
-            answered, errors = answer_items(p, live, breakdown)
+            answered, errors = answer_items(p, live, breakdown, limits)
         if errors:
             raise ArchitectureErrors(errors)
         results.update(answered)
@@ -299,7 +284,6 @@ __all__ = [
     "batch_pool",
     "clear_cache",
     "gc_paused",
-    "load_row",
     "loaded",
     "predict_architectures",
     "predict_for_team",

@@ -22,6 +22,7 @@ from devicelab.graph.nas import nb201
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.kernels import Kernel
 from devicelab.predict.predictor import ScenarioPredictor
+from server.predictors.artifacts import load_row
 from server.predictors.models import ArchitectureTable, Predictor
 
 NB201 = "nb201"
@@ -83,8 +84,6 @@ def build_nb201_table(
 ) -> ArchitectureTable:
     """Compute and store a ready predictor's NAS-Bench-201 table (replacing an older one for
     the same artifact)."""
-    from server.predictors.serving import load_row
-
     started = time.perf_counter()
     values = compute_nb201_values(load_row(row), indices, progress=progress)
     table, _ = ArchitectureTable.objects.update_or_create(

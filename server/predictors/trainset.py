@@ -96,7 +96,7 @@ def build_training_set(
     # One timed run is enough for a probe: it only shows which kernels ran.
     probe_settings = validate_settings(device, {"threads": threads, "runs": 1, "warmup_runs": 0})
     graphs = training_graphs(synthetic, zoo_names, seed)
-    from devicelab.predict.deduce_cpu import probe_graphs
+    from devicelab.predict.cpu_probes import probe_graphs
 
     plan = [(g, settings, r) for r in range(rounds) for g in graphs]
     plan += [(g, probe_settings, 0) for g in probe_graphs()] if probes else []

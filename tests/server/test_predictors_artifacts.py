@@ -39,7 +39,7 @@ def _tampered(artifact: dict[str, Any]) -> dict[str, Any]:
 
 def test_a_good_artifact_loads_and_predicts(phone: Any) -> None:
     from devicelab.graph.nas import nb201
-    from server.predictors.serving import load_row
+    from server.predictors.artifacts import load_row
 
     row = ready_predictor(phone)
     (p,) = load_row(row).predict([nb201.from_string(NB201)])
@@ -57,7 +57,7 @@ def test_a_good_artifact_loads_and_predicts(phone: Any) -> None:
     ],
 )
 def test_a_broken_artifact_is_refused_with_the_reason(phone: Any, change: Any, message: str) -> None:
-    from server.predictors.serving import load_row
+    from server.predictors.artifacts import load_row
 
     row = ready_predictor(phone)
     broken = change(row.artifact)
@@ -71,7 +71,7 @@ def test_a_broken_artifact_is_refused_with_the_reason(phone: Any, change: Any, m
 
 def test_an_artifact_replaced_after_training_is_refused(phone: Any) -> None:
     from devicelab.predict.artifacts import predictor_to_dict
-    from server.predictors.serving import load_row
+    from server.predictors.artifacts import load_row
     from tests.server.predictor_data import qed_predictor
 
     row = ready_predictor(phone)

@@ -14,9 +14,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_predictor_trains_on_stored_cpu_timings(member: Any, make_device: Any) -> None:
+    from server.predictors.artifacts import load_row
     from server.predictors.models import PredictorState
     from server.predictors.services import request_predictor, run_training
-    from server.predictors.serving import load_row
 
     device = make_device("cpu")
     store_profiles(member.team, device)
@@ -106,7 +106,7 @@ def test_versions_count_up_per_scenario_and_method(member: Any, make_device: Any
 def test_too_few_networks_is_refused_with_the_reason(member: Any, make_device: Any) -> None:
     from devicelab.backends import cpu
     from devicelab.backends.base import ProfileSettings
-    from devicelab.predict.deduce_cpu import probe_graphs
+    from devicelab.predict.cpu_probes import probe_graphs
     from server.predictors.models import Predictor
     from server.predictors.services import request_predictor
 

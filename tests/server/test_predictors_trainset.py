@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
-from devicelab.predict.deduce_cpu import probe_graphs
+from devicelab.predict.cpu_probes import probe_graphs
 
 pytestmark = pytest.mark.django_db
 

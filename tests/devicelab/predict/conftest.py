@@ -37,7 +37,7 @@ def cpu_records() -> dict[str, list[ProfileRecord]]:
     from devicelab.backends import cpu
     from devicelab.backends.base import ProfileSettings
     from devicelab.graph import nas
-    from devicelab.predict.deduce_cpu import probe_graphs
+    from devicelab.predict.cpu_probes import probe_graphs
     from devicelab.predict.records import record_from_result
 
     device = cpu.discover()[0]

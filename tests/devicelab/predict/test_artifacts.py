@@ -15,7 +15,7 @@ from devicelab.predict.artifacts import (
     predictor_to_dict,
     save_predictor,
 )
-from devicelab.predict.deduce_cpu import CpuDeducer
+from devicelab.predict.cpu_learning import learn_cpu_deducer
 from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.models import METHODS
@@ -26,7 +26,7 @@ from devicelab.predict.records import ProfileRecord
 @pytest.fixture(scope="module")
 def cpu_predictors(cpu_records: dict[str, list[ProfileRecord]]) -> dict[str, ScenarioPredictor]:
     train = cpu_records["synthetic"][:20]
-    deducer = CpuDeducer.learn(train + cpu_records["probes"])
+    deducer = learn_cpu_deducer(train + cpu_records["probes"])
     samples = deducer.samples(train)
     scenario = Scenario("cpu", train[0].device, runtime=train[0].runtime)
     return {m: train_predictor(samples, deducer, scenario, m, seed=5, search="fast", mlp_trials=1) for m in METHODS}
@@ -137,7 +137,7 @@ def test_version_2_artifacts_still_load_without_a_floor(cpu_predictors: dict) ->
 
 def test_training_is_reproducible(cpu_records: dict[str, list[ProfileRecord]]) -> None:
     train = cpu_records["synthetic"][:15]
-    deducer = CpuDeducer.learn(train)
+    deducer = learn_cpu_deducer(train)
     scenario = Scenario("cpu", "host")
     a, b = (train_predictor(deducer.samples(train), deducer, scenario, "rf", seed=9, search="fast") for _ in range(2))
     da, db = predictor_to_dict(a), predictor_to_dict(b)

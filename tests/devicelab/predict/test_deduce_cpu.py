@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from devicelab.predict.deduce_cpu import BLOCKED, CpuDeducer, anatomy
-from devicelab.predict.kernels import deducer_from_dict
+from devicelab.graph.jsonio import graph_to_dict
+from devicelab.predict.cpu_anatomy import anatomy
+from devicelab.predict.cpu_learning import learn_cpu_deducer
+from devicelab.predict.cpu_rules import BLOCKED
+from devicelab.predict.deduce_cpu import CpuDeducer
+from devicelab.predict.deducers import deducer_from_dict
 from devicelab.predict.records import ProfileRecord
 
 # Measured (40 seeded NAS samples, 30 to learn from plus the probe graphs, 10 held out): 99-100 %
@@ -13,7 +17,7 @@ REORDER_FLOOR = 0.85
 
 
 def _learn(cpu_records: dict[str, list[ProfileRecord]]) -> CpuDeducer:
-    return CpuDeducer.learn(cpu_records["synthetic"][:30] + cpu_records["probes"], seed=0)
+    return learn_cpu_deducer(cpu_records["synthetic"][:30] + cpu_records["probes"], seed=0)
 
 
 def test_rules_reproduce_held_out_records(cpu_records: dict[str, list[ProfileRecord]]) -> None:
@@ -141,3 +145,27 @@ def test_deduced_and_measured_blocked_kernels_carry_padded_work(cpu_records: dic
     g = cpu_records["synthetic"][31].graph
     assert all(k.raw == op_raw_features(g, g.operators[k.ops[0]]) for k in legacy.kernels(g) if k.ops)
     assert deducer_from_dict(deducer.to_dict()).padded_work
+
+
+def test_deducing_needs_neither_scikit_learn_nor_a_runtime(cpu_records: dict[str, list[ProfileRecord]]) -> None:
+    """A web process loads a CPU predictor's deducer and deduces with it; learning (scikit-learn)
+    and profiling (ONNX Runtime) stay in the trainer and the worker."""
+    import json
+    import subprocess
+    import sys
+
+    data = {
+        "deducer": _learn(cpu_records).to_dict(),
+        "graph": graph_to_dict(cpu_records["synthetic"][31].graph),
+    }
+    code = (
+        "import json, sys\n"
+        "from devicelab.graph.jsonio import graph_from_dict\n"
+        "from devicelab.predict.deducers import deducer_from_dict\n"
+        "data = json.load(sys.stdin)\n"
+        "assert deducer_from_dict(data['deducer']).kernels(graph_from_dict(data['graph']))\n"
+        "print(sorted(m for m in ('sklearn', 'onnxruntime', 'onnx') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], input=json.dumps(data), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

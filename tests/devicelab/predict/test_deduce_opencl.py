@@ -27,7 +27,7 @@ def test_kernels_cover_the_plan() -> None:
 
 
 def test_measured_rows_get_the_deduced_types() -> None:
-    from devicelab.backends.opencl import op_timings
+    from devicelab.backends.opencl.backend import op_timings
     from devicelab.backends.opencl.plan import canonical, kernels_for_graph
     from devicelab.measure.stats import summarize
 

@@ -90,3 +90,70 @@ def test_each_method_predicts_held_out_phone_networks(qed_rows: list, qed_e2e: d
     errors = sorted(abs(p - m) / m for _, p, m in report.predictions)
     assert errors[len(errors) // 2] < (0.25 if method == "mlp" else 0.15)
     assert report.kernel_mape and all(v < 1.0 for v in report.kernel_mape.values())
+
+
+def test_another_overhead_on_the_same_models_is_what_training_with_it_gives(qed_rows: list, qed_e2e: dict) -> None:
+    from devicelab.predict.predictor import with_overhead
+
+    samples = qed.gpu_samples("s10", qed_rows, qed_e2e)
+    for overhead in ("affine", "calibrated"):
+        trained = _trainer("s10", "lasso", overhead)(samples)
+        refit = with_overhead(_trainer("s10", "lasso", "constant")(samples), samples, overhead)
+        assert refit.meta["overhead"] == trained.meta["overhead"] == overhead
+        assert [p.latency_ms for p in refit.predict_kernels([s.prediction_input() for s in samples])] == [
+            p.latency_ms for p in trained.predict_kernels([s.prediction_input() for s in samples])
+        ]
+
+
+def test_the_holdout_split_is_seeded_and_keeps_each_network_on_one_side() -> None:
+    from devicelab.predict.evaluate import holdout_split, training_sizes
+
+    groups = [i // 2 for i in range(40)]  # 20 networks, two records each
+    order, held_out = holdout_split(groups, seed=3)
+    assert len(held_out) == 4 and not held_out & set(order) and set(order) | held_out == set(groups)
+    assert holdout_split(groups, seed=3) == (order, held_out)
+    assert holdout_split(groups, seed=4) != (order, held_out)
+    assert holdout_split([7], seed=0) == ([], {7})  # at least one network is held out
+    assert training_sizes(16) == [16] and training_sizes(240) == [30, 100, 240]
+    assert training_sizes(1087, (30, 100, 900), whole=False) == [30, 100, 900]
+
+
+def test_each_training_size_learns_its_deducer_from_its_own_networks() -> None:
+    from devicelab.predict.deduce_opencl import OpenclDeducer
+    from devicelab.predict.evaluate import holdout_steps
+
+    seen: list[list[str]] = []
+
+    class Recording(OpenclDeducer):
+        def samples(self, records: Sequence, statistic: str = "median") -> list[Sample]:
+            return [Sample(r, (), 1.0) for r in records]
+
+    def learn(records: Sequence) -> Recording:
+        seen.append(list(records))
+        return Recording()
+
+    train = [f"net-{i}" for i in range(8)]
+    steps = list(holdout_steps(train, {"test": ["held-1", "held-2"]}, learn, [3, 8]))  # type: ignore[arg-type]
+    assert seen == [train[:3], train]  # the held-out networks teach no rule
+    assert [s.n for s in steps] == [3, 8] and [len(s.train) for s in steps] == [3, 8]
+    assert [x.name for x in steps[0].held_out["test"]] == ["held-1", "held-2"]
+    assert steps[0].agreement("test") is None  # the OpenCL deducer is the backend's own plan
+
+
+def test_the_cross_validation_curve_cuts_each_folds_training_set(qed_rows: list, qed_e2e: dict) -> None:
+    from devicelab.predict.evaluate import grouped_cv_curve
+
+    samples = qed.gpu_samples("mi8se", qed_rows, qed_e2e)
+    sizes: list[int] = []
+    train = _trainer("mi8se", "lasso", "constant")
+
+    def counting(tr: Sequence[Sample]) -> ScenarioPredictor:
+        sizes.append(len({s.name for s in tr}))
+        return train(tr)
+
+    cut: list[int] = []
+    report, curve = grouped_cv_curve(samples, counting, folds=5, seed=0, sizes=(30, 100), progress=cut.append)
+    networks = len(samples)
+    assert cut == [30] and [p["n"] for p in curve] == [30, networks - -(-networks // 5)]
+    assert curve[-1]["e2e_mape"] == report.e2e_mape
+    assert sizes[5:] == [30] * 5  # the full folds, then each fold cut to 30 networks

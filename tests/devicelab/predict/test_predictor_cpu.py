@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from devicelab.graph import nas
-from devicelab.predict.deduce_cpu import CpuDeducer
+from devicelab.predict.cpu_learning import learn_cpu_deducer
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.evaluate import evaluate
 from devicelab.predict.kernels import Kernel
@@ -20,7 +20,7 @@ from devicelab.predict.records import ProfileRecord
 def trained(cpu_records: dict[str, list[ProfileRecord]]) -> dict[str, tuple[ScenarioPredictor, list]]:
     """Each method trained once on 30 networks, with the 10 held-out samples."""
     train = cpu_records["synthetic"][:30]
-    deducer = CpuDeducer.learn(train + cpu_records["probes"], seed=0)
+    deducer = learn_cpu_deducer(train + cpu_records["probes"], seed=0)
     scenario = Scenario("cpu", train[0].device, threads=1, runtime=train[0].runtime)
     samples, test = deducer.samples(train, "min"), deducer.samples(cpu_records["synthetic"][30:], "min")
     return {

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from devicelab.predict.deduce_cpu import CpuDeducer
+from devicelab.predict.cpu_learning import learn_cpu_deducer
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.records import ProfileRecord
 
@@ -18,7 +18,7 @@ def test_record_round_trips_through_json(cpu_records: dict[str, list[ProfileReco
     assert again.e2e == rec.e2e
     assert again.kernel_owner == rec.kernel_owner
     assert again.graph.operators == rec.graph.operators
-    deducer = CpuDeducer.learn(cpu_records["synthetic"][:10])
+    deducer = learn_cpu_deducer(cpu_records["synthetic"][:10])
     assert deducer.measured(again) == deducer.measured(rec)
 
 
@@ -71,7 +71,7 @@ def test_merged_rounds_keep_each_rows_fastest_round() -> None:
             assert row.stats.median == min(o.stats.median for o in same if o.stats is not None)
     assert merged.kernel_sum_ms() <= min(r.kernel_sum_ms() for r in rounds) + 1e-9
     # the merged record trains like any other
-    deducer = CpuDeducer.learn([merged])
+    deducer = learn_cpu_deducer([merged])
     assert deducer.samples([merged])[0].e2e_ms == merged.e2e.median
 
 
