@@ -49,6 +49,10 @@ class PredictorSource(models.TextChoices):
 class PredictorQuerySet(models.QuerySet["Predictor"]):
     """Named queries on predictors."""
 
+    def owned_by(self, team: Team | None) -> PredictorQuerySet:
+        """A team's own predictors, or the shared ones for ``None`` (versions count per owner)."""
+        return self.filter(team__isnull=True) if team is None else self.filter(team=team)
+
     def visible_to(self, team: Team) -> PredictorQuerySet:
         """A team's own predictors and the shared (lab-wide) ones."""
         return self.filter(Q(team=team) | Q(team__isnull=True))
@@ -78,7 +82,7 @@ class Predictor(models.Model):
     method = models.CharField(max_length=8, choices=PredictorMethod.choices)
     scenario = models.JSONField(help_text="devicelab.predict.Scenario.to_dict(): backend, device, threads, ...")
     scenario_key = models.CharField(max_length=300, help_text="Scenario.key, e.g. cpu:<id>|threads=1|cores=any|fp32")
-    version = models.PositiveIntegerField(help_text="1, 2, ... per (device, scenario_key, method).")
+    version = models.PositiveIntegerField(help_text="1, 2, ... per (device, scenario_key, method, owner).")
     params = models.JSONField(default=dict, blank=True, help_text="How it was requested: threads, seed, search, ...")
     state = models.CharField(max_length=16, choices=PredictorState.choices, default=PredictorState.QUEUED)
     progress_message = models.CharField(max_length=200, blank=True)
@@ -98,10 +102,19 @@ class Predictor(models.Model):
     class Meta:
         ordering = ["-created_at", "-pk"]
         constraints = [
+            # Versions are numbered per owner: a team's own 1, 2, ... and the shared ones apart,
+            # so no team learns how many versions another team trained.
+            models.UniqueConstraint(
+                fields=["device", "scenario_key", "method", "team", "version"],
+                condition=Q(team__isnull=False),
+                name="predictor_team_version_unique",
+                violation_error_message="This version of the team's predictor already exists.",
+            ),
             models.UniqueConstraint(
                 fields=["device", "scenario_key", "method", "version"],
-                name="predictor_version_unique",
-                violation_error_message="This version of the predictor already exists.",
+                condition=Q(team__isnull=True),
+                name="predictor_shared_version_unique",
+                violation_error_message="This version of the shared predictor already exists.",
             ),
             models.CheckConstraint(condition=Q(state__in=PredictorState.values), name="predictor_state_valid"),
             models.CheckConstraint(condition=Q(method__in=PredictorMethod.values), name="predictor_method_valid"),

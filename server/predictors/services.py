@@ -144,8 +144,11 @@ def request_predictor(
 ) -> Predictor:
     """Create the next version of a predictor as ``queued`` (and enqueue its training on commit).
 
-    A predictor of an imported (qed) phone trains on lab-wide data and is shared (no team);
-    one of a lab device trains on ``team``'s timings and only that team sees it.
+    A predictor of an imported (qed) phone trains on lab-wide data. It is shared (no team: it
+    answers every team) only when a lab admin asks for it (a staff user, or no user: the command
+    line on the server); a team member's is the team's own, like one of a lab device, which trains
+    on ``team``'s timings: only that team sees it and only that team's predictions use it. So no
+    team can change another team's answers. Versions are counted per owner.
     """
     if method not in PredictorMethod.values:
         raise ValidationError({"method": f"unknown method {method!r}; the methods are {PredictorMethod.values}"})
@@ -157,9 +160,12 @@ def request_predictor(
     seed = _check_int("seed", seed, 0)
     cores = [_check_int("cores", c, 0) for c in (cores or [])]
     source, scenario = _scenario(device, threads, cores, precision)
-    owner = None if source == PredictorSource.QED else team
-    if source == PredictorSource.TIMINGS and team is None:
+    lab_admin = user is None or bool(getattr(user, "is_staff", False))
+    owner = None if source == PredictorSource.QED and lab_admin else team
+    if owner is None and source == PredictorSource.TIMINGS:
         raise ValidationError({"team": "a predictor trained on profiling jobs needs the team whose jobs it reads"})
+    if owner is None and source == PredictorSource.QED and team is None and not lab_admin:
+        raise ValidationError({"team": "only a lab admin can train a shared predictor"})
     _data_check(owner, device, source, threads, cores, precision)
     params = {
         "threads": threads,
@@ -172,9 +178,11 @@ def request_predictor(
     for attempt in range(5):
         try:
             with transaction.atomic():
-                latest = Predictor.objects.filter(device=device, scenario_key=scenario.key, method=method).aggregate(
-                    v=Max("version")
-                )["v"]
+                latest = (
+                    Predictor.objects.filter(device=device, scenario_key=scenario.key, method=method)
+                    .owned_by(owner)
+                    .aggregate(v=Max("version"))["v"]
+                )
                 row = Predictor.objects.create(
                     team=owner,
                     device=device,

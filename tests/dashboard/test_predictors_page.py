@@ -257,3 +257,17 @@ def test_an_evaluation_without_points_or_curve_draws_nothing_of_them() -> None:
     assert training_curve([{"n": 30, "e2e_mape": float("nan")}, {"n": 100, "e2e_mape": 0.02}, "junk"]) == [
         CurvePoint(100, 0.02)
     ]
+
+
+@pytest.mark.django_db
+def test_a_shared_predictor_does_not_name_its_admin_to_other_teams(
+    make_member: Callable, web_client: Callable, django_user_model: Any
+) -> None:
+    admin = django_user_model.objects.create_user("lab-admin-7", is_staff=True)
+    phone = imported_device("pixel4")
+    shared = make_predictor(phone, created_by=admin)
+    me = make_member()
+    mine = make_predictor(phone, team=me.team, created_by=me.user)
+    html = web_client(me).get(f"/predictors/{shared.pk}/").content.decode()
+    assert "lab-admin-7" not in html and "by a lab admin" in html
+    assert f"by {me.user.username}" in web_client(me).get(f"/predictors/{mine.pk}/").content.decode()

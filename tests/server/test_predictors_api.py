@@ -302,8 +302,42 @@ def test_requesting_a_predictor_queues_it_or_says_why_not(api: Any, phone: Any, 
     resp = api.post("/api/predictors/", {"device": phone.pk, "method": "rf", "seed": 2}, format="json")
     assert resp.status_code == 202, resp.content
     body = resp.json()
-    assert body["state"] == "queued" and body["shared"] and body["version"] == 1
+    # A team member's predictor of a shared phone is the team's own: only lab admins make shared ones.
+    assert body["state"] == "queued" and not body["shared"] and body["version"] == 1
     assert body["params"]["seed"] == 2 and body["scenario"]["backend"] == "tflite_gpu"
+
+
+def test_only_a_lab_admin_trains_a_shared_predictor_and_versions_count_per_owner(
+    make_member: Any, client_for: Any, phone: Any
+) -> None:
+    from server.predictors.qed_import import import_qed
+    from server.predictors.services import request_predictor
+
+    import_qed()
+    a, b = make_member(), make_member()
+    api_a, api_b = client_for(a), client_for(b)
+    mine = api_a.post("/api/predictors/", {"device": phone.pk, "method": "lasso"}, format="json").json()
+    again = api_a.post("/api/predictors/", {"device": phone.pk, "method": "lasso"}, format="json").json()
+    theirs = api_b.post("/api/predictors/", {"device": phone.pk, "method": "lasso"}, format="json").json()
+    assert (mine["shared"], mine["version"], again["version"]) == (False, 1, 2)
+    assert (theirs["shared"], theirs["version"]) == (False, 1)  # A's versions are not B's to count
+    assert {p["id"] for p in api_b.get("/api/predictors/").json()["results"]} == {theirs["id"]}
+    assert api_b.get(f"/api/predictors/{mine['id']}/").status_code == 404
+
+    a.user.is_staff = True
+    a.user.save()
+    shared = request_predictor(a.team, phone, method="lasso", user=a.user, enqueue=False)
+    assert shared.is_shared and shared.version == 1
+    assert request_predictor(None, phone, method="lasso", enqueue=False).version == 2  # the server's CLI
+
+
+def test_a_team_predictor_never_answers_another_team(make_member: Any, client_for: Any, phone: Any) -> None:
+    a, b = make_member(), make_member()
+    ready_predictor(phone, team=a.team, e2e_mape=0.001)  # A's, however good, is A's alone
+    arch = [{"name": "cell", "nb201": nb201.sample_strings(1, 0)[0]}]
+    refused = _predict(client_for(b), device=phone.pk, architectures=arch)
+    assert refused.status_code == 409, refused.content  # no predictor of its own or shared: nothing to answer with
+    assert _predict(client_for(a), device=phone.pk, architectures=arch).status_code == 200
 
 
 def test_a_loaded_predictor_is_kept_per_process_until_its_table_arrives(phone: Any, member: Any) -> None:
