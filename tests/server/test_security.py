@@ -104,3 +104,30 @@ def test_pages_and_api_answers_carry_a_content_security_policy(client: Any, memb
     policy = page["Content-Security-Policy"]
     assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy and "unsafe-eval" not in policy
     assert "Content-Security-Policy" in api.get("/api/jobs/").headers
+
+
+@pytest.mark.django_db
+def test_a_server_error_is_logged_with_its_traceback(
+    api: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from server.api.views import DeviceViewSet
+
+    def broken(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug in a view")
+
+    monkeypatch.setattr(DeviceViewSet, "list", broken)
+    api.raise_request_exception = False
+    logger = logging.getLogger("django.request")  # configured not to propagate: listen on it directly
+    logger.addHandler(caplog.handler)
+    try:
+        response = api.get("/api/devices/")
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert response.status_code == 500
+    (record,) = [r for r in caplog.records if r.name == "django.request" and r.levelno >= logging.ERROR]
+    assert record.exc_info is not None and "a bug in a view" in str(record.exc_info[1])
+    from django.conf import settings
+
+    assert "console" in settings.LOGGING["loggers"]["django.request"]["handlers"]
