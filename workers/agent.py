@@ -99,7 +99,7 @@ class DeviceAgent:
             )
         # Messages an earlier run took and never finished wait in the broker's unacked set until
         # its visibility timeout (an hour or more): wake every queued job of these devices now.
-        resend_lost_jobs([d.pk for d in self.devices], force=True)
+        resend_lost_jobs([d.pk for d in self.devices], force=True, exclude=[j.pk for j in requeued])
         return self.context()
 
     def beat(self) -> None:

@@ -25,6 +25,7 @@ from devicelab.backends.base import OpTiming, ProfileResult, ProfileSettings, Un
 from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind, DeviceStatus
 from server.networks.models import NetworkModel
+from server.networks.services import model_not_ready_message
 from server.profiling.models import (
     MAX_ATTEMPTS,
     JobResult,
@@ -131,6 +132,8 @@ def submit_profiling_job(
     """Queue a job that profiles ``model`` on ``device``; it is enqueued when the transaction commits."""
     if model.team_id != team.pk:
         raise ValidationError({"model": f"there is no model #{model.pk} in team {team.name!r}"})
+    if not model.is_ready:
+        raise ValidationError({"model": model_not_ready_message(model)})
     if device.kind == DeviceKind.IMPORTED:
         source = (device.hardware or {}).get("source", "another lab")
         raise ValidationError(
@@ -485,7 +488,9 @@ def sweep_lab(now: datetime | None = None) -> list[Device]:
     return gone
 
 
-def resend_lost_jobs(device_ids: Iterable[int], now: datetime | None = None, force: bool = False) -> list[int]:
+def resend_lost_jobs(
+    device_ids: Iterable[int], now: datetime | None = None, force: bool = False, exclude: Iterable[int] = ()
+) -> list[int]:
     """Queued jobs of these (online, idle) devices whose message seems lost are sent again;
     returns their ids.
 
@@ -495,7 +500,7 @@ def resend_lost_jobs(device_ids: Iterable[int], now: datetime | None = None, for
     restarted without persistence, a device process killed after it took the message, a broker
     that was down at submission). ``force`` re-sends every queued job of the devices at once (a
     worker that just started: whatever an earlier run held is gone). A duplicate message is
-    harmless: the task claims its job with a conditional update.
+    harmless: the task claims its job with a conditional update. ``exclude``: jobs just sent.
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=django_settings.LATENCYLAB_RESEND_AFTER_SECONDS)
@@ -505,7 +510,7 @@ def resend_lost_jobs(device_ids: Iterable[int], now: datetime | None = None, for
         if not force and (jobs.running().exists() or jobs.active_since(cutoff).exists()):
             continue
         lost = jobs.queued() if force else jobs.unsent_since(cutoff)
-        for job in lost.order_by("created_at", "pk"):
+        for job in lost.exclude(pk__in=list(exclude)).order_by("created_at", "pk"):
             if not dispatch_job(job.pk, device.pk):
                 break  # the broker is down: the next beat tries again
             sent.append(job.pk)
