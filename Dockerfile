@@ -17,4 +17,5 @@ ENV LATENCYLAB_VAR_DIR=/var/lib/latencylab \
     PYTHONUNBUFFERED=1
 RUN mkdir -p /var/lib/latencylab
 EXPOSE 8000
-CMD ["gunicorn", "server.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
+# Threaded workers (server/gunicorn_conf.py): one slow request holds a thread, not a whole process.
+CMD ["gunicorn", "server.wsgi:application", "--bind", "0.0.0.0:8000", "--config", "python:server.gunicorn_conf", "--workers", "3"]

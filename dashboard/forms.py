@@ -13,6 +13,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.datastructures import MultiValueDict
 
 from devicelab.backends.base import (
     MAX_RUNS,
@@ -25,7 +26,7 @@ from devicelab.backends.base import (
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.models import NetworkModel
-from server.networks.services import BadModel, UploadTooLarge, check_upload_size, upload_model
+from server.networks.services import BadModel, UploadTooLarge, receive_model, too_large_message
 from server.profiling.models import ProfilingJob
 from server.profiling.services import submit_profiling_job
 
@@ -42,12 +43,20 @@ class ModelUploadForm(forms.Form):
         label="Name", max_length=200, required=False, help_text="Defaults to the graph's name or the file name."
     )
 
+    @classmethod
+    def too_large(cls, declared: int) -> ModelUploadForm:
+        """The form refusing a body whose declared size is over the limit (it was never read)."""
+        form = cls(data={}, files=MultiValueDict())
+        form.full_clean()
+        form.errors["file"] = form.error_class([too_large_message(declared)])
+        return form
+
     def save(self, team: Team, user: Any) -> tuple[NetworkModel, bool] | None:
-        """Upload through ``upload_model``; None (with the reason on ``file``) when it was refused."""
+        """Upload through ``receive_model`` (a big file is parsed by the trainer); None (with the
+        reason on ``file``) when it was refused."""
         upload = self.cleaned_data["file"]
         try:
-            check_upload_size(upload.size or 0)
-            return upload_model(team, user, upload.read(), upload.name or "model", name=self.cleaned_data["name"])
+            return receive_model(team, user, upload, upload.name or "model", name=self.cleaned_data["name"])
         except (BadModel, UploadTooLarge) as exc:
             self.add_error("file", exc.messages)
             return None
@@ -141,7 +150,9 @@ class SubmitJobsForm(forms.Form):
     def __init__(self, team: Team, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.team = team
-        self.fields["models"].queryset = NetworkModel.objects.for_team(team).defer("graph", "summary")  # type: ignore[attr-defined]
+        # Only parsed models can be profiled (the service refuses the others too).
+        ready = NetworkModel.objects.for_team(team).ready().defer("graph", "summary")
+        self.fields["models"].queryset = ready  # type: ignore[attr-defined]
         # Only devices that heart-beat can take a job; the service re-checks at submission.
         online = Device.objects.online()
         self.fields["devices"].queryset = online  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard import figures, queries
@@ -20,7 +21,8 @@ from dashboard.access import team_page
 from dashboard.formatting import hardware_rows
 from dashboard.forms import ModelUploadForm, SubmitJobsForm
 from server.devices.models import Device
-from server.networks.models import NetworkModel
+from server.networks.models import ModelState, NetworkModel
+from server.networks.services import UploadTooLarge, check_declared_size
 from server.profiling.models import JobResult, JobState, ProfilingJob
 from server.profiling.services import cancel_job
 
@@ -28,6 +30,7 @@ RECENT_JOBS = 15
 JOBS_PER_PAGE = 50
 MAX_PROGRESS_IDS = 200
 TOP_DELTAS = 25
+PARSING_REFRESH_SECONDS = 3
 
 
 def _int_param(request: HttpRequest, key: str) -> int | None:
@@ -90,10 +93,26 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
 # -- models ------------------------------------------------------------------------------------
 
 
+# CSRF is checked only after the size (csrf_protect below): its check reads the whole body of a
+# form post, which would receive a 2 GB upload only to refuse it. Log-in comes first, so a
+# refusal by size tells nobody but a signed-in user anything.
+@csrf_exempt
 @require_http_methods(["GET", "POST"])
 @team_page
 def model_list(request: HttpRequest) -> HttpResponse:
-    """The team's models and the upload form (refusals shown next to the file field)."""
+    """The team's models and the upload form (refusals shown next to the file field); an upload
+    whose declared size is over the limit is refused (413) before its body is read."""
+    if request.method == "POST":
+        try:
+            check_declared_size(request.META.get("CONTENT_LENGTH"))
+        except UploadTooLarge:
+            declared = int(request.META["CONTENT_LENGTH"])
+            return _models_page(request, ModelUploadForm.too_large(declared), status=413)
+    return _model_list(request)
+
+
+@csrf_protect
+def _model_list(request: HttpRequest) -> HttpResponse:
     team = request.team  # type: ignore[attr-defined]
     posted = request.method == "POST"
     form = ModelUploadForm(request.POST if posted else None, request.FILES if posted else None)
@@ -101,21 +120,34 @@ def model_list(request: HttpRequest) -> HttpResponse:
         saved = form.save(team, request.user)
         if saved is not None:
             model, created = saved
-            if created:
-                messages.success(request, f"Uploaded {model.name}: {model.num_operators} operators.")
-            else:
+            if not created:
                 messages.info(request, f"These bytes were already uploaded as {model.name} (#{model.pk}).")
+            elif model.state == ModelState.PARSING:
+                messages.success(request, f"Uploaded {model.name}: it is being parsed; this page shows it when ready.")
+            else:
+                messages.success(request, f"Uploaded {model.name}: {model.num_operators} operators.")
             return redirect("dashboard:model", pk=model.pk)
     # A refused form is shown again with 200, as Django forms are: the errors are on the page.
-    return render(request, "dashboard/models.html", {"form": form, "models": list(queries.model_list(team))})
+    return _models_page(request, form)
+
+
+def _models_page(request: HttpRequest, form: ModelUploadForm, status: int = 200) -> HttpResponse:
+    team = request.team  # type: ignore[attr-defined]
+    context = {"form": form, "models": list(queries.model_list(team))}
+    return render(request, "dashboard/models.html", context, status=status)
 
 
 @require_GET
 @team_page
 def model_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """One model: operator table, MACs and parameters per type, its jobs."""
+    """One model: operator table, MACs and parameters per type, its jobs; while it is parsing, a
+    note that reloads the page; once failed, the reason."""
     team = request.team  # type: ignore[attr-defined]
     model = get_object_or_404(NetworkModel.objects.for_team(team), pk=pk)
+    if not model.is_ready:
+        parsing = model.state == ModelState.PARSING
+        context = {"model": model, "refresh_seconds": PARSING_REFRESH_SECONDS if parsing else None}
+        return render(request, "dashboard/model.html", context)
     table, types = queries.model_costs(model)
     names = [t.op_type for t in types]
     with_params = [t for t in types if t.params]

@@ -67,8 +67,18 @@ class JobFailed(ClientError):
         self.job = job
 
 
+class ModelFailed(ClientError):
+    """An uploaded model could not be parsed (a big upload is parsed after its answer); ``model``
+    holds its row from the server, ``failure_reason`` naming the node."""
+
+    def __init__(self, detail: str, model: dict[str, Any]) -> None:
+        super().__init__(None, detail, model)
+        self.model = model
+
+
 class WaitTimeout(ClientError):
-    """A job did not finish within the time ``wait()`` was given; it keeps running on the server."""
+    """A job (or an upload being parsed) did not finish within the time it was given; it goes on
+    on the server. ``job`` holds its last state."""
 
     def __init__(self, detail: str, job: dict[str, Any]) -> None:
         super().__init__(None, detail, job)
@@ -403,9 +413,19 @@ class Client:
         """Your team's uploaded models."""
         return self._list("models/")
 
-    def upload(self, model: str | os.PathLike[str] | bytes | Graph | dict[str, Any], name: str | None = None) -> int:
+    def upload(
+        self,
+        model: str | os.PathLike[str] | bytes | Graph | dict[str, Any],
+        name: str | None = None,
+        timeout: float = 3600.0,
+    ) -> int:
         """Upload a model (a .onnx/.tflite/.json path, a devicelab Graph, a graph JSON dict, or file bytes);
-        return its id. The same bytes uploaded again give the existing model's id."""
+        return its id once it is parsed. The same bytes uploaded again give the existing model's id.
+
+        A big upload is answered ``parsing`` and parsed by the server's trainer: this waits (up to
+        ``timeout`` seconds, else ``WaitTimeout``) until it is ready, and raises ``ModelFailed``
+        with the server's reason when it could not be read.
+        """
         if isinstance(model, dict) or _is_graph(model):
             if isinstance(model, dict):
                 body = json.dumps(model).encode()
@@ -422,7 +442,7 @@ class Client:
                 data=body,
                 headers={"Content-Type": "application/json"},
             )
-            return int(answer["id"])
+            return self._parsed(answer, timeout)
         if isinstance(model, bytes | bytearray):
             data, filename = bytes(model), "model"
         elif isinstance(model, str | os.PathLike):
@@ -436,7 +456,23 @@ class Client:
         answer = self._request(
             "POST", "models/", files={"file": (filename, data)}, data={"name": name} if name else None
         )
-        return int(answer["id"])
+        return self._parsed(answer, timeout)
+
+    def _parsed(self, answer: dict[str, Any], timeout: float) -> int:
+        """The id of an uploaded model once the server parsed it (at once for a small upload)."""
+        model_id = int(answer["id"])
+        deadline = time.monotonic() + timeout
+        pause = 0.5
+        while answer.get("state") == "parsing":
+            if time.monotonic() >= deadline:
+                raise WaitTimeout(f"model #{model_id} was still being parsed after {timeout:.0f} s", answer)
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 1.5, 5.0)
+            answer = self._request("GET", f"models/{model_id}/")
+        if answer.get("state") == "failed":
+            reason = answer.get("failure_reason") or "no reason given"
+            raise ModelFailed(f"model #{model_id} ({answer.get('name')}) could not be parsed: {reason}", answer)
+        return model_id
 
     # -- profiling -------------------------------------------------------------------------------
 
@@ -553,6 +589,7 @@ __all__ = [
     "InputError",
     "JobFailed",
     "JobHandle",
+    "ModelFailed",
     "Predictions",
     "WaitTimeout",
     "encode_architecture",

@@ -258,6 +258,10 @@ STATICFILES_FINDERS = [
 LATENCYLAB_SERVE_STATIC = env_bool("LATENCYLAB_SERVE_STATIC", True)
 
 LATENCYLAB_MAX_UPLOAD_BYTES = env_int("LATENCYLAB_MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1)
+# An upload up to this size is parsed while its request waits (201 with the operator table);
+# a bigger one is stored, answered 202 `parsing` at once, and parsed by the trainer (a 75 MB
+# graph JSON takes half a minute of a core and GBs of memory: not a web thread's work).
+LATENCYLAB_PARSE_INLINE_MAX_BYTES = env_int("LATENCYLAB_PARSE_INLINE_MAX_BYTES", 4 * 1024 * 1024, minimum=0)
 # A graph JSON body is the model itself, so the non-file body limit follows the model limit,
 # with room for multipart framing and the other form fields.
 DATA_UPLOAD_MAX_MEMORY_SIZE = LATENCYLAB_MAX_UPLOAD_BYTES + 1024 * 1024
@@ -400,6 +404,7 @@ SPECTACULAR_SETTINGS = {
     # Two models have a "state" (jobs, predictors): name their choice sets explicitly.
     "ENUM_NAME_OVERRIDES": {
         "JobStateEnum": "server.profiling.models.JobState",
+        "ModelStateEnum": "server.networks.models.ModelState",
         "PredictorStateEnum": "server.predictors.models.PredictorState",
         "PredictorMethodEnum": "server.predictors.models.PredictorMethod",
     },

@@ -5,8 +5,9 @@ The server never imports ``workers``: it sends a task by the name the worker reg
 carries nothing but a row id; the job or predictor row is the truth, and the task reloads it.
 
 Every device has its own queue (``device.<pk>``), consumed only by that device's process; the
-trainer consumes ``predictors``. Both sit behind ``LATENCYLAB_QUEUE_PREFIX``, so installations
-or test sessions sharing one broker never see each other's messages.
+trainer consumes ``predictors`` and ``models`` (big uploads to parse). All sit behind
+``LATENCYLAB_QUEUE_PREFIX``, so installations or test sessions sharing one broker never see each
+other's messages.
 
 The broker comes from ``CELERY_BROKER_URL``: Redis in production, or the embedded kombu
 filesystem transport under ``var/broker`` when it is unset (see ``server/settings.py``). There is
@@ -31,6 +32,7 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 PROFILING_TASK = "workers.tasks.run_profiling_job"
 TRAINING_TASK = "workers.training_tasks.train_predictor"
 TABLE_TASK = "workers.training_tasks.build_architecture_table"
+MODEL_PARSE_TASK = "workers.model_tasks.parse_model"
 
 
 def uses_filesystem_broker() -> bool:
@@ -56,6 +58,11 @@ def trainer_queue() -> str:
     return f"{settings.LATENCYLAB_QUEUE_PREFIX}predictors"
 
 
+def models_queue() -> str:
+    """The queue of model parses (the trainer consumes it): ``models``, behind ``LATENCYLAB_QUEUE_PREFIX``."""
+    return f"{settings.LATENCYLAB_QUEUE_PREFIX}models"
+
+
 def send_profiling_job(job_id: int, device_id: int) -> None:
     """Wake the process of the job's device: the profiling task, with the job id, on its queue.
 
@@ -75,6 +82,14 @@ def send_training(predictor_id: int) -> None:
 def send_table(predictor_id: int) -> None:
     """Ask the trainer to compute a ready predictor's NAS-Bench-201 table."""
     app.send_task(TABLE_TASK, args=[predictor_id], queue=trainer_queue())
+
+
+def send_model_parse(model_id: int) -> None:
+    """Ask the trainer to parse a stored upload (a network row in state ``parsing``).
+
+    Sending it twice is harmless: the task finishes the row with a conditional update.
+    """
+    app.send_task(MODEL_PARSE_TASK, args=[model_id], queue=models_queue())
 
 
 def purge_queues(prefix: str) -> int:
@@ -113,12 +128,15 @@ def purge_queues(prefix: str) -> int:
 
 
 __all__ = [
+    "MODEL_PARSE_TASK",
     "PROFILING_TASK",
     "TABLE_TASK",
     "TRAINING_TASK",
     "app",
     "device_queue",
+    "models_queue",
     "purge_queues",
+    "send_model_parse",
     "send_profiling_job",
     "send_table",
     "send_training",

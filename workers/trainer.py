@@ -1,11 +1,15 @@
-"""``latencylab trainer`` / ``python -m workers.trainer``: the Celery process that trains predictors.
+"""``latencylab trainer`` / ``python -m workers.trainer``: the Celery process that trains predictors
+and parses big uploads.
 
-It consumes only the trainer queue (``server.taskqueue.trainer_queue``), one task at a
-time, in a prefork pool of one process (time limits need a pool process that can be killed),
-and lowers its own CPU priority (``--nice``, default 10) so that a training running on a lab
+It consumes the trainer queue (``server.taskqueue.trainer_queue``) and the queue of model parses
+(``server.taskqueue.models_queue``), one task at a time, in a prefork pool of one process (time
+limits need a pool process that can be killed), and lowers its own CPU priority (``--nice``, default 10) so that a training running on a lab
 machine takes what the device processes leave rather than disturbing their measurements.
-Several trainers may consume the queue; the conditional claim on the predictor row keeps each
-predictor trained once.
+Several trainers may consume the queues; the conditional claim on the predictor row keeps each
+predictor trained once, and the conditional finish of a parse keeps each upload parsed once.
+
+The database is the truth of what is pending: when it starts, the trainer sends again the parse
+of every model still ``parsing`` (a message lost with a broker restart or a killed trainer).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ DEFAULT_NICE = 10
 
 
 def celery_argv(queue: str, node_name: str, loglevel: str) -> list[str]:
-    """The ``celery worker`` arguments of the trainer."""
+    """The ``celery worker`` arguments of the trainer (``queue``: comma-separated queue names)."""
     return [
         "worker",
         "--queues",
@@ -63,12 +67,14 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
     django.setup()
     if nice:
         os.nice(max(0, min(19, nice)))
-    from server.taskqueue import trainer_queue
+    from server.networks.services import resend_parsing_models
+    from server.taskqueue import models_queue, trainer_queue
     from workers.celery_app import app
 
     node = name or f"trainer.{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     node = re.sub(r"[^A-Za-z0-9_.@-]", "-", node)
-    app.worker_main(celery_argv(trainer_queue(), node, loglevel))
+    resend_parsing_models()
+    app.worker_main(celery_argv(f"{trainer_queue()},{models_queue()}", node, loglevel))
     return 0
 
 

@@ -57,7 +57,9 @@ def graph_from_dict(doc: Any, limits: ImportLimits = DEFAULT_LIMITS) -> Graph:
     (``LimitExceeded`` when it is over ``limits``)."""
     _expect(isinstance(doc, dict), "a graph document must be a JSON object")
     version = doc.get("schema_version")
-    _expect(version == SCHEMA_VERSION, f"schema_version must be {SCHEMA_VERSION}, got {version!r}")
+    _expect(
+        type(version) is int and version == SCHEMA_VERSION, f"schema_version must be {SCHEMA_VERSION}, got {version!r}"
+    )
     name = doc.get("name", "graph")
     _expect(isinstance(name, str), "'name' must be a string")
     raw_inputs = doc.get("inputs")
@@ -68,7 +70,7 @@ def graph_from_dict(doc: Any, limits: ImportLimits = DEFAULT_LIMITS) -> Graph:
         _expect(isinstance(spec, dict) and isinstance(spec.get("name"), str), f"inputs[{i}] needs a 'name'")
         shape = spec.get("shape")
         _expect(
-            isinstance(shape, list) and shape and all(isinstance(d, int) and d >= 1 for d in shape),
+            isinstance(shape, list) and shape and all(type(d) is int and d >= 1 for d in shape),  # not true
             f"input shape {shape!r} must be a list of positive integers (no dynamic dimensions)",
             node=spec["name"],
         )

@@ -197,8 +197,9 @@ class Service:
             "server.wsgi:application",
             "--bind",
             f"{self.host}:{self.port}",
-            "--workers",
-            "2",
+            # gthread workers: one slow request holds a thread, not a process (server/gunicorn_conf.py).
+            "--config",
+            "python:server.gunicorn_conf",
             "--access-logfile",
             "-",
             "--log-level",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import status
 from rest_framework.response import Response
@@ -15,7 +15,8 @@ from server.networks.services import BadModel, UploadTooLarge
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler, plus: Django ``ValidationError`` -> 400 (field errors or ``detail``),
-    ``UploadTooLarge`` / ``RequestDataTooBig`` -> 413, ``BadModel`` -> 400 with node/op/reason,
+    ``UploadTooLarge`` / ``RequestDataTooBig`` -> 413, a form of too many fields or files -> 400,
+    ``BadModel`` -> 400 with node/op/reason,
     ``RecursionError`` (a body nested too deeply for the code that reads it) -> 400."""
     if isinstance(exc, UploadTooLarge):
         return Response({"detail": " ".join(exc.messages)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
@@ -29,6 +30,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             },
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
+    if isinstance(exc, (TooManyFieldsSent, TooManyFilesSent)):
+        # Django's own answer would be its HTML 400 page; the API's errors are JSON.
+        return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, BadModel):
         body: dict[str, Any] = {"detail": " ".join(exc.messages)}
         if exc.graph_error is not None:

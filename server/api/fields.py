@@ -12,6 +12,10 @@ from typing import Any
 
 from rest_framework import serializers
 
+# Row ids are ``BigAutoField``s (``DEFAULT_AUTO_FIELD``): 1 .. 2**63 - 1. A bigger number names no
+# row, and the database cannot even compare it (PostgreSQL: "bigint out of range").
+MAX_ID = 2**63 - 1
+
 
 class StrictIntegerField(serializers.IntegerField):
     """A JSON integer (not a bool, float or string), within ``min_value`` .. ``max_value``."""
@@ -40,12 +44,13 @@ class StrictIntegerField(serializers.IntegerField):
 
 
 class IdField(StrictIntegerField):
-    """A row id: a positive JSON integer; the message names the key (``device must be an id ...``)."""
+    """A row id: a JSON integer in 1 .. ``MAX_ID``; the message names the key (``device must be an id ...``)."""
 
     def __init__(self, key: str, **kwargs: Any) -> None:
         message = f"{key} must be an id (a positive integer), got {{value!r}}"
         kwargs.setdefault("min_value", 1)
-        kwargs["error_messages"] = {"invalid": message, "min_value": message, "range": message}
+        kwargs.setdefault("max_value", MAX_ID)
+        kwargs["error_messages"] = {"invalid": message, "min_value": message, "max_value": message, "range": message}
         super().__init__(**kwargs)
 
 

@@ -2,7 +2,8 @@
 
 ``DjangoFilterBackend`` (``REST_FRAMEWORK["DEFAULT_FILTER_BACKENDS"]``) applies a view's
 ``filterset_class`` and answers a bad value with 400 naming the parameter; drf-spectacular reads
-the same declarations into ``/api/schema/``.
+the same declarations into ``/api/schema/``. A parameter given twice is a 400 too (which value
+would count?); an empty one filters nothing (``allowEmptyValue`` in the schema).
 """
 
 from __future__ import annotations
@@ -12,25 +13,31 @@ from typing import Any
 import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
+from django.http import QueryDict
+from drf_spectacular.utils import extend_schema_field
 
+from server.api.fields import MAX_ID
 from server.devices.models import Device, DeviceKind, DeviceQuerySet, DeviceStatus
 from server.predictors.models import Predictor, PredictorMethod, PredictorState
 from server.profiling.models import JobState, ProfilingJob
 
 
 class _IdField(forms.IntegerField):
-    """A row id in a query string: ASCII digits only, so ``?device=²`` is a 400 and not a crash."""
+    """A row id in a query string: ASCII digits only, so ``?device=²`` is a 400 and not a crash, and
+    1 .. ``MAX_ID``, so ``?device=99999999999999999999`` is a 400 and not a database error."""
 
     def to_python(self, value: Any) -> int | None:
         """The id, or a ``ValidationError`` whose message shows the value given."""
         if value in self.empty_values:
             return None
         text = str(value).strip()
-        if not (text.isascii() and text.isdigit()):
+        # The length first: ``int()`` of a 5,000-digit string raises ValueError (CPython's digit limit).
+        if not (text.isascii() and text.isdigit() and len(text) <= 30) or not 1 <= int(text) <= MAX_ID:
             raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value})
         return int(text)
 
 
+@extend_schema_field({"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID})
 class IdFilter(django_filters.Filter):
     """Rows whose foreign key is this id; an id nothing has gives an empty list, not an error."""
 
@@ -61,7 +68,30 @@ def choice_filter(
     )
 
 
-class DeviceFilterSet(django_filters.FilterSet):
+class _SingleValuedForm(forms.Form):
+    """The filter form of a ``FilterSet``: each parameter at most once (``?device=1&device=2`` is a 400)."""
+
+    def clean(self) -> dict[str, Any]:
+        """The cleaned values, with an error for each parameter the query string repeats."""
+        cleaned = super().clean() or {}
+        if isinstance(self.data, QueryDict):  # a query string; a plain dict holds one value a key
+            for name in self.fields:
+                count = len(self.data.getlist(name))
+                if count > 1:
+                    self.add_error(name, f"{name} is given {count} times; give it once")
+        return cleaned
+
+
+class StrictFilterSet(django_filters.FilterSet):
+    """A ``FilterSet`` whose parameters may each be given once."""
+
+    def get_form_class(self) -> type[forms.Form]:
+        """Django-filter's form class for these filters, on a form that refuses repeated parameters."""
+        generated = super().get_form_class()
+        return type(generated.__name__, (_SingleValuedForm, generated), {})
+
+
+class DeviceFilterSet(StrictFilterSet):
     """``GET /api/devices/?kind=&status=``."""
 
     kind = choice_filter("kind", DeviceKind.choices, "only devices of this kind")
@@ -84,7 +114,7 @@ class DeviceFilterSet(django_filters.FilterSet):
         return queryset.filter(status=value)
 
 
-class JobFilterSet(django_filters.FilterSet):
+class JobFilterSet(StrictFilterSet):
     """``GET /api/jobs/?state=&device=&model=``."""
 
     state = choice_filter("state", JobState.choices, "only jobs in this state")
@@ -96,7 +126,7 @@ class JobFilterSet(django_filters.FilterSet):
         fields = ["state", "device", "model"]
 
 
-class PredictorFilterSet(django_filters.FilterSet):
+class PredictorFilterSet(StrictFilterSet):
     """``GET /api/predictors/?device=&method=&state=``."""
 
     device = id_filter("device", "only predictors of this device")

@@ -11,7 +11,8 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
-from server.api.fields import IdField, StrictBooleanField
+from devicelab.backends.base import MAX_THREADS
+from server.api.fields import IdField, StrictBooleanField, StrictIntegerField
 from server.api.serializers import GraphDocumentSerializer, existing_device
 from server.devices.models import Device
 from server.predictors.models import Predictor, PredictorMethod
@@ -76,10 +77,13 @@ class PredictorCreateSerializer(serializers.Serializer):
 
     # ``validated_data`` is a ``PredictorRequest`` (the device found).
 
-    device = serializers.IntegerField(help_text="Id of a device (GET /api/devices/).")
+    device = IdField("device", help_text="Id of a device (GET /api/devices/).")
     method = serializers.ChoiceField(choices=PredictorMethod.choices, default="gbdt")
-    threads = serializers.IntegerField(default=1, min_value=1, help_text="The scenario's thread count.")
-    seed = serializers.IntegerField(default=0, min_value=0)
+    threads = StrictIntegerField(
+        default=1, min_value=1, max_value=MAX_THREADS, help_text="The scenario's thread count."
+    )
+    # scikit-learn's random_state, which the seed becomes, takes 0 .. 2**32 - 1.
+    seed = StrictIntegerField(default=0, min_value=0, max_value=2**32 - 1)
     search = serializers.ChoiceField(
         choices=["paper", "fast"], default="paper", help_text="Hyper-parameter search: the paper's, or a quick one."
     )
@@ -122,6 +126,11 @@ class ArchitecturesField(serializers.ListField):
     }
 
     def __init__(self, **kwargs: Any) -> None:
+        # The bounds document the list (minItems, maxItems); to_internal_value checks them, with its
+        # own messages. A serializer copies its fields by constructing them again: the limit is the
+        # setting's value when the request comes, not at import.
+        kwargs.setdefault("min_length", 1)
+        kwargs.setdefault("max_length", settings.LATENCYLAB_PREDICT_MAX_BATCH)
         super().__init__(child=ArchitectureSerializer(), **kwargs)
 
     def to_internal_value(self, data: Any) -> list[Any]:
@@ -161,7 +170,7 @@ class PredictRequestSerializer(serializers.Serializer):
         help_text="With a device: only its predictors of this method.",
         error_messages={"invalid_choice": f"unknown method {{input!r}}; expected one of {PredictorMethod.values}"},
     )
-    architectures = ArchitecturesField(help_text="At most LATENCYLAB_PREDICT_MAX_BATCH (1,000 by default).")
+    architectures = ArchitecturesField(help_text="At most LATENCYLAB_PREDICT_MAX_BATCH architectures (maxItems).")
     breakdown = StrictBooleanField(
         default=False,
         help_text="Also return each kernel's predicted latency.",

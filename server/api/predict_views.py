@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,6 +22,7 @@ from server.api.predict_serializers import (
     PredictRequestSerializer,
     PredictResponseSerializer,
 )
+from server.api.serializers import GRAPH_EXAMPLE
 from server.predictors.models import Predictor
 from server.predictors.services import request_predictor
 from server.predictors.serving import (
@@ -41,6 +42,7 @@ class PredictorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     """Latency predictor versions."""
 
     filterset_class = PredictorFilterSet
+    parser_classes = [FastJSONParser]  # JSON bodies only, as the schema says
 
     def get_queryset(self) -> QuerySet[Predictor]:
         """The team's and the shared predictors: another team's ids answer 404."""
@@ -58,6 +60,13 @@ class PredictorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
     @extend_schema(
         summary="Train a new predictor version",
         request=PredictorCreateSerializer,
+        examples=[
+            OpenApiExample(
+                "A Lasso predictor, quick search",
+                value={"device": 1, "method": "lasso", "search": "fast"},
+                request_only=True,
+            )
+        ],
         responses={
             202: PredictorDetailSerializer,
             400: OpenApiResponse(description="unknown device, too little data to train on, or bad parameters"),
@@ -82,6 +91,9 @@ class PredictorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
+_CELL_EXAMPLE = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|nor_conv_3x3~2|"
+
+
 class PredictView(APIView):
     """Predicted latency of a batch of architectures."""
 
@@ -94,6 +106,20 @@ class PredictView(APIView):
         "(a NAS-Bench-201 cell string) or `onnx_base64`. Nothing is predicted when any architecture is bad: the "
         "400 answer lists each bad one by index and name with the reason.",
         request=PredictRequestSerializer,
+        examples=[
+            OpenApiExample(
+                "A NAS-Bench-201 cell and a graph, for a device",
+                value={
+                    "device": 1,
+                    "architectures": [
+                        {"name": "cell", "nb201": _CELL_EXAMPLE},
+                        {"name": "tiny", "graph": GRAPH_EXAMPLE},
+                    ],
+                    "breakdown": True,
+                },
+                request_only=True,
+            )
+        ],
         responses={
             200: PredictResponseSerializer,
             400: OpenApiResponse(description="bad request or bad architectures (`errors`: index, name, error)"),

@@ -18,7 +18,7 @@ from devicelab.backends.base import MAX_RUNS, MAX_THREADS, MAX_WARMUP_RUNS, PREC
 from devicelab.graph import Graph, GraphError, graph_from_dict
 from devicelab.graph.jsonio import SCHEMA_VERSION
 from devicelab.graph.ops import DTYPES
-from server.api.fields import StrictCharField, StrictIntegerField
+from server.api.fields import IdField, StrictCharField, StrictIntegerField
 from server.devices.models import Device
 from server.networks.models import NetworkModel
 from server.networks.services import operator_table
@@ -32,7 +32,9 @@ class GraphInputSerializer(serializers.Serializer):
 
     name = serializers.CharField(allow_blank=True)
     shape = serializers.ListField(
-        child=serializers.IntegerField(min_value=1), help_text="Static NCHW shape with the batch dimension."
+        child=serializers.IntegerField(min_value=1),
+        min_length=1,
+        help_text="Static NCHW shape with the batch dimension.",
     )
     dtype = serializers.ChoiceField(choices=list(DTYPES), required=False, default="float32")
 
@@ -40,7 +42,9 @@ class GraphInputSerializer(serializers.Serializer):
 class GraphOperatorSerializer(serializers.Serializer):
     """One operator of a graph JSON document, in topological order."""
 
-    name = serializers.CharField(required=False, allow_blank=True, help_text="Unique; op_<index> when left out.")
+    name = serializers.CharField(
+        required=False, allow_blank=True, allow_null=True, help_text="Unique; op_<index> when left out or null."
+    )
     type = serializers.CharField(help_text="An operator type of docs/graph-format.md (conv2d, relu, add, ...).")
     inputs = serializers.ListField(
         child=serializers.CharField(allow_blank=True), help_text="Tensors it reads, written before it."
@@ -52,8 +56,21 @@ class GraphOperatorSerializer(serializers.Serializer):
     output_shapes = serializers.ListField(
         child=serializers.ListField(child=serializers.IntegerField()),
         required=False,
-        help_text="Optional; when given they must equal the inferred ones.",
+        allow_null=True,
+        help_text="Optional (null: not given); when given they must equal the inferred ones.",
     )
+
+
+# A small graph JSON document, the docs' example of one (and a request schemathesis sends as it is).
+GRAPH_EXAMPLE: dict[str, Any] = {
+    "schema_version": 1,
+    "name": "tiny",
+    "inputs": [{"name": "x", "shape": [1, 3, 32, 32]}],
+    "operators": [
+        {"type": "conv2d", "inputs": ["x"], "outputs": ["conv"], "attrs": {"out_channels": 8, "kernel": [3, 3]}},
+        {"type": "relu", "inputs": ["conv"], "outputs": ["y"]},
+    ],
+}
 
 
 class GraphDocumentSerializer(serializers.Serializer):
@@ -67,13 +84,15 @@ class GraphDocumentSerializer(serializers.Serializer):
         min_value=SCHEMA_VERSION, max_value=SCHEMA_VERSION, help_text=f"Always {SCHEMA_VERSION}."
     )
     name = serializers.CharField(required=False, allow_blank=True, default="graph")
-    inputs = GraphInputSerializer(many=True, allow_empty=False)
+    # ListFields, not ``many=True``: drf-spectacular documents a ListField's minimum length (minItems).
+    inputs = serializers.ListField(child=GraphInputSerializer(), min_length=1)
     outputs = serializers.ListField(
         child=serializers.CharField(allow_blank=True),
         required=False,
-        help_text="Default: the last operator's last output.",
+        allow_null=True,
+        help_text="Default (left out or null): the last operator's last output.",
     )
-    operators = GraphOperatorSerializer(many=True, allow_empty=False)
+    operators = serializers.ListField(child=GraphOperatorSerializer(), min_length=1)
 
     def to_internal_value(self, data: Any) -> Graph:
         """The ``Graph``, or a ``ValidationError`` with the reader's reason (operator and what is wrong)."""
@@ -89,7 +108,7 @@ class ModelUploadSerializer(serializers.Serializer):
     """A multipart upload: the model file and an optional display name."""
 
     file = serializers.FileField(help_text="ONNX, TFLite or graph JSON file.")
-    name = serializers.CharField(required=False, max_length=200)
+    name = serializers.CharField(required=False, help_text="Display name; its first 200 characters are kept.")
 
 
 class OperatorRowSerializer(serializers.Serializer):
@@ -110,9 +129,10 @@ class OperatorRowSerializer(serializers.Serializer):
 
 
 class NetworkModelSerializer(serializers.ModelSerializer):
-    """A network as listed: name, format, hash and costs."""
+    """A network as listed: name, format, hash, state and costs (null while it is parsing)."""
 
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    # null: a model uploaded by a service without a user, or by a user since deleted.
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
 
     class Meta:
         model = NetworkModel
@@ -122,6 +142,8 @@ class NetworkModelSerializer(serializers.ModelSerializer):
             "format",
             "size_bytes",
             "sha256",
+            "state",
+            "failure_reason",
             "num_operators",
             "macs",
             "flops",
@@ -134,7 +156,7 @@ class NetworkModelSerializer(serializers.ModelSerializer):
 
 
 class NetworkModelDetailSerializer(NetworkModelSerializer):
-    """A network with its operator table."""
+    """A network with its operator table (empty until it is parsed)."""
 
     operators = serializers.SerializerMethodField()
 
@@ -279,8 +301,8 @@ class JobCreateSerializer(serializers.Serializer):
     # Validating finds the rows (the team's model: ``context["team"]``): ``validated_data`` is a
     # ``JobRequest``.
 
-    model = serializers.IntegerField(help_text="Id of one of your team's models.")
-    device = serializers.IntegerField(help_text="Id of a device (GET /api/devices/).")
+    model = IdField("model", help_text="Id of one of your team's models.")
+    device = IdField("device", help_text="Id of a device (GET /api/devices/).")
     settings = JobSettingsSerializer(
         required=False,
         default=dict,

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
 from server.api.predict_views import PredictorViewSet, PredictView
-from server.api.views import DeviceViewSet, JobViewSet, NetworkModelViewSet
+from server.api.views import DeviceViewSet, JobViewSet, NetworkModelViewSet, not_found
 
 router = DefaultRouter()
 router.register("models", NetworkModelViewSet, basename="model")
@@ -36,4 +36,8 @@ urlpatterns = [
     ),
     path("predict/", PredictView.as_view(), name="predict"),
     path("", include(router.urls)),
+    # Any other path under /api/ that ends in a slash (``/api/jobs/0.5/``: the router's ids have no
+    # dot) is a JSON 404 like the API's own, not Django's HTML page. Paths without the slash are
+    # left to APPEND_SLASH's redirect.
+    re_path(r"^.*/$", not_found),
 ]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import UploadedFile
 from django.db.models import Prefetch, QuerySet
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import UnsupportedMediaType
@@ -19,6 +21,7 @@ from rest_framework.serializers import BaseSerializer
 from server.api.filters import DeviceFilterSet, JobFilterSet
 from server.api.parsers import FastJSONParser
 from server.api.serializers import (
+    GRAPH_EXAMPLE,
     DeviceSerializer,
     GraphDocumentSerializer,
     JobCreateSerializer,
@@ -30,13 +33,10 @@ from server.api.serializers import (
     NetworkModelSerializer,
 )
 from server.devices.models import Device
-from server.networks.models import NetworkModel
-from server.networks.services import UploadTooLarge, check_upload_size, upload_model
+from server.networks.models import ModelState, NetworkModel
+from server.networks.services import check_declared_size, receive_model
 from server.profiling.models import OperatorTiming, ProfilingJob
 from server.profiling.services import cancel_job, submit_profiling_job
-
-# Multipart framing and the form's other fields ride on top of the model file itself.
-_MULTIPART_SLACK = 64 * 1024
 
 
 @extend_schema_view(
@@ -52,7 +52,9 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         """Only the caller's team's models: another team's ids answer 404."""
         if getattr(self, "swagger_fake_view", False):  # schema generation has no team
             return NetworkModel.objects.none()
-        return NetworkModel.objects.for_team(self.request.team).select_related("created_by")
+        models = NetworkModel.objects.for_team(self.request.team).select_related("created_by")
+        # A list never reads the parsed graph (megabytes per model): only the detail does.
+        return models if self.action == "retrieve" else models.listed()
 
     def get_serializer_class(self) -> type[BaseSerializer]:
         """The operator table only on the detail page."""
@@ -62,11 +64,23 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         summary="Upload a model",
         description="Send the file as multipart field `file` (ONNX, TFLite or graph JSON; optional `name`), or send "
         "a graph JSON document (schema_version 1) as the request body. The same bytes uploaded again "
-        "return the existing model with 200.",
+        "return the existing model with 200. A file up to LATENCYLAB_PARSE_INLINE_MAX_BYTES is parsed "
+        "before the answer (201 with its operator table); a bigger one is stored and answered at once "
+        "with 202 and `state` `parsing` (no operators yet, named by `name` or the file's name): the "
+        "trainer parses it, and GET /api/models/{id}/ shows it `ready`, or `failed` with "
+        "`failure_reason` (the refusal a smaller file gets, node named).",
         request={"multipart/form-data": ModelUploadSerializer, "application/json": GraphDocumentSerializer},
-        parameters=[OpenApiParameter("name", str, description="display name, for a JSON body")],
+        parameters=[
+            OpenApiParameter(
+                "name", str, description="display name, for a JSON body (its first 200 characters are kept)"
+            )
+        ],
+        examples=[
+            OpenApiExample("A graph JSON body", value=GRAPH_EXAMPLE, request_only=True, media_type="application/json")
+        ],
         responses={
             201: NetworkModelDetailSerializer,
+            202: NetworkModelDetailSerializer,
             200: NetworkModelDetailSerializer,
             400: OpenApiResponse(
                 description="the file is missing, empty or not a network we can read; "
@@ -77,17 +91,10 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Upload a network file or a graph JSON body."""
-        limit = settings.LATENCYLAB_MAX_UPLOAD_BYTES
-        try:
-            declared = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            declared = 0
-        if declared > limit + _MULTIPART_SLACK:
-            # Refuse before reading the body: no point receiving 2 GB to say it is too big.
-            raise UploadTooLarge(
-                f"the upload is {declared} bytes; the limit is {limit} bytes (LATENCYLAB_MAX_UPLOAD_BYTES)"
-            )
+        # Refuse before reading the body: no point receiving 2 GB to say it is too big.
+        check_declared_size(request.META.get("CONTENT_LENGTH"))
         content_type = (request.content_type or "").split(";")[0].strip().lower()
+        data: bytes | UploadedFile
         if content_type == "application/json":
             data = request.body  # the raw bytes: their hash is what makes a re-upload the same model
             filename = "graph.json"
@@ -101,8 +108,7 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
                         "(or send a graph JSON document as an application/json body)"
                     }
                 )
-            check_upload_size(upload.size or 0)
-            data = upload.read()
+            data = upload  # a big one stays spooled on disk: receive_model moves it into storage
             filename = upload.name or "model"
             name = request.data.get("name")
         else:
@@ -111,9 +117,14 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
                 detail=f"unsupported content type {content_type or '(none)'!r}: send "
                 "multipart/form-data with a 'file' field, or application/json",
             )
-        model, created = upload_model(request.team, request.user, data, filename, name=name)
+        if name and "\x00" in name:  # PostgreSQL text cannot hold it: a 500 at the save
+            raise ValidationError({"name": "the name must not contain NUL characters"})
+        model, created = receive_model(request.team, request.user, data, filename, name=name)
         body = NetworkModelDetailSerializer(model, context=self.get_serializer_context()).data
-        return Response(body, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        if not created:
+            return Response(body, status=status.HTTP_200_OK)
+        parsing = model.state == ModelState.PARSING
+        return Response(body, status=status.HTTP_202_ACCEPTED if parsing else status.HTTP_201_CREATED)
 
 
 @extend_schema_view(
@@ -136,13 +147,18 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     """Profiling jobs of your team."""
 
     filterset_class = JobFilterSet
+    # A job's settings are a JSON object: a form could not send them (415, not a job without them).
+    parser_classes = [FastJSONParser]
 
     def get_queryset(self) -> QuerySet[ProfilingJob]:
         """Only the caller's team's jobs: another team's ids answer 404."""
         if getattr(self, "swagger_fake_view", False):  # schema generation has no team
             return ProfilingJob.objects.none()
-        jobs: QuerySet[ProfilingJob] = ProfilingJob.objects.for_team(self.request.team).select_related(
-            "model", "device"
+        # A job shows its model's name: the model's parsed graph (megabytes) stays in the database.
+        jobs: QuerySet[ProfilingJob] = (
+            ProfilingJob.objects.for_team(self.request.team)
+            .select_related("model", "device")
+            .defer("model__graph", "model__summary")
         )
         if self.action == "retrieve":
             ordered = Prefetch("result__operators", queryset=OperatorTiming.objects.order_by("pk"))
@@ -156,6 +172,13 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(
         summary="Queue a profiling job",
         request=JobCreateSerializer,
+        examples=[
+            OpenApiExample(
+                "30 timed runs on one thread",
+                value={"model": 1, "device": 1, "settings": {"threads": 1, "warmup_runs": 5, "runs": 30}},
+                request_only=True,
+            )
+        ],
         responses={
             201: JobDetailSerializer,
             400: OpenApiResponse(
@@ -187,3 +210,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
                 status=status.HTTP_409_CONFLICT,
             )
         return Response(JobSerializer(job, context=self.get_serializer_context()).data)
+
+
+@csrf_exempt  # a path that names nothing is a 404 for every method, not a CSRF 403
+def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+    """A path under /api/ that no route takes: 404 with the API's JSON body."""
+    return JsonResponse({"detail": "Not found."}, status=status.HTTP_404_NOT_FOUND)

@@ -11,3 +11,7 @@ class NetworksConfig(AppConfig):
     name = "server.networks"
     label = "networks"
     verbose_name = "Networks"
+
+    def ready(self) -> None:
+        """Connect the signal that deletes a deleted network's file."""
+        from server.networks import signals  # noqa: F401

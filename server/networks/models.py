@@ -17,6 +17,14 @@ class ModelFormat(models.TextChoices):
     JSON = "json", "Graph JSON"
 
 
+class ModelState(models.TextChoices):
+    """Where a network is in its life: a big upload is parsed by the trainer after it was stored."""
+
+    PARSING = "parsing", "Parsing"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
 def model_upload_path(instance: NetworkModel, filename: str) -> str:
     """Files are named by content hash, one folder per team."""
     return f"models/team-{instance.team_id}/{instance.sha256}.{instance.format}"
@@ -29,29 +37,53 @@ class NetworkModelQuerySet(models.QuerySet["NetworkModel"]):
         """The networks a team uploaded."""
         return self.filter(team=team)
 
+    def ready(self) -> NetworkModelQuerySet:
+        """Networks whose graph is parsed: the ones a job can profile."""
+        return self.filter(state=ModelState.READY)
+
+    def parsing(self) -> NetworkModelQuerySet:
+        """Networks stored but not parsed yet (the trainer re-sends their parse when it starts)."""
+        return self.filter(state=ModelState.PARSING)
+
+    def listed(self) -> NetworkModelQuerySet:
+        """Without the parsed graph (megabytes per network): what a list of networks needs."""
+        return self.defer("graph")
+
 
 class NetworkModel(models.Model):
     """A network a team uploaded: the original file plus its graph, summary and costs.
 
-    The same bytes uploaded twice by one team are one row (``sha256`` is unique per team).
+    The same bytes uploaded twice by one team are one row (``sha256`` is unique per team). A
+    big upload is stored ``parsing`` (graph, summary and costs null) and the trainer fills them
+    in (``ready``) or says why it could not (``failed``, ``failure_reason``; its file removed).
     """
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="network_models")
     name = models.CharField(max_length=200)
-    file = models.FileField(upload_to=model_upload_path, max_length=300)
+    file = models.FileField(upload_to=model_upload_path, max_length=300, blank=True)
+    filename = models.CharField(
+        max_length=255, blank=True, default="", help_text="The name the file was uploaded under."
+    )
     format = models.CharField(max_length=16, choices=ModelFormat.choices)
     size_bytes = models.BigIntegerField()
     sha256 = models.CharField(max_length=64)
-    graph = models.JSONField(help_text="The parsed graph, as devicelab.graph.graph_to_dict writes it.")
-    summary = models.JSONField(help_text="devicelab's Graph.summary(): totals and operator-type counts.")
-    macs = models.BigIntegerField()
-    flops = models.BigIntegerField()
-    params = models.BigIntegerField()
-    num_operators = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=ModelState.choices, default=ModelState.READY)
+    failure_reason = models.TextField(blank=True, default="")
+    graph = models.JSONField(
+        null=True, blank=True, help_text="The parsed graph, as devicelab.graph.graph_to_dict writes it."
+    )
+    summary = models.JSONField(
+        null=True, blank=True, help_text="devicelab's Graph.summary(): totals and operator-type counts."
+    )
+    macs = models.BigIntegerField(null=True, blank=True)
+    flops = models.BigIntegerField(null=True, blank=True)
+    params = models.BigIntegerField(null=True, blank=True)
+    num_operators = models.PositiveIntegerField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    parsed_at = models.DateTimeField(null=True, blank=True)
 
     objects = NetworkModelQuerySet.as_manager()
 
@@ -66,11 +98,26 @@ class NetworkModel(models.Model):
                 violation_error_message="This team already uploaded a file with these bytes.",
             ),
             models.CheckConstraint(condition=Q(format__in=ModelFormat.values), name="networkmodel_format_valid"),
+            models.CheckConstraint(condition=Q(state__in=ModelState.values), name="networkmodel_state_valid"),
+            # Jobs and pages read the graph of every ready network: it is there.
+            models.CheckConstraint(
+                condition=~Q(state=ModelState.READY)
+                | Q(graph__isnull=False, summary__isnull=False, num_operators__isnull=False),
+                name="networkmodel_ready_has_graph",
+                violation_error_message="A ready network has its graph, summary and costs.",
+            ),
         ]
         indexes = [
             # GET /api/models/: a team's networks, newest first.
             models.Index(fields=["team", "-created_at"], name="networkmodel_team_created_idx"),
+            # The trainer's start: every network still parsing (few rows, so a partial index).
+            models.Index(fields=["created_at"], name="networkmodel_parsing_idx", condition=Q(state=ModelState.PARSING)),
         ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.format}, #{self.pk})"
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether the graph is parsed (a job can profile it)."""
+        return self.state == ModelState.READY

@@ -1,16 +1,31 @@
-"""Network actions: uploading a model file and reading back its graph."""
+"""Network actions: uploading a model file, parsing it (now or in the trainer), reading back its graph.
+
+An upload up to ``LATENCYLAB_PARSE_INLINE_MAX_BYTES`` is parsed while its request waits
+(``upload_model``). A bigger one is only stored (``receive_model`` answers a row in state
+``parsing`` at once) and the trainer parses it (``parse_stored_model``, sent by name through
+``server.taskqueue.send_model_parse``): parsing a 75 MB graph JSON takes half a minute of a
+core and gigabytes of memory, which a web worker must not spend while other requests wait.
+The row is the truth: the trainer re-sends the parse of every row still ``parsing`` when it
+starts (``resend_parsing_models``), so a lost message only delays a parse.
+
+A parse that fails leaves the row ``failed`` with the reason a synchronous upload would have
+answered (node and operator named) and removes the stored file, which no job can use; the same
+bytes uploaded again replace the failed row. Deleting a row deletes its file (``signals``).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.core.files.base import ContentFile, File
+from django.db import DatabaseError, IntegrityError, transaction
+from django.utils import timezone
 
 from devicelab.graph import (
     Graph,
@@ -24,9 +39,15 @@ from devicelab.graph import (
 )
 from devicelab.graph.limits import NO_LIMITS
 from server.accounts.models import Team
-from server.networks.models import NetworkModel
+from server.networks.models import ModelState, NetworkModel
+from server.taskqueue import send_model_parse
 
 log = logging.getLogger(__name__)
+
+# Multipart framing and a form's other fields ride on top of the model file itself.
+UPLOAD_FRAMING_BYTES = 64 * 1024
+# How much of a file ``detect_format`` needs to tell the formats apart (leading whitespace of JSON).
+_HEAD_BYTES = 4096
 
 
 class UploadTooLarge(ValidationError):
@@ -58,22 +79,42 @@ def import_limits() -> ImportLimits:
     )
 
 
+def too_large_message(size: int) -> str:
+    """The one refusal of an upload over the limit (API, dashboard, by declared or real size)."""
+    limit = settings.LATENCYLAB_MAX_UPLOAD_BYTES
+    return f"the upload is {size} bytes; the limit is {limit} bytes (LATENCYLAB_MAX_UPLOAD_BYTES)"
+
+
 def check_upload_size(size: int) -> None:
     """Raise ``UploadTooLarge`` naming the limit when ``size`` bytes is over it."""
-    limit = settings.LATENCYLAB_MAX_UPLOAD_BYTES
-    if size > limit:
-        raise UploadTooLarge(
-            f"the upload is {size} bytes; the limit is {limit} bytes (LATENCYLAB_MAX_UPLOAD_BYTES)", code="too_large"
-        )
+    if size > settings.LATENCYLAB_MAX_UPLOAD_BYTES:
+        raise UploadTooLarge(too_large_message(size), code="too_large")
 
 
-def _parse(data: bytes, filename: str) -> tuple[Graph, str]:
-    """The graph and format of uploaded bytes, or ``BadModel`` with a reason a person can act on."""
+def check_declared_size(content_length: str | None) -> None:
+    """Raise ``UploadTooLarge`` when a request's ``Content-Length`` is over the limit with room for
+    multipart framing and a form's other fields: checked before the body is read, so nobody
+    receives 2 GB to say it is too big."""
+    try:
+        declared = int(content_length or 0)
+    except ValueError:
+        return  # the server reading the body finds out its real size
+    if declared > settings.LATENCYLAB_MAX_UPLOAD_BYTES + UPLOAD_FRAMING_BYTES:
+        raise UploadTooLarge(too_large_message(declared), code="too_large")
+
+
+def _parse(data: bytes, filename: str, reraise: tuple[type[BaseException], ...] = ()) -> tuple[Graph, str]:
+    """The graph and format of uploaded bytes, or ``BadModel`` with a reason a person can act on.
+
+    ``reraise``: exceptions that pass through unchanged (a task's soft time limit).
+    """
     if not data:
         raise BadModel(f"the file {filename!r} is empty")
     try:
         fmt = detect_format(data, filename)
         return load_graph(data, filename=filename, fmt=fmt, limits=import_limits()), fmt
+    except reraise:
+        raise
     except LimitExceeded as exc:
         raise BadModel(
             f"cannot read {filename!r} as a network: {exc} ({LIMIT_SETTINGS[exc.limit]})", graph_error=exc
@@ -87,36 +128,64 @@ def _parse(data: bytes, filename: str) -> tuple[Graph, str]:
         raise BadModel(f"cannot read {filename!r} as a network: {type(exc).__name__}: {exc}") from None
 
 
+def _graph_fields(graph: Graph) -> dict[str, Any]:
+    """The columns a parsed graph fills in: the graph itself, its summary and its costs."""
+    summary = graph.summary()
+    return {
+        "graph": graph_to_dict(graph),
+        "summary": summary,
+        "macs": summary["macs"],
+        "flops": summary["flops"],
+        "params": summary["params"],
+        "num_operators": summary["num_operators"],
+    }
+
+
+def _clean_filename(filename: str | None) -> str:
+    return (Path(filename or "model").name or "model")[:255]
+
+
+def _existing(team: Team, digest: str) -> NetworkModel | None:
+    """The team's row for these bytes; a failed one is deleted (the new upload replaces it: the
+    limits may have been raised since) and None returned."""
+    existing = NetworkModel.objects.filter(team=team, sha256=digest).first()
+    if existing is not None and existing.state == ModelState.FAILED:
+        existing.delete()
+        return None
+    return existing
+
+
+def _uploader(user: Any) -> Any:
+    return user if getattr(user, "is_authenticated", False) else None
+
+
 def upload_model(
     team: Team, user: Any, data: bytes, filename: str, name: str | None = None
 ) -> tuple[NetworkModel, bool]:
-    """Store a network for ``team``; return ``(model, created)``.
+    """Store a network for ``team``, parsed now; return ``(model, created)``.
 
     Parses the bytes (ONNX, TFLite or graph JSON) and refuses them with ``BadModel`` naming
     the node, operator and reason; the same bytes already uploaded by the team return the
     existing row with ``created=False``.
     """
     check_upload_size(len(data))
-    filename = Path(filename or "model").name or "model"
+    filename = _clean_filename(filename)
     digest = hashlib.sha256(data).hexdigest()
-    existing = NetworkModel.objects.filter(team=team, sha256=digest).first()
+    existing = _existing(team, digest)
     if existing is not None:
         return existing, False
     graph, fmt = _parse(data, filename)
-    summary = graph.summary()
     model = NetworkModel(
         team=team,
         name=(name or "").strip()[:200] or graph.name or Path(filename).stem,
+        filename=filename,
         format=fmt,
         size_bytes=len(data),
         sha256=digest,
-        graph=graph_to_dict(graph),
-        summary=summary,
-        macs=summary["macs"],
-        flops=summary["flops"],
-        params=summary["params"],
-        num_operators=summary["num_operators"],
-        created_by=user if getattr(user, "is_authenticated", False) else None,
+        state=ModelState.READY,
+        parsed_at=timezone.now(),
+        created_by=_uploader(user),
+        **_graph_fields(graph),
     )
     model.file.save(f"{digest}.{fmt}", ContentFile(data), save=False)
     try:
@@ -129,11 +198,167 @@ def upload_model(
     return model, True
 
 
+def receive_model(
+    team: Team, user: Any, source: bytes | File, filename: str, name: str | None = None
+) -> tuple[NetworkModel, bool]:
+    """Store a network for ``team`` (bytes, or an uploaded file Django may have spooled to disk);
+    return ``(model, created)``.
+
+    Up to ``LATENCYLAB_PARSE_INLINE_MAX_BYTES`` it is ``upload_model``: parsed now, refused with
+    ``BadModel``. A bigger one is hashed and stored without being read into memory (a spooled
+    upload is moved, not copied), and its row answered in state ``parsing``; the trainer parses
+    it once the row is committed. Its name is ``name``, else the file's name.
+    """
+    size = len(source) if isinstance(source, bytes) else int(source.size or 0)
+    check_upload_size(size)
+    if size <= settings.LATENCYLAB_PARSE_INLINE_MAX_BYTES or size == 0:
+        data = source if isinstance(source, bytes) else source.read()
+        return upload_model(team, user, data, filename, name=name)
+    filename = _clean_filename(filename)
+    content = ContentFile(source) if isinstance(source, bytes) else source
+    hasher = hashlib.sha256()
+    head = b""
+    content.seek(0)
+    for chunk in content.chunks():
+        hasher.update(chunk)
+        if len(head) < _HEAD_BYTES:
+            head += chunk[: _HEAD_BYTES - len(head)]
+    digest = hasher.hexdigest()
+    existing = _existing(team, digest)
+    if existing is not None:
+        return existing, False
+    fmt = detect_format(head, filename)
+    model = NetworkModel(
+        team=team,
+        name=(name or "").strip()[:200] or Path(filename).stem,
+        filename=filename,
+        format=fmt,
+        size_bytes=size,
+        sha256=digest,
+        state=ModelState.PARSING,
+        created_by=_uploader(user),
+    )
+    model.file.save(f"{digest}.{fmt}", content, save=False)
+    try:
+        with transaction.atomic():
+            model.save()
+            transaction.on_commit(partial(dispatch_parse, model.pk), robust=True)
+    except IntegrityError:
+        model.file.delete(save=False)
+        return NetworkModel.objects.get(team=team, sha256=digest), False
+    return model, True
+
+
+def dispatch_parse(model_id: int) -> bool:
+    """Send the parse of a stored upload to the trainer; False (logged) when the broker cannot
+    take it: the row stays ``parsing`` and the trainer sends it again when it starts."""
+    try:
+        send_model_parse(model_id)
+    except Exception as exc:  # noqa: BLE001 - kombu, redis and socket errors alike: the row keeps the parse
+        log.warning(
+            "model %s stays parsing: its parse could not be sent (%s: %s); the trainer sends it again when it starts",
+            model_id,
+            type(exc).__name__,
+            exc,
+        )
+        return False
+    return True
+
+
+def resend_parsing_models() -> list[int]:
+    """Send the parse of every network still ``parsing`` again (the trainer does at its start: a
+    message lost with a broker restart or a killed trainer must not leave a row parsing forever)."""
+    ids = list(NetworkModel.objects.parsing().order_by("created_at").values_list("pk", flat=True))
+    sent = [pk for pk in ids if dispatch_parse(pk)]
+    if ids:
+        log.info("re-sent the parse of %d network(s) still parsing: %s", len(sent), sent)
+    return sent
+
+
+def delete_stored_file(name: str) -> None:
+    """Remove a stored model file once the transaction that let go of it committed."""
+
+    def delete() -> None:
+        try:
+            NetworkModel.file.field.storage.delete(name)  # type: ignore[attr-defined]
+        except OSError as exc:
+            log.warning("could not delete the stored model file %s: %s", name, exc)
+
+    if name:
+        transaction.on_commit(delete, robust=True)
+
+
+def fail_model_parse(model_id: int, reason: str) -> bool:
+    """Mark a network still ``parsing`` as ``failed`` with ``reason`` and remove its stored file;
+    False when it was no longer parsing (parsed, failed or deleted meanwhile)."""
+    row = NetworkModel.objects.filter(pk=model_id).only("pk", "file").first()
+    failed = NetworkModel.objects.filter(pk=model_id, state=ModelState.PARSING).update(
+        state=ModelState.FAILED, failure_reason=reason, file="", parsed_at=timezone.now()
+    )
+    if failed and row is not None:
+        delete_stored_file(row.file.name or "")
+        log.info("model %s: parse failed: %s", model_id, reason)
+    return bool(failed)
+
+
+def parse_stored_model(model_id: int, reraise: tuple[type[BaseException], ...] = ()) -> NetworkModel | None:
+    """Parse a stored upload (the trainer's task): the row becomes ``ready`` with its graph, or
+    ``failed`` with the reason a synchronous upload would have been refused with. None when no
+    row of that id is parsing (done already: a duplicate message does nothing).
+
+    ``reraise``: exceptions that pass through unchanged (the task's soft time limit).
+    """
+    row = NetworkModel.objects.filter(pk=model_id, state=ModelState.PARSING).first()
+    if row is None:
+        return None
+    filename = row.filename or Path(row.file.name or "model").name
+    try:
+        try:
+            with row.file.open("rb") as f:
+                data = f.read()
+        except (OSError, ValueError) as exc:
+            raise BadModel(f"the stored file of {filename!r} cannot be read ({exc}); upload it again") from None
+        graph, _ = _parse(data, filename, reraise=reraise)
+        del data
+        fields = _graph_fields(graph)
+        del graph
+        try:
+            NetworkModel.objects.filter(pk=model_id, state=ModelState.PARSING).update(
+                state=ModelState.READY, failure_reason="", parsed_at=timezone.now(), **fields
+            )
+        except DatabaseError as exc:
+            raise BadModel(f"the graph of {filename!r} was read but could not be stored: {exc}") from None
+    except BadModel as exc:
+        fail_model_parse(model_id, " ".join(exc.messages))
+    except reraise:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever stopped it, the row must not stay parsing
+        log.exception("model %s: parsing %r stopped", model_id, filename)
+        fail_model_parse(model_id, f"parsing {filename!r} stopped on a server error ({type(exc).__name__}: {exc})")
+    return NetworkModel.objects.listed().filter(pk=model_id).first()
+
+
+def model_not_ready_message(model: NetworkModel) -> str:
+    """Why no job can profile ``model`` yet (parsing) or at all (failed)."""
+    if model.state == ModelState.PARSING:
+        return (
+            f"model #{model.pk} ({model.name}) is still being parsed; submit the job once it is ready "
+            f"(GET /api/models/{model.pk}/ shows its state)"
+        )
+    return (
+        f"model #{model.pk} ({model.name}) could not be parsed: {model.failure_reason}; "
+        "upload a file LatencyLab can read"
+    )
+
+
 def model_graph(model: NetworkModel) -> Graph:
     """The stored graph of a network as a devicelab ``Graph``, to show (see ``NO_LIMITS``)."""
     return graph_from_dict(model.graph, NO_LIMITS)
 
 
 def operator_table(model: NetworkModel) -> list[dict[str, Any]]:
-    """One row per operator (index, name, type, shapes, attrs, MACs, FLOPs, params)."""
+    """One row per operator (index, name, type, shapes, attrs, MACs, FLOPs, params); empty until
+    the network is parsed."""
+    if model.graph is None:
+        return []
     return model_graph(model).op_table()

@@ -1,0 +1,111 @@
+"""A big upload is answered at once (202, ``parsing``) and parsed by a real trainer process
+(``python -m workers.trainer``, queue ``models``): ``ready`` with its operators, or ``failed``
+naming the node; a parse whose message was lost is sent again when the trainer starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+from unittest import mock
+
+import pytest
+
+from tests.e2e.helpers import wait_for
+from tests.e2e.test_predictor_trainer import start_trainer  # noqa: F401 - the trainer process fixture
+from tests.server.big_graphs import relu_chain_json
+
+BIG_OPS = 100_000  # about 8 MB of graph JSON: over the default LATENCYLAB_PARSE_INLINE_MAX_BYTES (4 MB)
+
+
+def _post(api: Any, data: bytes, name: str) -> tuple[Any, float]:
+    started = time.monotonic()
+    resp = api.post(f"/api/models/?name={name}", data=data, content_type="application/json")
+    return resp, time.monotonic() - started
+
+
+def _finished(api: Any, pk: int, trainer: Any) -> Any:
+    def done() -> Any:
+        if trainer.poll() is not None:
+            raise AssertionError(f"the trainer exited with {trainer.returncode}")
+        body = api.get(f"/api/models/{pk}/").json()
+        return body if body["state"] != "parsing" else None
+
+    return wait_for(done, 240, f"model {pk} to be parsed", interval=0.5)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_big_upload_is_answered_at_once_and_made_ready_by_the_trainer(
+    start_trainer: Any,  # noqa: F811
+    e2e_api: Any,
+) -> None:
+    from server.networks.models import NetworkModel
+
+    data = relu_chain_json(BIG_OPS, name="big-chain")
+    trainer = start_trainer()
+    resp, seconds = _post(e2e_api, data, "big chain")
+    assert resp.status_code == 202, resp.content
+    assert resp.json()["state"] == "parsing" and seconds < 5, f"answered in {seconds:.1f} s"
+    body = _finished(e2e_api, resp.json()["id"], trainer)
+    assert (body["state"], body["num_operators"], body["name"]) == ("ready", BIG_OPS, "big chain")
+    assert body["operators"][-1]["name"] == f"r{BIG_OPS}"
+    row = NetworkModel.objects.get(pk=body["id"])
+    assert row.graph is not None and row.parsed_at is not None and row.file.size == len(data)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_big_bad_upload_ends_failed_naming_the_node(start_trainer: Any, e2e_api: Any) -> None:  # noqa: F811
+    from server.networks.models import NetworkModel
+
+    trainer = start_trainer()
+    resp, _ = _post(e2e_api, relu_chain_json(BIG_OPS, bad_at=BIG_OPS - 10), "bad-chain")
+    assert resp.status_code == 202, resp.content
+    stored = NetworkModel.objects.get(pk=resp.json()["id"]).file.path
+    body = _finished(e2e_api, resp.json()["id"], trainer)
+    assert body["state"] == "failed"
+    assert f"node 'r{BIG_OPS - 10}'" in body["failure_reason"] and "frobnicate" in body["failure_reason"]
+    assert not NetworkModel.objects.get(pk=body["id"]).file and not os.path.exists(stored)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_parse_whose_message_was_lost_is_sent_again_when_the_trainer_starts(
+    start_trainer: Any,  # noqa: F811
+    e2e_api: Any,
+    settings: Any,
+) -> None:
+    settings.LATENCYLAB_PARSE_INLINE_MAX_BYTES = 1000
+    with mock.patch("server.networks.services.send_model_parse", side_effect=ConnectionError("the broker is down")):
+        resp, _ = _post(e2e_api, relu_chain_json(50, name="lost"), "lost")
+    assert resp.status_code == 202, resp.content
+    time.sleep(1)
+    assert e2e_api.get(f"/api/models/{resp.json()['id']}/").json()["state"] == "parsing"
+    trainer = start_trainer()
+    body = _finished(e2e_api, resp.json()["id"], trainer)
+    assert (body["state"], body["num_operators"]) == ("ready", 50)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_client_waits_for_a_big_upload_and_raises_the_reason_it_failed(
+    start_trainer: Any,  # noqa: F811
+    live_server: Any,
+    make_member: Any,
+    settings: Any,
+) -> None:
+    from latencylab.client import ModelFailed
+    from tests.e2e.live_clients import LiveClients
+
+    settings.LATENCYLAB_PARSE_INLINE_MAX_BYTES = 1000
+    start_trainer()
+    clients = LiveClients(live_server.url)
+    try:
+        lab = clients(make_member().key)
+        good = json.loads(relu_chain_json(300, name="client-chain"))
+        model_id = lab.upload(good, timeout=240)
+        [listed] = [m for m in lab.models() if m["id"] == model_id]
+        assert (listed["state"], listed["num_operators"], listed["name"]) == ("ready", 300, "client-chain")
+        with pytest.raises(ModelFailed, match="node 'r12'") as failed:
+            lab.upload(json.loads(relu_chain_json(300, name="bad", bad_at=12)), timeout=240)
+        assert failed.value.model["state"] == "failed" and "frobnicate" in failed.value.model["failure_reason"]
+    finally:
+        clients.close()

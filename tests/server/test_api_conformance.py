@@ -1,0 +1,116 @@
+"""The API answers as ``/api/schema/`` says: schemathesis runs every check against a live server.
+
+Every operation, GETs and POSTs alike, gets a bounded number of generated requests (valid ones,
+and ones the schema refuses), generated deterministically so that every CI run sends the same.
+The rows that id 1 names (a team's model, job and predictor, a device) exist, so that requests
+reach the code behind the lookups and the schema's examples succeed; the test also asserts that
+every operation answered 2xx at least once, so a run of refusals only cannot pass. The only
+exceptions to "all checks, everywhere" are in ``schemathesis.toml`` next to this file, each with
+its reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.live_clients import wait_for_request_threads
+from tests.server.predictor_data import ready_predictor, store_profiles
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, reset_sequences=True)]
+
+CONFIG = Path(__file__).with_name("schemathesis.toml")
+# Per operation, in each of the fuzzing and stateful phases; the coverage phase adds the boundary
+# values of every parameter (most of the run). About 80 s in all on a 2-core machine under load.
+MAX_EXAMPLES = 10
+TIMEOUT_SECONDS = 300  # a hung run fails rather than holding CI
+
+
+@pytest.fixture
+def queue_prefix(settings: Any) -> Iterator[str]:
+    """Messages of jobs and predictors queued here go to queues of their own, removed at the end."""
+    from server.taskqueue import purge_queues
+
+    prefix = f"conformance-{uuid.uuid4().hex[:12]}."
+    settings.LATENCYLAB_QUEUE_PREFIX = prefix
+    yield prefix
+    purge_queues(prefix)
+
+
+def test_the_api_answers_as_its_schema_says(
+    live_server: Any, settings: Any, queue_prefix: str, make_member: Any, make_device: Any, tmp_path: Path
+) -> None:
+    # schemathesis probes each operation with a bad token once (ignored_auth); past the lockout's
+    # count every answer would be a 429, which the schema documents, and the run would test nothing.
+    settings.LATENCYLAB_TOKEN_FAILURE_LIMIT = 10**6
+    settings.LATENCYLAB_PREDICT_NB201_TABLE = False  # no trainer here: predict through the graphs
+    settings.LATENCYLAB_OFFLINE_AFTER_SECONDS = 3600  # no worker heart-beats device 1: it stays online
+    member = make_member("conformance", "conformance")
+    device = make_device()
+    # Models and succeeded jobs 1..7 (enough networks to train a predictor on device 1), and a
+    # ready predictor 1: the ids of the schema's examples, and the first ones generated.
+    jobs = store_profiles(member.team, device)
+    predictor = ready_predictor(device, member.team)
+    assert device.pk == jobs[0].pk == jobs[0].model_id == predictor.pk == 1
+
+    command = [
+        str(Path(sys.executable).with_name("st")),
+        "--config-file",
+        str(CONFIG),
+        "run",
+        f"{live_server.url}/api/schema/",
+        "--header",
+        f"Authorization: Token {member.key}",
+        "--checks",
+        "all",
+        "--max-examples",
+        str(MAX_EXAMPLES),
+        "--generation-deterministic",  # the same requests every run (schemathesis then needs no seed)
+        "--workers",
+        "1",
+        "--request-timeout",
+        "30",
+        "--no-color",
+        "--report",
+        "har",
+        "--report-har-path",
+        str(tmp_path / "run.har"),
+    ]
+    try:
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+    finally:
+        wait_for_request_threads()
+    report = done.stdout + done.stderr
+    assert done.returncode == 0, report
+    # Not a run of refusals only: every operation of the schema answered with success at least once.
+    answered = _statuses_by_operation(json.loads((tmp_path / "run.har").read_text()), live_server.url)
+    operations = {(m.upper(), p) for p, ops in _schema(live_server.url)["paths"].items() for m in ops}
+    unanswered = sorted(op for op in operations if not any(200 <= code < 300 for code in answered.get(op, ())))
+    assert not unanswered, f"never answered 2xx: {unanswered}\n{report}"
+
+
+def _schema(base: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{base}/api/schema/?format=json", timeout=30) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]
+
+
+def _statuses_by_operation(har: dict[str, Any], base: str) -> dict[tuple[str, str], set[int]]:
+    """The statuses each (method, schema path) was answered with, from schemathesis' HAR report."""
+    templates = [(re.compile("^" + re.sub(r"\{[^/]+\}", "[^/]+", p) + "$"), p) for p in _schema(base)["paths"]]
+    seen: dict[tuple[str, str], set[int]] = {}
+    for entry in har["log"]["entries"]:
+        path = urllib.parse.urlsplit(entry["request"]["url"]).path
+        for pattern, template in templates:
+            if pattern.match(path):
+                seen.setdefault((entry["request"]["method"], template), set()).add(entry["response"]["status"])
+    return seen
