@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -22,7 +23,7 @@ from dashboard.formatting import hardware_rows
 from dashboard.forms import ModelUploadForm, SubmitJobsForm
 from server.devices.models import Device
 from server.networks.models import ModelState, NetworkModel
-from server.networks.services import UploadTooLarge, check_declared_size
+from server.networks.services import UploadTooLarge, check_declared_size, operator_table_shown
 from server.profiling.models import JobResult, JobState, ProfilingJob
 from server.profiling.services import cancel_job
 
@@ -143,11 +144,24 @@ def model_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One model: operator table, MACs and parameters per type, its jobs; while it is parsing, a
     note that reloads the page; once failed, the reason."""
     team = request.team  # type: ignore[attr-defined]
-    model = get_object_or_404(NetworkModel.objects.for_team(team), pk=pk)
+    # The parsed graph is read only to build a table this page shows (operator_table_shown).
+    model = get_object_or_404(NetworkModel.objects.for_team(team).defer("graph"), pk=pk)
     if not model.is_ready:
         parsing = model.state == ModelState.PARSING
         context = {"model": model, "refresh_seconds": PARSING_REFRESH_SECONDS if parsing else None}
         return render(request, "dashboard/model.html", context)
+    if not operator_table_shown(model):
+        return render(
+            request,
+            "dashboard/model.html",
+            {
+                "model": model,
+                "table_omitted": True,
+                "table_max": settings.LATENCYLAB_OPERATOR_TABLE_MAX,
+                "type_counts": sorted((model.summary or {}).get("op_types", {}).items(), key=lambda kv: -kv[1]),
+                "jobs": list(queries.job_list(team).filter(model=model)[:JOBS_PER_PAGE]),
+            },
+        )
     table, types = queries.model_costs(model)
     names = [t.op_type for t in types]
     with_params = [t for t in types if t.params]

@@ -258,6 +258,10 @@ STATICFILES_FINDERS = [
 LATENCYLAB_SERVE_STATIC = env_bool("LATENCYLAB_SERVE_STATIC", True)
 
 LATENCYLAB_MAX_UPLOAD_BYTES = env_int("LATENCYLAB_MAX_UPLOAD_BYTES", 100 * 1024 * 1024, minimum=1)
+# The API's model detail and the dashboard's model page show the operator table of models up to
+# this many operators; bigger ones show their totals and counts per type (one request must not
+# build a table of a million rows).
+LATENCYLAB_OPERATOR_TABLE_MAX = env_int("LATENCYLAB_OPERATOR_TABLE_MAX", 20_000, minimum=1)
 # An upload up to this size is parsed while its request waits (201 with the operator table);
 # a bigger one is stored, answered 202 `parsing` at once, and parsed by the trainer (a 75 MB
 # graph JSON takes half a minute of a core and GBs of memory: not a web thread's work).

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
@@ -21,7 +22,7 @@ from devicelab.graph.ops import DTYPES
 from server.api.fields import IdField, StrictCharField, StrictIntegerField
 from server.devices.models import Device
 from server.networks.models import NetworkModel
-from server.networks.services import operator_table
+from server.networks.services import operator_table, operator_table_shown
 from server.profiling.models import JobResult, OperatorTiming, ProfilingJob
 
 # -- networks ----------------------------------------------------------------------------------
@@ -159,15 +160,24 @@ class NetworkModelDetailSerializer(NetworkModelSerializer):
     """A network with its operator table (empty until it is parsed)."""
 
     operators = serializers.SerializerMethodField()
+    operators_omitted = serializers.SerializerMethodField(
+        help_text="True when the model has more operators than LATENCYLAB_OPERATOR_TABLE_MAX: the table is "
+        "left out (summary.op_types has the counts per type)."
+    )
 
     class Meta(NetworkModelSerializer.Meta):
-        fields = [*NetworkModelSerializer.Meta.fields, "operators"]
+        fields = [*NetworkModelSerializer.Meta.fields, "operators", "operators_omitted"]
         read_only_fields = fields
 
     @extend_schema_field(OperatorRowSerializer(many=True))
     def get_operators(self, obj: NetworkModel) -> list[dict[str, Any]]:
-        """The operator table, computed from the stored graph."""
+        """The operator table, computed from the stored graph (empty while parsing or when omitted)."""
         return operator_table(obj)
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_operators_omitted(self, obj: NetworkModel) -> bool:
+        """Whether a parsed model's table is left out for its size."""
+        return obj.is_ready and not operator_table_shown(obj)
 
 
 # -- devices -----------------------------------------------------------------------------------

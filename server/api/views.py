@@ -53,8 +53,9 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         if getattr(self, "swagger_fake_view", False):  # schema generation has no team
             return NetworkModel.objects.none()
         models = NetworkModel.objects.for_team(self.request.team).select_related("created_by")
-        # A list never reads the parsed graph (megabytes per model): only the detail does.
-        return models if self.action == "retrieve" else models.listed()
+        # A list never reads the parsed graph (megabytes per model); the detail reads it only to
+        # build an operator table it shows (operator_table_shown).
+        return models.defer("graph") if self.action == "retrieve" else models.listed()
 
     def get_serializer_class(self) -> type[BaseSerializer]:
         """The operator table only on the detail page."""

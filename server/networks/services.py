@@ -356,9 +356,16 @@ def model_graph(model: NetworkModel) -> Graph:
     return graph_from_dict(model.graph, NO_LIMITS)
 
 
+def operator_table_shown(model: NetworkModel) -> bool:
+    """Whether pages and the API show a model's operator table: it is parsed and has at most
+    ``LATENCYLAB_OPERATOR_TABLE_MAX`` operators. A table of a million operators would take one
+    request tens of seconds and gigabytes; the totals and counts per type are shown instead."""
+    return model.is_ready and model.num_operators <= settings.LATENCYLAB_OPERATOR_TABLE_MAX
+
+
 def operator_table(model: NetworkModel) -> list[dict[str, Any]]:
     """One row per operator (index, name, type, shapes, attrs, MACs, FLOPs, params); empty until
-    the network is parsed."""
-    if model.graph is None:
+    the network is parsed, and for a model too big to show (``operator_table_shown``)."""
+    if not operator_table_shown(model) or model.graph is None:
         return []
     return model_graph(model).op_table()
