@@ -360,7 +360,8 @@ def operator_table_shown(model: NetworkModel) -> bool:
     """Whether pages and the API show a model's operator table: it is parsed and has at most
     ``LATENCYLAB_OPERATOR_TABLE_MAX`` operators. A table of a million operators would take one
     request tens of seconds and gigabytes; the totals and counts per type are shown instead."""
-    return model.is_ready and model.num_operators <= settings.LATENCYLAB_OPERATOR_TABLE_MAX
+    count = model.num_operators or 0
+    return model.is_ready and count <= settings.LATENCYLAB_OPERATOR_TABLE_MAX
 
 
 def operator_table(model: NetworkModel) -> list[dict[str, Any]]:
