@@ -9,18 +9,26 @@ Several trainers may consume the queues; the conditional claim on the predictor 
 predictor trained once, and the conditional finish of a parse keeps each upload parsed once.
 
 The database is the truth of what is pending: when it starts, the trainer sends again the parse
-of every model still ``parsing`` (a message lost with a broker restart or a killed trainer).
+of every model still ``parsing`` (a message lost with a broker restart or a killed trainer), and
+while it runs, whenever it has been idle (no task in hand) it sends again the parse of every model
+and the training of every predictor pending for longer than ``LATENCYLAB_RESEND_AFTER_SECONDS``:
+an idle trainer would have taken their messages, so they were lost.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import socket
 import sys
+import threading
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
+
+log = logging.getLogger("latencylab.workers")
 
 DEFAULT_NICE = 10
 
@@ -74,8 +82,38 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
     node = name or f"trainer.{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     node = re.sub(r"[^A-Za-z0-9_.@-]", "-", node)
     resend_parsing_models()
-    app.worker_main(celery_argv(f"{trainer_queue()},{models_queue()}", node, loglevel))
+    stop = threading.Event()
+    threading.Thread(target=_reconcile_while_idle, args=(stop,), name="reconciler", daemon=True).start()
+    try:
+        app.worker_main(celery_argv(f"{trainer_queue()},{models_queue()}", node, loglevel))
+    finally:
+        stop.set()
     return 0
+
+
+def _reconcile_while_idle(stop: threading.Event) -> None:
+    """Every ``LATENCYLAB_RESEND_AFTER_SECONDS``, if this trainer holds no task, send again what is
+    pending for longer than that (the trainer's half of "the database is the truth")."""
+    from celery.worker import state
+    from django.conf import settings
+    from django.db import close_old_connections
+    from django.utils import timezone
+
+    from server.networks.services import resend_parsing_models
+    from server.predictors.services import resend_queued_predictors
+
+    interval = float(settings.LATENCYLAB_RESEND_AFTER_SECONDS)
+    while not stop.wait(interval):
+        if state.active_requests or state.reserved_requests:
+            continue  # busy: what waits behind this task is not lost
+        try:
+            cutoff = timezone.now() - timedelta(seconds=interval)
+            resend_parsing_models(uploaded_before=cutoff)
+            resend_queued_predictors(requested_before=cutoff)
+        except Exception:  # a database or broker hiccup must not end the loop: the next round retries
+            log.exception("the trainer's reconciliation failed")
+        finally:
+            close_old_connections()
 
 
 def run_from_args(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -265,10 +266,14 @@ def dispatch_parse(model_id: int) -> bool:
     return True
 
 
-def resend_parsing_models() -> list[int]:
-    """Send the parse of every network still ``parsing`` again (the trainer does at its start: a
+def resend_parsing_models(uploaded_before: datetime | None = None) -> list[int]:
+    """Send the parse of every network still ``parsing`` again (uploaded before
+    ``uploaded_before``, when given): the trainer does at its start, and while it is idle (a
     message lost with a broker restart or a killed trainer must not leave a row parsing forever)."""
-    ids = list(NetworkModel.objects.parsing().order_by("created_at").values_list("pk", flat=True))
+    pending = NetworkModel.objects.parsing()
+    if uploaded_before is not None:
+        pending = pending.filter(created_at__lt=uploaded_before)
+    ids = list(pending.order_by("created_at").values_list("pk", flat=True))
     sent = [pk for pk in ids if dispatch_parse(pk)]
     if ids:
         log.info("re-sent the parse of %d network(s) still parsing: %s", len(sent), sent)

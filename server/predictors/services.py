@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -120,13 +120,38 @@ def _data_check(team: Team | None, device: Device, source: str, threads: int, co
         )
 
 
+def _dispatch_training(predictor_id: int) -> bool:
+    """Send the training of a queued predictor; False, logged, when the broker cannot take it (the
+    row stays queued, the truth, and the idle trainer sends it again)."""
+    try:
+        send_training(predictor_id)
+    except Exception as exc:  # noqa: BLE001 - kombu, redis and socket errors alike: the row keeps it
+        log.warning("predictor %s stays queued: its training could not be sent (%s: %s)", predictor_id,
+                    type(exc).__name__, exc)  # fmt: skip
+        return False
+    return True
+
+
 def _enqueue_on_commit(predictor_id: int) -> None:
     def send() -> None:
         if Predictor.objects.filter(pk=predictor_id, state=PredictorState.QUEUED).exists():
-            send_training(predictor_id)
+            _dispatch_training(predictor_id)
 
-    # robust: the row stays queued (the truth) if the broker is down; the failure is logged.
     transaction.on_commit(send, robust=True)
+
+
+def resend_queued_predictors(requested_before: datetime) -> list[int]:
+    """Send again the training of every predictor still queued that was requested before
+    ``requested_before`` (the idle trainer does: its message was lost); returns their ids."""
+    ids = list(
+        Predictor.objects.filter(state=PredictorState.QUEUED, created_at__lt=requested_before)
+        .order_by("created_at")
+        .values_list("pk", flat=True)
+    )
+    sent = [pk for pk in ids if _dispatch_training(pk)]
+    if sent:
+        log.warning("sent again the training of queued predictor(s) %s, whose message(s) seemed lost", sent)
+    return sent
 
 
 def request_predictor(

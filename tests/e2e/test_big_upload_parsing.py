@@ -8,11 +8,11 @@ import json
 import os
 import time
 from typing import Any
-from unittest import mock
 
 import pytest
 
-from tests.e2e.helpers import wait_for
+from tests.brokers import broker
+from tests.e2e.helpers import RESEND_AFTER_SECONDS, wait_for
 from tests.e2e.test_predictor_trainer import start_trainer  # noqa: F401 - the trainer process fixture
 from tests.server.big_graphs import relu_chain_json
 
@@ -73,9 +73,10 @@ def test_a_parse_whose_message_was_lost_is_sent_again_when_the_trainer_starts(
     start_trainer: Any,  # noqa: F811
     e2e_api: Any,
     settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     settings.LATENCYLAB_PARSE_INLINE_MAX_BYTES = 1000
-    with mock.patch("server.networks.services.send_model_parse", side_effect=ConnectionError("the broker is down")):
+    with broker(monkeypatch, "redis://127.0.0.1:1/0"):  # nothing listens there: the broker is down
         resp, _ = _post(e2e_api, relu_chain_json(50, name="lost"), "lost")
     assert resp.status_code == 202, resp.content
     time.sleep(1)
@@ -109,3 +110,22 @@ def test_the_client_waits_for_a_big_upload_and_raises_the_reason_it_failed(
         assert failed.value.model["state"] == "failed" and "frobnicate" in failed.value.model["failure_reason"]
     finally:
         clients.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_parse_whose_message_was_lost_while_the_trainer_runs_is_sent_again_when_it_is_idle(
+    start_trainer: Any,  # noqa: F811
+    e2e_api: Any,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings.LATENCYLAB_PARSE_INLINE_MAX_BYTES = 1000
+    trainer = start_trainer()
+    time.sleep(2)  # the trainer is up and idle
+    with broker(monkeypatch, "redis://127.0.0.1:1/0"):  # the upload's message is lost
+        resp, _ = _post(e2e_api, relu_chain_json(60, name="lost-later"), "lost-later")
+    assert resp.status_code == 202, resp.content
+    started = time.monotonic()
+    body = _finished(e2e_api, resp.json()["id"], trainer)
+    assert (body["state"], body["num_operators"]) == ("ready", 60)
+    assert time.monotonic() - started < 10 * RESEND_AFTER_SECONDS + 30

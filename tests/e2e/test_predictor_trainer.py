@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import REPO, TASK_TIME_LIMIT, database_url
-from tests.e2e.helpers import wait_for
+from tests.e2e.helpers import RESEND_AFTER_SECONDS, wait_for
 
 CELL = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
 
@@ -29,6 +29,7 @@ def start_trainer(transactional_db: None, queue_prefix: str, tmp_path: Path) -> 
             "DATABASE_URL": database_url(),
             "LATENCYLAB_QUEUE_PREFIX": queue_prefix,
             "LATENCYLAB_TASK_TIME_LIMIT": str(TASK_TIME_LIMIT),
+            "LATENCYLAB_RESEND_AFTER_SECONDS": str(RESEND_AFTER_SECONDS),
             # The NB201 table takes minutes of CPU; the API tests cover it.
             "LATENCYLAB_PREDICT_NB201_TABLE": "0",
             "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
