@@ -18,6 +18,7 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -92,6 +93,11 @@ _lock = threading.Lock()
 _gc_lock = threading.Lock()
 _gc_pauses = 0
 _gc_was_enabled = False
+_gc_last_pass = 0.0  # time.monotonic() of the last collection made while paused or when pausing
+# With threaded web workers, overlapping prediction requests could keep the collector paused for
+# as long as predictions keep coming, and cycles made by every other request would pile up: a
+# request that ends while others still hold the pause runs one pass if the last was this long ago.
+MAX_GC_PAUSE_SECONDS = 10.0
 
 
 @contextmanager
@@ -103,19 +109,26 @@ def gc_paused() -> Iterator[None]:
     such a batch takes twice as long. Nothing in a batch forms reference cycles that must be
     freed early; reference counting frees it all when the request ends. Nested and concurrent
     pauses (threads of one process) re-enable the collector only when the last one ends."""
-    global _gc_pauses, _gc_was_enabled
+    global _gc_pauses, _gc_was_enabled, _gc_last_pass
     with _gc_lock:
         if _gc_pauses == 0:
             _gc_was_enabled = gc.isenabled()
+            _gc_last_pass = time.monotonic()
             gc.disable()
         _gc_pauses += 1
     try:
         yield
     finally:
+        collect = False
         with _gc_lock:
             _gc_pauses -= 1
             if _gc_pauses == 0 and _gc_was_enabled:
                 gc.enable()
+            elif _gc_pauses > 0 and _gc_was_enabled and time.monotonic() - _gc_last_pass > MAX_GC_PAUSE_SECONDS:
+                _gc_last_pass = time.monotonic()
+                collect = True
+        if collect:  # outside the lock: a pass over a big batch takes a while
+            gc.collect()
 
 
 def clear_cache() -> None:

@@ -352,3 +352,29 @@ def test_a_loaded_predictor_is_kept_per_process_until_its_table_arrives(phone: A
     with_table = loaded(resolve(member.team, device_id=phone.pk))
     assert with_table is not first and with_table.nb201 is not None
     assert with_table.predictor.scenario == first.predictor.scenario
+
+
+def test_overlapping_prediction_requests_do_not_hold_the_collector_off_for_ever(monkeypatch: Any) -> None:
+    import gc
+    import weakref
+
+    from server.predictors import serving
+
+    class Node:
+        pass
+
+    assert gc.isenabled()
+    with serving.gc_paused():  # a long request holds the pause
+        cycle = Node()
+        cycle.me = cycle  # type: ignore[attr-defined]
+        ref = weakref.ref(cycle)
+        del cycle
+        with serving.gc_paused():  # a short one, ending soon after the long one began
+            pass
+        assert ref() is not None and not gc.isenabled()  # no pass yet: the pause is young
+        monkeypatch.setattr(serving, "_gc_last_pass", serving._gc_last_pass - serving.MAX_GC_PAUSE_SECONDS - 1)
+        with serving.gc_paused():  # another ends while the long one still runs, long after the last pass
+            pass
+        assert ref() is None, "the cycle made during a long pause was never collected"
+        assert not gc.isenabled()
+    assert gc.isenabled()
