@@ -84,9 +84,12 @@ class Up:
     def child(self, word: str) -> psutil.Process:
         """The direct child whose command line contains ``word`` (``gunicorn``, ``worker``, ``trainer``)."""
         for p in psutil.Process(self.proc.pid).children():
-            if word in p.cmdline():
-                return p
-        raise AssertionError(f"no child {word!r} of up: {[c.cmdline() for c in self.descendants()]}")
+            try:
+                if p.status() != psutil.STATUS_ZOMBIE and word in p.cmdline():
+                    return p
+            except psutil.Error:  # gone, or a zombie not reaped yet (a child just killed)
+                continue
+        raise AssertionError(f"no live child {word!r} of up")
 
     def kill_group(self) -> None:
         try:
@@ -120,7 +123,14 @@ def start_up(tmp_path: Path) -> Iterator[type[Up]]:
 def _gone(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
     """The processes still alive after ``timeout`` seconds."""
     _, alive = psutil.wait_procs(processes, timeout=timeout)
-    return [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+
+    def running(p: psutil.Process) -> bool:
+        try:
+            return p.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    return [p for p in alive if running(p)]
 
 
 def test_sigint_stops_up_even_when_it_was_started_with_sigint_ignored(start_up: type[Up]) -> None:
