@@ -130,6 +130,18 @@ class Graph:
 
     # -- checking ----------------------------------------------------------------------------
 
+    def check_names(self) -> None:
+        """Refuse a name with a NUL character, naming where it is: it can be neither stored
+        (PostgreSQL's text and jsonb refuse it) nor shown. Every reader calls this."""
+        if "\x00" in self.name:
+            raise GraphError(f"the graph's name {self.name!r} contains a NUL character")
+        for name in self.tensors:
+            if "\x00" in name:
+                raise GraphError(f"tensor name {name!r} contains a NUL character", node=name)
+        for o in self.operators:
+            if "\x00" in o.name:
+                raise GraphError(f"operator name {o.name!r} contains a NUL character", node=o.name, op=o.type)
+
     def check(self, infer: bool = True) -> Graph:
         """Validate names, edges, order and every shape; return self, or raise ``GraphError``.
 
@@ -138,6 +150,7 @@ class Graph:
         still checked, attributes and shapes not a second time."""
         if not self.operators:
             raise GraphError("the graph has no operators")
+        self.check_names()
         if len({o.name for o in self.operators}) != len(self.operators):
             names = Counter(o.name for o in self.operators)
             dup = [n for n, c in names.items() if c > 1]

@@ -159,7 +159,9 @@ def graph_from_dict(doc: Any, limits: ImportLimits = DEFAULT_LIMITS) -> Graph:
     # Everything ``Graph.check`` asks was checked above, operator by operator, in order: every
     # operator normalized and its outputs inferred, every tensor read after it is written and
     # written once, operator names unique.
-    return Graph(name, tensors, inputs, list(outputs), operators)
+    graph = Graph(name, tensors, inputs, list(outputs), operators)
+    graph.check_names()
+    return graph
 
 
 def graph_from_json(text: str | bytes, limits: ImportLimits = DEFAULT_LIMITS) -> Graph:

@@ -224,3 +224,37 @@ def test_predict_refuses_a_hostile_onnx_architecture_without_growing(api: Any, s
         errors["huge"]["error"].startswith("graph: node 'input'") and "30000000000 elements" in errors["huge"]["error"]
     )
     clear_cache()
+
+
+@pytest.mark.parametrize("where", ["graph", "operator", "tensor"])
+def test_a_nul_character_in_a_name_is_a_400_naming_it(api: Any, where: str) -> None:
+    import json
+
+    from devicelab.graph import graph_to_dict
+    from tests.server.factories import tiny_graph
+
+    doc = graph_to_dict(tiny_graph("nul"))
+    if where == "graph":
+        doc["name"] = "bad\x00name"
+    elif where == "operator":
+        doc["operators"][1]["name"] = "bn\x00evil"
+    else:
+        old = doc["operators"][0]["outputs"][0]
+        text = json.dumps(doc).replace(json.dumps(old), json.dumps(old + "\x00x"))
+        doc = json.loads(text)
+    response = api.post("/api/models/", data=json.dumps(doc), content_type="application/json")
+    assert response.status_code == 400, response.content[:300]
+    assert "NUL character" in response.json()["detail"]
+
+
+def test_an_onnx_node_name_with_a_nul_is_a_400(api: Any) -> None:
+    from devicelab.graph.onnx import graph_to_onnx_model
+    from tests.server.factories import tiny_graph
+
+    model = graph_to_onnx_model(tiny_graph("nul-onnx"))
+    model.graph.node[0].name = "conv\x00evil"
+    response = api.post(
+        "/api/models/", {"file": SimpleUploadedFile("nul.onnx", model.SerializeToString())}, format="multipart"
+    )
+    assert response.status_code == 400, response.content[:300]
+    assert "NUL character" in response.json()["detail"] and "conv" in response.json()["detail"]
