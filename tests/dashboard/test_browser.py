@@ -82,6 +82,17 @@ def screenshots(settings: Any) -> Callable[[Any, str], None]:
     return shot
 
 
+def log_in(page: Any, base: str, member: Any, next_path: str) -> None:
+    """Sign ``member`` in (password ``PASSWORD``) through the log-in page and land on ``next_path``."""
+    member.user.set_password(PASSWORD)
+    member.user.save()
+    page.goto(f"{base}/accounts/login/?next={next_path}")
+    page.fill("#id_username", member.user.username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(base + next_path)
+
+
 def _graph_file(tmp_path: Path, graph: Any) -> Path:
     path = tmp_path / f"{graph.name}.json"
     path.write_text(graph_to_json(graph))

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.dashboard.test_browser import PASSWORD, browser_page, screenshots
+from tests.dashboard.test_browser import browser_page, log_in, screenshots
 
 __all__ = ["browser_page", "screenshots"]  # the browser fixtures, shared with the main browser test
 
@@ -28,8 +28,6 @@ def test_pages_work_under_the_content_security_policy(
     missing: list[str] = []
     page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
     member = make_member()
-    member.user.set_password(PASSWORD)
-    member.user.save()
     job = finished_job(member.team)
     base = live_server.url
 
@@ -44,11 +42,7 @@ def test_pages_work_under_the_content_security_policy(
     screenshots(page, "csp-02-redoc")
 
     # The dashboard: a job page draws its plotly charts; the jobs filter submits itself.
-    page.goto(base + "/accounts/login/?next=/jobs/")
-    page.fill("#id_username", member.user.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(base + "/jobs/")
+    log_in(page, base, member, "/jobs/")
     page.select_option("select[name=state]", "succeeded")
     page.wait_for_url(base + "/jobs/?state=succeeded")
     page.goto(base + f"/jobs/{job.pk}/")

@@ -13,7 +13,7 @@ import pytest
 
 from server.predictors.models import PredictorState
 from tests.dashboard.predictor_factories import make_predictor
-from tests.dashboard.test_browser import PASSWORD, browser_page, screenshots
+from tests.dashboard.test_browser import browser_page, log_in, screenshots
 
 __all__ = ["browser_page", "screenshots"]  # the browser fixtures, shared with the main browser test
 
@@ -41,19 +41,13 @@ def test_the_predictor_page_draws_its_evaluation(
 ) -> None:
     page, console_errors = browser_page
     member = make_member()
-    member.user.set_password(PASSWORD)
-    member.user.save()
     device = make_device(name="browser-cpu")
     best = make_predictor(device, member.team, "gbdt", version=1, e2e_mape=0.021)
     make_predictor(device, member.team, "lasso", version=1, e2e_mape=0.048)
     make_predictor(device, member.team, "mlp", version=1, state=PredictorState.FAILED, failure_reason="no data")
     base = live_server.url
 
-    page.goto(base + "/accounts/login/?next=/predictors/")
-    page.fill("#id_username", member.user.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(base + "/predictors/")
+    log_in(page, base, member, "/predictors/")
     assert page.locator("tr.best").count() == 1
     screenshots(page, "predictors-01-list")
 

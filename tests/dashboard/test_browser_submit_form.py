@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from devicelab.backends.base import Capabilities
-from tests.dashboard.test_browser import PASSWORD, browser_page, screenshots
+from tests.dashboard.test_browser import browser_page, log_in, screenshots
 
 __all__ = ["browser_page", "screenshots"]  # the browser fixtures, shared with the main browser test
 
@@ -32,17 +32,11 @@ def test_choosing_devices_narrows_the_settings(
 ) -> None:
     page, console_errors = browser_page
     member = make_member()
-    member.user.set_password(PASSWORD)
-    member.user.save()
     cpu = make_device(capabilities=CPU, name="browser-cpu")
     gpu = make_device(kind="opencl", capabilities=GPU, name="browser-gpu")
     base = live_server.url
 
-    page.goto(base + "/accounts/login/?next=/jobs/new/")
-    page.fill("#id_username", member.user.username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(base + "/jobs/new/")
+    log_in(page, base, member, "/jobs/new/")
     fp16 = "select[name=precision] option[value=fp16]"
 
     # Only the GPU: fp16 is offered, cores cannot be pinned, up to 8 threads.
