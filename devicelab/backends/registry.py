@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 BACKEND_MODULES: dict[str, str] = {
     "cpu": "devicelab.backends.cpu",
     "opencl": "devicelab.backends.opencl.backend",
-    "android": "devicelab.backends.android",
+    "android": "devicelab.backends.android.backend",
 }
 
 
@@ -61,6 +61,9 @@ def discover_all(kinds: tuple[str, ...] | None = None) -> list[DeviceInfo]:
             backend = backend_for(kind)
         except BackendUnavailable as e:
             log.info("skipping %s", e)
+            continue
+        except TypeError:  # a module that defines no Backend: its bug must not hide the other devices
+            log.exception("%s backend: not a Backend; skipping it", kind)
             continue
         try:
             found = backend.discover()

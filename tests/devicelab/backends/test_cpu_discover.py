@@ -179,3 +179,25 @@ def test_a_backend_module_without_a_backend_instance_is_refused(
     with pytest.raises(TypeError, match="untyped_backend.BACKEND must be a devicelab.backends.base.Backend"):
         registry.backend_for("untyped")
     sys.modules.pop("untyped_backend", None)
+
+
+def test_discovery_survives_a_module_without_a_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "half_written_backend.py").write_text('"""A backend package started, with no BACKEND yet."""\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(registry.BACKEND_MODULES, "half", "half_written_backend")
+    with caplog.at_level(logging.INFO, logger=registry.__name__):
+        devices = registry.discover_all(("half", "cpu"))
+    assert [d.kind for d in devices] == ["cpu"]
+    assert "half backend: not a Backend; skipping it" in caplog.text
+    sys.modules.pop("half_written_backend", None)
+
+
+def test_every_kind_in_the_registry_is_a_backend_or_unavailable() -> None:
+    # the android package exists before its backend module does: discovery must still go on
+    for kind in registry.BACKEND_MODULES:
+        try:
+            assert isinstance(registry.backend_for(kind), Backend)
+        except registry.BackendUnavailable:
+            continue
