@@ -237,9 +237,9 @@ def _job_figures(result: JobResult, breakdown: queries.Breakdown) -> dict[str, s
     top = [figures.OperatorPoint(r.position, r.name, r.op_type, r.mean or 0.0) for r in breakdown.top]
     return {
         "histogram": figures.samples_histogram(result.samples_ms, result.e2e_median, result.e2e_p90)
-        if result.samples_ms
+        if result.samples_ms and result.e2e_median is not None and result.e2e_p90 is not None
         else None,
-        "cold": figures.cold_vs_warm(result.load_ms, result.first_run_ms, result.e2e_median),
+        "cold": figures.cold_vs_warm(result.load_ms, result.first_run_ms, result.e2e_central),
         "by_type": figures.time_by_op_type(
             [t.op_type for t in breakdown.by_type],
             [t.total_ms for t in breakdown.by_type],
@@ -345,8 +345,8 @@ def compare(request: HttpRequest) -> HttpResponse:
             "a": a_res,
             "b": b_res,
             "cmp": comparison,
-            "e2e_delta": b_res.e2e_median - a_res.e2e_median,
-            "e2e_ratio": b_res.e2e_median / a_res.e2e_median if a_res.e2e_median else None,
+            "e2e_delta": b_res.e2e_central - a_res.e2e_central,
+            "e2e_ratio": b_res.e2e_central / a_res.e2e_central if a_res.e2e_central else None,
             "swap_url": reverse("dashboard:compare") + f"?a={b_job.pk}&b={a_job.pk}",
             "by_type_chart": figures.compare_by_op_type(
                 [t.op_type for t in comparison.by_type],

@@ -18,6 +18,9 @@ from devicelab.measure.stats import SampleStats
 
 DEVICE_KINDS = ("cpu", "opencl", "android")
 PRECISIONS = ("fp32", "fp16", "int8")
+# Runtimes' delegates a job may ask for (``settings.delegate``); a device declares those it offers.
+DELEGATES = ("cpu", "xnnpack", "gpu", "nnapi")
+MAX_COOLDOWN_S = 3_600.0
 
 # Bounds on every profiling setting, whatever the device: a job past them would hold its device
 # for days or exhaust its memory. A backend may declare tighter ones in its ``Capabilities``.
@@ -30,7 +33,16 @@ ProgressFn = Callable[[float, str], None]
 
 
 class BackendError(RuntimeError):
-    """A device runtime could not load or run a graph; the message names the backend and the reason."""
+    """A device runtime could not load or run a graph; the message names the backend and the reason.
+
+    It is the *model's* failure (an operator the runtime refuses, a crash of the runtime on this
+    model): the job fails at once with the message, and is not retried."""
+
+
+class DeviceLost(RuntimeError):
+    """The device or the way to it failed during a job (a phone unplugged mid-run, a transport
+    error, a timeout): an *infrastructure* failure, so the job is retried on the same or an
+    equivalent device, up to its attempt limit. The message says what was lost and when."""
 
 
 class UnsupportedSetting(ValueError):
@@ -59,6 +71,17 @@ class Capabilities:
     formats: tuple[str, ...] = ()  # model formats the runtime executes: "onnx", "tflite", "ir"
     max_runs: int = MAX_RUNS
     max_warmup_runs: int = MAX_WARMUP_RUNS
+    delegates: tuple[str, ...] = ()  # settings.delegate may name one of these ("" always allowed)
+    # named groups of cores (a phone's "big", "mid", "little" clusters) that settings.cores may name
+    core_clusters: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    cools_down: bool = False  # whether settings.cooldown_c / cooldown_max_s are honoured
+
+    def cluster_cores(self, name: str) -> tuple[int, ...]:
+        """The core ids of a named cluster; ``UnsupportedSetting`` for a name the device lacks."""
+        if name not in self.core_clusters:
+            offered = ", ".join(sorted(self.core_clusters)) or "none"
+            raise UnsupportedSetting("cores", f"no core cluster {name!r} on this device; its clusters: {offered}")
+        return tuple(self.core_clusters[name])
 
     def check(self, settings: ProfileSettings) -> None:
         """Raise ``UnsupportedSetting`` for the first setting this device cannot honour."""
@@ -76,6 +99,13 @@ class Capabilities:
                 raise UnsupportedSetting(
                     "cores", f"cores {missing} do not exist on this device; its cores are {list(self.cores)}"
                 )
+        if settings.delegate and settings.delegate not in self.delegates:
+            offered = ", ".join(self.delegates) or "none (leave delegate empty)"
+            raise UnsupportedSetting("delegate", f"{settings.delegate!r} is not offered; this device offers {offered}")
+        if (settings.cooldown_c is not None or settings.cooldown_max_s is not None) and not self.cools_down:
+            raise UnsupportedSetting(
+                "cooldown_c", "this device has no thermal cool-down; leave cooldown_c and cooldown_max_s unset"
+            )
         if settings.runs > self.max_runs:
             raise UnsupportedSetting("runs", f"{settings.runs} is more than the limit of {self.max_runs}")
         if settings.warmup_runs > self.max_warmup_runs:
@@ -86,8 +116,9 @@ class Capabilities:
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
         d = asdict(self)
-        for key in ("precisions", "cores", "runtimes", "formats"):
+        for key in ("precisions", "cores", "runtimes", "formats", "delegates"):
             d[key] = list(d[key])
+        d["core_clusters"] = {name: list(cores) for name, cores in self.core_clusters.items()}
         return d
 
     @classmethod
@@ -98,6 +129,9 @@ class Capabilities:
         kwargs: dict[str, Any] = {}
         for key, value in d.items():
             if key not in known:
+                continue
+            if key == "core_clusters":
+                kwargs[key] = {str(name): tuple(int(c) for c in cores) for name, cores in dict(value).items()}
                 continue
             kwargs[key] = tuple(value) if isinstance(value, list | tuple) else value
         return cls(**kwargs)
@@ -144,6 +178,9 @@ class ProfileSettings:
     precision: str = "fp32"
     warmup_runs: int = 5
     runs: int = 30
+    delegate: str = ""  # the runtime delegate (phones: cpu, xnnpack, gpu, nnapi); "" = the device's default
+    cooldown_c: float | None = None  # wait until the device is cooler than this before measuring (°C)
+    cooldown_max_s: float | None = None  # ... but at most this long (s)
 
     def __post_init__(self) -> None:
         if not 1 <= self.threads <= MAX_THREADS:
@@ -156,6 +193,12 @@ class ProfileSettings:
             raise ValueError(f"cores lists {len(self.cores)} core ids; at most {MAX_THREADS}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision {self.precision!r} is not fp32, fp16 or int8")
+        if self.delegate and self.delegate not in DELEGATES:
+            raise ValueError(f"delegate {self.delegate!r} is not one of {', '.join(DELEGATES)} (or empty)")
+        if self.cooldown_c is not None and not 0 < self.cooldown_c < 120:
+            raise ValueError(f"cooldown_c must be a temperature between 0 and 120 °C, got {self.cooldown_c}")
+        if self.cooldown_max_s is not None and not 0 <= self.cooldown_max_s <= MAX_COOLDOWN_S:
+            raise ValueError(f"cooldown_max_s must be between 0 and {MAX_COOLDOWN_S:.0f} s, got {self.cooldown_max_s}")
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
@@ -217,6 +260,9 @@ class ProfileResult:
     cold: ColdStart
     ops: list[OpTiming]
     environment: dict[str, Any] = field(default_factory=dict)  # runtime version, threads, affinity
+    peak_memory_mb: float | None = None  # the runtime's peak memory while it ran, where it reports one
+    # why the measurement should not be trusted as is: "hot: ...", "throttled: ..." (like noisy)
+    flags: list[str] = field(default_factory=list)
 
 
 class Backend(ABC):

@@ -53,3 +53,36 @@ def summarize(samples_ms: Sequence[float]) -> SampleStats:
         cv=cv,
         noisy=cv > HIGH_CV,
     )
+
+
+def from_aggregate(
+    n: int, mean: float, std: float | None = None, min: float | None = None, max: float | None = None
+) -> SampleStats:
+    """Statistics a runtime reported as aggregates, without its samples (TensorFlow Lite's
+    ``benchmark_model`` prints ``count, min, max, avg, std``, never the runs themselves).
+
+    What was not reported is NaN, never invented: the median and p90 always (they need the
+    samples), std/min/max when absent. The server stores NaN as null; consumers that need a
+    central value fall back to the mean (``central``).
+    """
+    if n < 1 or not np.isfinite(mean) or mean < 0:
+        raise ValueError(f"an aggregate needs n >= 1 and a finite non-negative mean, got n={n}, mean={mean}")
+    nan = float("nan")
+    sd = nan if std is None else float(std)
+    cv = sd / mean if mean > 0 and np.isfinite(sd) else nan
+    return SampleStats(
+        n=n,
+        mean=float(mean),
+        median=nan,
+        p90=nan,
+        std=sd,
+        min=nan if min is None else float(min),
+        max=nan if max is None else float(max),
+        cv=cv,
+        noisy=bool(np.isfinite(cv) and cv > HIGH_CV),
+    )
+
+
+def central(stats: SampleStats) -> float:
+    """The median, or the mean where only aggregates were reported (no median)."""
+    return stats.median if np.isfinite(stats.median) else stats.mean

@@ -15,7 +15,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
-from devicelab.backends.base import MAX_RUNS, MAX_THREADS, MAX_WARMUP_RUNS, PRECISIONS
+from devicelab.backends.base import DELEGATES, MAX_COOLDOWN_S, MAX_RUNS, MAX_THREADS, MAX_WARMUP_RUNS, PRECISIONS
 from devicelab.graph import Graph, GraphError, graph_from_dict
 from devicelab.graph.jsonio import SCHEMA_VERSION
 from devicelab.graph.ops import DTYPES
@@ -217,6 +217,9 @@ class JobSettings(TypedDict, total=False):
     precision: str
     warmup_runs: int
     runs: int
+    delegate: str
+    cooldown_c: float | None
+    cooldown_max_s: float | None
 
 
 class JobRequest(TypedDict):
@@ -227,11 +230,20 @@ class JobRequest(TypedDict):
     settings: JobSettings
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "array", "items": {"type": "integer", "minimum": 0}, "maxItems": MAX_THREADS},
+            {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,31}$", "description": "a core cluster's name"},
+        ]
+    }
+)
 class CoresField(serializers.ListField):
-    """CPU core ids to pin the run to: a JSON list of non-negative integers."""
+    """CPU core ids to pin the run to: a JSON list of non-negative integers, or the name of one of
+    the device's core clusters (a phone's "big", "mid", "little"; the service resolves it)."""
 
     default_error_messages = {
-        "invalid": "must be a list of non-negative integers, got {value!r}",
+        "invalid": "must be a list of non-negative integers or a cluster name, got {value!r}",
         "null": "must be a list of non-negative integers, got None",
         "too_many": f"lists {{count}} core ids; at most {MAX_THREADS}",
     }
@@ -239,8 +251,10 @@ class CoresField(serializers.ListField):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(child=serializers.IntegerField(min_value=0), max_length=MAX_THREADS, **kwargs)
 
-    def to_internal_value(self, data: Any) -> list[int]:
-        """The core ids, or a ``ValidationError`` that shows the value sent."""
+    def to_internal_value(self, data: Any) -> list[int] | str:  # type: ignore[override]
+        """The core ids (or a cluster name), or a ``ValidationError`` that shows the value sent."""
+        if isinstance(data, str) and 0 < len(data) <= 32 and data.isidentifier():
+            return data
         if not isinstance(data, list) or not all(
             isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in data
         ):
@@ -269,6 +283,28 @@ class JobSettingsSerializer(serializers.Serializer):
     )
     warmup_runs = StrictIntegerField(required=False, min_value=0, max_value=MAX_WARMUP_RUNS, help_text="Default 5.")
     runs = StrictIntegerField(required=False, min_value=1, max_value=MAX_RUNS, help_text="Default 30.")
+    delegate = serializers.ChoiceField(
+        choices=["", *DELEGATES],
+        required=False,
+        help_text="The runtime delegate (phones: cpu, xnnpack, gpu, nnapi); empty (the default): the "
+        "device's own default. The device must offer it.",
+        error_messages={"invalid_choice": f"{{input!r}} is not one of {', '.join(DELEGATES)} (or empty)"},
+    )
+    cooldown_c = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=119,
+        help_text="Phones: before measuring, wait until every temperature is below this (°C); the device's "
+        "default when left out.",
+    )
+    cooldown_max_s = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        min_value=0,
+        max_value=MAX_COOLDOWN_S,
+        help_text="Phones: the longest wait for cooldown_c (s); the device's default when left out.",
+    )
 
     def run_validation(self, data: Any = empty) -> JobSettings:
         """The given settings; as a request's ``settings``, a ``ValidationError`` listing every bad key."""
@@ -366,12 +402,13 @@ class E2EStatsSerializer(serializers.Serializer):
     """End-to-end latency statistics in ms."""
 
     mean = serializers.FloatField(source="e2e_mean")
-    median = serializers.FloatField(source="e2e_median")
-    p90 = serializers.FloatField(source="e2e_p90")
-    std = serializers.FloatField(source="e2e_std")
-    min = serializers.FloatField(source="e2e_min")
-    max = serializers.FloatField(source="e2e_max")
-    cv = serializers.FloatField(source="e2e_cv")
+    # null where the runtime reported aggregates only (a phone's benchmark_model: no median, no p90)
+    median = serializers.FloatField(source="e2e_median", allow_null=True)
+    p90 = serializers.FloatField(source="e2e_p90", allow_null=True)
+    std = serializers.FloatField(source="e2e_std", allow_null=True)
+    min = serializers.FloatField(source="e2e_min", allow_null=True)
+    max = serializers.FloatField(source="e2e_max", allow_null=True)
+    cv = serializers.FloatField(source="e2e_cv", allow_null=True)
     n = serializers.IntegerField(source="e2e_n")
     noisy = serializers.BooleanField()
 

@@ -103,6 +103,11 @@ class Device(models.Model):
     worker = models.CharField(max_length=200, blank=True, help_text="Name of the worker that holds the device.")
     last_heartbeat = models.DateTimeField(null=True, blank=True)
     offline_since = models.DateTimeField(null=True, blank=True)
+    offline_reason = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Why the device went offline: no heartbeat, unplugged, adb 'offline', 'unauthorized'.",
+    )
     registered_at = models.DateTimeField(auto_now_add=True)
 
     objects = DeviceQuerySet.as_manager()

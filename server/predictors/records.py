@@ -30,12 +30,20 @@ _NAN = float("nan")
 
 
 def _op_stats(row: OperatorTiming) -> SampleStats | None:
-    if row.mean is None or row.median is None or row.std is None or row.n is None:
+    if row.mean is None or row.n is None:
         return None
-    cv = row.std / row.mean if row.mean > 0 else 0.0
+    # A phone's tool reports an operator's average only: the mean stands in for the median the
+    # deducers read, and the spread stays unknown (NaN), never invented.
+    median = row.median if row.median is not None else row.mean
+    std = row.std if row.std is not None else _NAN
+    cv = std / row.mean if row.std is not None and row.mean > 0 else (0.0 if row.std is not None else _NAN)
     return SampleStats(
-        n=row.n, mean=row.mean, median=row.median, p90=_NAN, std=row.std, min=_NAN, max=_NAN, cv=cv, noisy=cv > HIGH_CV
+        n=row.n, mean=row.mean, median=median, p90=_NAN, std=std, min=_NAN, max=_NAN, cv=cv, noisy=cv > HIGH_CV
     )
+
+
+def _or_nan(value: float | None) -> float:
+    return _NAN if value is None else value
 
 
 def _timing(row: OperatorTiming) -> OpTiming:
@@ -57,12 +65,12 @@ def result_from_rows(result: JobResult, timings: Sequence[OperatorTiming]) -> Pr
     e2e = SampleStats(
         n=result.e2e_n,
         mean=result.e2e_mean,
-        median=result.e2e_median,
-        p90=result.e2e_p90,
-        std=result.e2e_std,
-        min=result.e2e_min,
-        max=result.e2e_max,
-        cv=result.e2e_cv,
+        median=_or_nan(result.e2e_median),
+        p90=_or_nan(result.e2e_p90),
+        std=_or_nan(result.e2e_std),
+        min=_or_nan(result.e2e_min),
+        max=_or_nan(result.e2e_max),
+        cv=_or_nan(result.e2e_cv),
         noisy=result.noisy,
     )
     info = result.device_info or {}

@@ -279,17 +279,27 @@ class JobResult(models.Model):
     job = models.OneToOneField(ProfilingJob, on_delete=models.CASCADE, related_name="result")
     attempt = models.PositiveIntegerField()
     e2e_mean = models.FloatField()
-    e2e_median = models.FloatField()
-    e2e_p90 = models.FloatField()
-    e2e_std = models.FloatField()
-    e2e_min = models.FloatField()
-    e2e_max = models.FloatField()
-    e2e_cv = models.FloatField()
+    # Null where the runtime reported aggregates only (a phone's benchmark_model prints count,
+    # avg, std, min and max, never its runs): nothing here is invented.
+    e2e_median = models.FloatField(null=True, blank=True)
+    e2e_p90 = models.FloatField(null=True, blank=True)
+    e2e_std = models.FloatField(null=True, blank=True)
+    e2e_min = models.FloatField(null=True, blank=True)
+    e2e_max = models.FloatField(null=True, blank=True)
+    e2e_cv = models.FloatField(null=True, blank=True)
     e2e_n = models.PositiveIntegerField()
     noisy = models.BooleanField(help_text="The coefficient of variation was above devicelab's HIGH_CV.")
+    flags = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Why the measurement should not be trusted as is, beside noisy: measured hot, throttled.",
+    )
     samples_ms = models.JSONField(default=list)
     load_ms = models.FloatField()
     first_run_ms = models.FloatField()
+    peak_memory_mb = models.FloatField(
+        null=True, blank=True, help_text="The runtime's peak memory footprint while it ran (MB), where it reports one."
+    )
     environment = models.JSONField(default=dict, blank=True)
     settings = models.JSONField(default=dict, help_text="The settings the worker really used.")
     device_info = models.JSONField(default=dict, blank=True, help_text="DeviceInfo as the worker reported it.")
@@ -297,6 +307,11 @@ class JobResult(models.Model):
 
     def __str__(self) -> str:
         return f"result of job #{self.job_id}: {self.e2e_mean:.3f} ms"
+
+    @property
+    def e2e_central(self) -> float:
+        """The median, or the mean where the runtime reported no median (aggregates only)."""
+        return self.e2e_median if self.e2e_median is not None else self.e2e_mean
 
 
 class OperatorTiming(models.Model):
@@ -329,14 +344,15 @@ class OperatorTiming(models.Model):
             models.Index(fields=["result", "index"], name="optiming_result_index_idx"),
         ]
         constraints = [
-            # Statistics are present together or absent together (absent only when fused).
+            # Statistics are absent together (only when fused); when present, mean and n always
+            # are, median and std where the runtime reports them (a phone's tool: the mean only).
             models.CheckConstraint(
                 condition=(
                     Q(mean__isnull=True, median__isnull=True, std__isnull=True, n__isnull=True)
-                    | Q(mean__isnull=False, median__isnull=False, std__isnull=False, n__isnull=False)
+                    | Q(mean__isnull=False, n__isnull=False)
                 ),
-                name="optiming_stats_all_or_none",
-                violation_error_message="mean, median, std and n are all set or all null.",
+                name="optiming_stats_mean_n_or_none",
+                violation_error_message="mean and n are set (median and std where reported), or all four are null.",
             ),
         ]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import math
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -55,19 +56,33 @@ def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
     if unknown:
         raise ValidationError({"settings": f"unknown settings key(s) {unknown}; known keys: {known}"})
     raw.setdefault("backend", device.kind)
+    capabilities = device.declared_capabilities()
+    if isinstance(raw.get("cores"), str) and capabilities is not None and capabilities.core_clusters:
+        # a named cluster ("big", "little") of a phone: its core ids
+        try:
+            raw["cores"] = list(capabilities.cluster_cores(raw["cores"]))
+        except UnsupportedSetting as exc:
+            raise ValidationError(
+                {"settings": f"device {device.name!r} (#{device.pk}) cannot run this job: {exc}"}
+            ) from None
     for key, value in raw.items():
         default = getattr(defaults, key)
-        if isinstance(default, str):
+        if key in ("cooldown_c", "cooldown_max_s"):
+            ok = value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+            kind = "a number of " + ("°C" if key == "cooldown_c" else "seconds") + " or null"
+        elif isinstance(default, str):
             ok = isinstance(value, str)
             kind = "a string"
         elif isinstance(default, int):
             ok = isinstance(value, int) and not isinstance(value, bool)
             kind = "an integer"
-        else:  # cores: a list of core ids
+        else:  # cores: a list of core ids (or, on a device with named clusters, a cluster's name)
             ok = isinstance(value, list | tuple) and all(
                 isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value
             )
-            kind = "a list of non-negative integers"
+            kind = "a list of non-negative integers" + (
+                " or a cluster name" if capabilities is not None and capabilities.core_clusters else ""
+            )
         if not ok:
             raise ValidationError({"settings": f"settings.{key} must be {kind}, got {value!r}"})
     try:
@@ -81,7 +96,6 @@ def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
                 f"{device.name!r} (#{device.pk}), which is a {device.kind} device"
             }
         )
-    capabilities = device.declared_capabilities()
     if capabilities is not None:
         try:
             capabilities.check(parsed)
@@ -89,7 +103,7 @@ def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
             raise ValidationError(
                 {"settings": f"device {device.name!r} (#{device.pk}) cannot run this job: {exc}"}
             ) from None
-    return parsed.as_dict()
+    return parsed.as_dict()  # a cluster name is now its core ids; the worker records the name
 
 
 def dispatch_job(job_id: int, device_id: int) -> bool:
@@ -261,6 +275,11 @@ TIMING_COLUMNS = (
 )
 
 
+def _reported(value: float | None) -> float | None:
+    """A statistic as stored: NaN (the runtime did not report it) becomes null."""
+    return None if value is None or math.isnan(value) else value
+
+
 def timing_rows(result_id: int, ops: Iterable[OpTiming]) -> Iterator[tuple[Any, ...]]:
     """One tuple per operator timing, in ``TIMING_COLUMNS`` order."""
     for op in ops:
@@ -275,8 +294,8 @@ def timing_rows(result_id: int, ops: Iterable[OpTiming]) -> Iterator[tuple[Any, 
             [list(x) for x in op.output_shapes],
             dict(op.attrs),
             None if s is None else s.mean,
-            None if s is None else s.median,
-            None if s is None else s.std,
+            None if s is None else _reported(s.median),
+            None if s is None else _reported(s.std),
             None if s is None else s.n,
             op.fused_into or "",
         )
@@ -352,17 +371,19 @@ def ingest_result(job_id: int, worker_token: str, result: ProfileResult) -> JobR
             job=job,
             attempt=job.attempts,
             e2e_mean=e2e.mean,
-            e2e_median=e2e.median,
-            e2e_p90=e2e.p90,
-            e2e_std=e2e.std,
-            e2e_min=e2e.min,
-            e2e_max=e2e.max,
-            e2e_cv=e2e.cv,
+            e2e_median=_reported(e2e.median),
+            e2e_p90=_reported(e2e.p90),
+            e2e_std=_reported(e2e.std),
+            e2e_min=_reported(e2e.min),
+            e2e_max=_reported(e2e.max),
+            e2e_cv=_reported(e2e.cv),
             e2e_n=e2e.n,
             noisy=e2e.noisy,
+            flags=list(result.flags),
             samples_ms=[float(x) for x in result.samples_ms],
             load_ms=result.cold.load_ms,
             first_run_ms=result.cold.first_run_ms,
+            peak_memory_mb=result.peak_memory_mb,
             environment=dict(result.environment),
             settings=result.settings.as_dict(),
             device_info=result.device.as_dict(),

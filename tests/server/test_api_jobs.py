@@ -47,6 +47,9 @@ def test_submit_queues_a_job_with_complete_settings(
         "precision": "fp32",
         "warmup_runs": 5,
         "runs": 10,
+        "delegate": "",
+        "cooldown_c": None,
+        "cooldown_max_s": None,
     }
     assert len(callbacks) == 1  # the job is handed to the broker once the row is committed
 
@@ -109,7 +112,7 @@ def test_list_filters_by_state(api: Any, model: Any, device: Any) -> None:
         ({"warmup_runs": True}, ["settings.warmup_runs must be an integer, got True"]),
         ({"runs": None}, ["settings.runs must be an integer, got None"]),
         ({"backend": 5}, ["settings.backend must be a string, got 5"]),
-        ({"cores": "0,1"}, ["settings.cores must be a list of non-negative integers, got '0,1'"]),
+        ({"cores": "0,1"}, ["settings.cores must be a list of non-negative integers or a cluster name, got '0,1'"]),
     ],
 )
 def test_bad_settings_name_the_field(

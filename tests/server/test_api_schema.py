@@ -87,7 +87,17 @@ def test_request_bodies_are_documented_by_their_serializers() -> None:
     assert set(item["properties"]) == {"name", "graph", "nb201", "onnx_base64"}
     jobs = body("/api/jobs/")
     settings = components[jobs["properties"]["settings"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
-    assert set(settings["properties"]) == {"backend", "threads", "cores", "precision", "warmup_runs", "runs"}
+    assert set(settings["properties"]) == {
+        "backend",
+        "threads",
+        "cores",
+        "precision",
+        "warmup_runs",
+        "runs",
+        "delegate",
+        "cooldown_c",
+        "cooldown_max_s",
+    }
     assert settings["properties"]["threads"]["minimum"] == 1
     graph = body("/api/models/")
     assert {"schema_version", "inputs", "operators"} <= set(graph["required"])

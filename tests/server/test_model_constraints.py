@@ -62,7 +62,7 @@ def test_job_progress_range_and_running_claim(member: Any, make_job: Any) -> Non
     )
 
 
-def test_operator_statistics_all_or_none(member: Any, make_job: Any) -> None:
+def test_operator_statistics_mean_and_n_or_none(member: Any, make_job: Any) -> None:
     job = make_job(member.team)
     job.start("run-1")
     result = JobResult.objects.create(
@@ -81,9 +81,16 @@ def test_operator_statistics_all_or_none(member: Any, make_job: Any) -> None:
         first_run_ms=1,
     )
     violates(
-        "optiming_stats_all_or_none",
+        "optiming_stats_mean_n_or_none",
         lambda: OperatorTiming.objects.create(result=result, index=0, name="a", op_type="relu", mean=1.0),
     )
+    violates(
+        "optiming_stats_mean_n_or_none",
+        lambda: OperatorTiming.objects.create(result=result, index=0, name="a", op_type="relu", median=1.0, std=0.1),
+    )
+    # a phone's tool reports an operator's mean over n runs, no median or spread
+    reported = OperatorTiming.objects.create(result=result, index=0, name="a", op_type="relu", mean=1.0, n=30)
+    assert reported.median is None and reported.std is None
     fused = OperatorTiming.objects.create(result=result, index=0, name="a", op_type="relu", fused_into="conv")
     assert fused.n is None
     violates(
