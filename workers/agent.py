@@ -66,13 +66,60 @@ class DeviceAgent:
         # A fresh token for every run: jobs claimed under an older token are an earlier run's.
         self.token = uuid.uuid4().hex
         self.devices: list[ServedDevice] = []
+        # found identity -> whether the device is there now (a phone can leave and come back)
+        self.present: dict[str, bool] = {}
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     @property
     def identities(self) -> list[str]:
-        """The identities of the device rows this agent holds."""
-        return [d.row.identity for d in self.devices]
+        """The identities of the device rows this agent holds and that are there now."""
+        with self._lock:
+            return [d.row.identity for d in self.devices if self.present.get(d.found.identity, True)]
+
+    def served(self) -> dict[str, bool]:
+        """Found identity -> present, for every device this agent has served in this run."""
+        with self._lock:
+            return {d.found.identity: self.present.get(d.found.identity, True) for d in self.devices}
+
+    def add_devices(self, found: list[DeviceInfo]) -> list[ServedDevice]:
+        """Serve devices that appeared while the agent runs (a phone plugged in); returns those
+        new to this run. A device served before that came back is heart-beaten again at once."""
+        from server.devices.services import heartbeat, register_devices
+
+        with self._lock:
+            known = {d.found.identity: d for d in self.devices}
+        new = [info for info in found if info.identity not in known]
+        back = [known[info.identity] for info in found if info.identity in known]
+        added: list[ServedDevice] = []
+        if new:
+            rows = [as_instance(info, self.instance) for info in new]
+            registered = register_devices(self.worker_name, rows)
+            added = [ServedDevice(dev.pk, row, info) for dev, row, info in zip(registered, rows, new, strict=True)]
+        with self._lock:
+            self.devices += added
+            for d in [*added, *back]:
+                self.present[d.found.identity] = True
+        if back:
+            heartbeat(self.worker_name, [d.row.identity for d in back])
+        for d in added:
+            log.info("worker %r now holds device #%s %s (%s)", self.worker_name, d.pk, d.row.name, d.row.identity)
+        for d in back:
+            log.info("device #%s %s is back", d.pk, d.row.name)
+        return added
+
+    def lose_device(self, found_identity: str, reason: str) -> None:
+        """A device this agent serves went away: it stops heart-beating and goes offline now,
+        with the reason (its running job is retried, its queued jobs move or wait)."""
+        from server.profiling.services import take_device_offline
+
+        with self._lock:
+            self.present[found_identity] = False
+            served = [d for d in self.devices if d.found.identity == found_identity]
+        for d in served:
+            if take_device_offline(d.pk, reason):
+                log.warning("device #%s %s went offline: %s", d.pk, d.row.name, reason)
 
     def context(self) -> WorkerContext:
         """What the device processes need to know about this run."""
@@ -87,6 +134,7 @@ class DeviceAgent:
         rows = [as_instance(info, self.instance) for info in found]
         registered = register_devices(self.worker_name, rows)
         self.devices = [ServedDevice(dev.pk, row, info) for dev, row, info in zip(registered, rows, found, strict=True)]
+        self.present = {d.found.identity: True for d in self.devices}
         for d in self.devices:
             log.info("worker %r holds device #%s %s (%s)", self.worker_name, d.pk, d.row.name, d.row.identity)
         requeued = requeue_orphaned_jobs(self.worker_name, self.token)
@@ -173,7 +221,8 @@ class DeviceAgent:
         from server.profiling.services import mark_stale_devices_offline
 
         # Only rows still held by this worker: a device another worker took over stays online.
-        Device.objects.of_worker(self.worker_name).filter(identity__in=self.identities).update(last_heartbeat=None)
+        rows = [d.row.identity for d in self.devices]
+        Device.objects.of_worker(self.worker_name).filter(identity__in=rows).update(last_heartbeat=None)
         gone = mark_stale_devices_offline()
         log.info(
             "worker %r stopped; devices offline: %s", self.worker_name, ", ".join(f"#{d.pk}" for d in gone) or "none"

@@ -49,6 +49,7 @@ from types import FrameType
 
 from workers.agent import DeviceAgent, ServedDevice, default_worker_name
 from workers.context import WorkerContext
+from workers.phone_tracker import PhoneTracker
 
 log = logging.getLogger("latencylab.workers")
 
@@ -143,9 +144,39 @@ def _describe_exit(code: int) -> str:
     return f"exited with status {code}"
 
 
-def _supervise(agent: DeviceAgent, processes: list[DeviceProcess], signals: _Signals) -> None:
-    """Keep every device process running until a stop is asked for."""
+def _follow_phones(agent: DeviceAgent, tracker: PhoneTracker, processes: list[DeviceProcess], loglevel: str) -> None:
+    """One poll of the adb device list: serve phones that appeared, take away those that left."""
+    from server.taskqueue import device_queue
+
+    changes = tracker.poll(agent.served())
+    for identity, reason in changes.vanished.items():
+        agent.lose_device(identity, reason)
+    if changes.appeared:
+        for d in agent.add_devices(changes.appeared):
+            p = DeviceProcess(d, device_queue(d.pk), agent.context(), loglevel)
+            p.start()
+            processes.append(p)
+
+
+def _supervise(
+    agent: DeviceAgent,
+    processes: list[DeviceProcess],
+    signals: _Signals,
+    tracker: PhoneTracker | None = None,
+    loglevel: str = "INFO",
+) -> None:
+    """Keep every device process running (and, with a tracker, follow the phones) until a stop
+    is asked for."""
+    from django.db import close_old_connections
+
     while not signals.stop.wait(SUPERVISE_INTERVAL_SECONDS):
+        if tracker is not None and tracker.due():
+            try:
+                _follow_phones(agent, tracker, processes, loglevel)
+            except Exception:  # a database or adb hiccup must not stop the worker: the next poll retries
+                log.exception("following the phones on the adb server failed")
+            finally:
+                close_old_connections()
         for p in processes:
             if p.restart_at is not None:
                 if time.monotonic() >= p.restart_at:
@@ -178,6 +209,22 @@ def _stop_processes(processes: list[DeviceProcess], grace: float, signals: _Sign
         time.sleep(0.1)
 
 
+def _phone_tracker(kinds: Sequence[str] | None) -> PhoneTracker | None:
+    """A tracker of the adb server's phones when this worker serves phones and an adb server is
+    configured or answers; None otherwise."""
+    if kinds and "android" not in kinds:
+        return None
+    from workers.phone_tracker import PhoneTracker, adb_reachable
+
+    if not os.environ.get("LATENCYLAB_ADB_SERVER") and not adb_reachable():
+        return None
+    try:
+        return PhoneTracker()
+    except ImportError as e:  # adbutils missing: no phones here
+        log.info("not following phones: %s", e)
+        return None
+
+
 def run_worker(
     name: str | None = None,
     instance: str | None = None,
@@ -196,7 +243,8 @@ def run_worker(
     signals.install()
     agent = DeviceAgent(name or default_worker_name(instance), instance=instance, kinds=kinds)
     context = agent.start()
-    if not agent.devices:
+    tracker = _phone_tracker(kinds)
+    if not agent.devices and tracker is None:
         log.error(
             "worker %r found no devices%s; nothing to serve",
             agent.worker_name,
@@ -208,8 +256,14 @@ def run_worker(
     try:
         for p in processes:
             p.start()
-        log.info("worker %r (run %s) serves %d device(s)", agent.worker_name, agent.token[:8], len(processes))
-        _supervise(agent, processes, signals)
+        log.info(
+            "worker %r (run %s) serves %d device(s)%s",
+            agent.worker_name,
+            agent.token[:8],
+            len(processes),
+            " and follows the phones on the adb server" if tracker is not None else "",
+        )
+        _supervise(agent, processes, signals, tracker, loglevel)
         log.info("worker %r stopping", agent.worker_name)
     finally:
         _stop_processes(processes, shutdown_grace, signals)

@@ -15,7 +15,7 @@ from typing import Any
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
-from devicelab.backends.base import BackendError, DeviceInfo, ProfileSettings
+from devicelab.backends.base import BackendError, DeviceInfo, DeviceLost, ModelFile, ProfileSettings
 from devicelab.graph import GraphError, graph_from_dict
 from server.taskqueue import PROFILING_TASK
 from workers.celery_app import app
@@ -42,6 +42,9 @@ class JobStopped(Exception):
 
 
 TRANSIENT_ERRORS = (DeviceBusy, DeviceOffline)
+# Upload formats a device runs as uploaded (its own weights and quantization) when its runtime
+# reads them; every other upload runs as its graph.
+RUN_AS_UPLOADED = frozenset({"tflite"})
 
 
 class _ProgressReporter:
@@ -150,11 +153,28 @@ def run_profiling_job(self: Task, job_id: int) -> str:
         return _measure(claimed, info, ctx.token, self.soft_time_limit or app.conf.task_soft_time_limit)
 
 
+def _uploaded_file(model: Any, info: DeviceInfo) -> ModelFile | None:
+    """The uploaded file, for a device that runs uploads of its format as they are (a phone runs
+    a ``.tflite`` with its own weights and quantization); None otherwise."""
+    caps = info.capabilities
+    if model.format not in RUN_AS_UPLOADED or caps is None or model.format not in caps.formats or not model.file:
+        return None
+    try:
+        with model.file.open("rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise BackendError(
+            f"the uploaded file of model {model.name!r} ({model.file.name}) cannot be read on this worker: {exc}; "
+            "the worker needs the server's media storage (LATENCYLAB_VAR_DIR / MEDIA_ROOT)"
+        ) from None
+    return ModelFile(model.format, data, model.filename or model.name)
+
+
 def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> str:
     """Profile a claimed job and store the outcome through the services."""
     from devicelab.backends.registry import BackendUnavailable, backend_for
     from server.networks.services import import_limits
-    from server.profiling.services import fail_job, ingest_result
+    from server.profiling.services import fail_job, ingest_result, retry_job
 
     progress = _ProgressReporter(job.pk, token)
     try:
@@ -163,7 +183,7 @@ def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> 
         graph = graph_from_dict(job.model.graph, import_limits())
         settings = ProfileSettings.from_dict(job.settings)
         backend = backend_for(info.kind)
-        result = backend.profile(info, graph, settings, progress)
+        result = backend.profile(info, graph, settings, progress, _uploaded_file(job.model, info))
     except SoftTimeLimitExceeded:
         fail_job(job.pk, token, f"the job ran past the time limit of {soft_limit} s")
         return "timeout"
@@ -171,6 +191,12 @@ def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> 
         if progress.stopped or isinstance(exc, JobStopped):
             log.info("job %s stopped: cancelled or taken over", job.pk)
             return "stopped"
+        if isinstance(exc, DeviceLost):
+            # the device or the way to it failed, not the model: another attempt, here or on an
+            # equivalent device (the agent takes a vanished phone offline and moves its jobs)
+            outcome = retry_job(job.pk, token, str(exc))
+            log.warning("job %s: %s; %s", job.pk, exc, outcome)
+            return outcome
         if isinstance(exc, GraphError):
             reason = f"the model cannot be profiled: {exc}"
         elif isinstance(exc, BackendError | BackendUnavailable):

@@ -265,6 +265,16 @@ class ProfileResult:
     flags: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ModelFile:
+    """The file a user uploaded, for a runtime that runs it as uploaded (a phone runs a ``.tflite``
+    with its own weights and quantization, not our export of its graph)."""
+
+    format: str  # "tflite", "onnx", ...
+    data: bytes
+    name: str = ""
+
+
 class Backend(ABC):
     """A device backend: one per device kind, in its own module (``devicelab.backends.<kind>``),
     which alone imports the kind's runtime (onnxruntime, pyopencl, adbutils)."""
@@ -278,6 +288,14 @@ class Backend(ABC):
 
     @abstractmethod
     def profile(
-        self, device: DeviceInfo, graph: Graph, settings: ProfileSettings, progress: ProgressFn | None = None
+        self,
+        device: DeviceInfo,
+        graph: Graph,
+        settings: ProfileSettings,
+        progress: ProgressFn | None = None,
+        model_file: ModelFile | None = None,
     ) -> ProfileResult:
-        """Measure ``graph`` on ``device``: cold start, warm-up, timed runs and per-operator times."""
+        """Measure ``graph`` on ``device``: cold start, warm-up, timed runs and per-operator times.
+
+        ``model_file``: the uploaded file the graph came from, for a backend that runs uploads as
+        they are (the others run the graph)."""

@@ -54,6 +54,7 @@ from devicelab.backends.base import (
     Capabilities,
     ColdStart,
     DeviceInfo,
+    ModelFile,
     ProfileResult,
     ProfileSettings,
     ProgressFn,
@@ -377,7 +378,12 @@ class CpuBackend(Backend):
         return discover()
 
     def profile(
-        self, device: DeviceInfo, graph: Graph, settings: ProfileSettings, progress: ProgressFn | None = None
+        self,
+        device: DeviceInfo,
+        graph: Graph,
+        settings: ProfileSettings,
+        progress: ProgressFn | None = None,
+        model_file: ModelFile | None = None,
     ) -> ProfileResult:
         """Measure a graph on the host CPU (see the module's measurement discipline)."""
         return profile(device, graph, settings, progress)

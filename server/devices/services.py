@@ -37,6 +37,7 @@ def register_devices(worker_name: str, infos: Iterable[DeviceInfo]) -> list[Devi
                 "status": DeviceStatus.ONLINE,
                 "last_heartbeat": now,
                 "offline_since": None,
+                "offline_reason": "",
             },
         )
         devices.append(device)
@@ -53,5 +54,5 @@ def heartbeat(worker_name: str, device_identities: Iterable[str], now: datetime 
     identities = list(device_identities)
     mine = Device.objects.of_worker(worker_name).filter(identity__in=identities)
     refreshed = mine.update(last_heartbeat=now)
-    mine.filter(status=DeviceStatus.OFFLINE).update(status=DeviceStatus.ONLINE, offline_since=None)
+    mine.filter(status=DeviceStatus.OFFLINE).update(status=DeviceStatus.ONLINE, offline_since=None, offline_reason="")
     return refreshed

@@ -225,6 +225,34 @@ def fail_job(job_id: int, worker_token: str, reason: str) -> bool:
     return True
 
 
+def retry_job(job_id: int, worker_token: str, reason: str) -> str:
+    """An infrastructure failure during this run's attempt (a phone unplugged mid-run, an adb
+    transport error, a timeout): the job goes back to the queue for another attempt on its
+    device, or on an equivalent one if the device goes offline meanwhile; after
+    ``MAX_ATTEMPTS`` attempts it fails saying why. Returns ``"retried"``, ``"failed"`` or
+    ``"not-mine"`` (cancelled, or taken over)."""
+    with transaction.atomic():
+        job = ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
+        if job is None or job.state != JobState.RUNNING or job.claimed_by != worker_token:
+            return "not-mine"
+        note = f"attempt {job.attempts} lost: {reason}"
+        if job.attempts >= MAX_ATTEMPTS:
+            job.fail(
+                f"{reason}; the job was attempted {job.attempts} times (limit {MAX_ATTEMPTS}), so it is not retried",
+                token=worker_token,
+            )
+            outcome = "failed"
+        else:
+            job.requeue(worker_token)
+            ProfilingJob.objects.filter(pk=job_id).update(
+                moved_from=f"{job.moved_from}; {note}" if job.moved_from else note
+            )
+            _enqueue_on_commit(job_id)
+            outcome = "retried"
+    _release_device(job.device_id)
+    return outcome
+
+
 # COPY's text format: backslash, tab, newline and carriage return are escaped; NULL is \N.
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 _COPY_NULL = "\\N"
@@ -483,8 +511,9 @@ def fail_jobs_waiting_too_long(now: datetime | None = None) -> list[int]:
         since = device.offline_since or now
         if now - since < timedelta(seconds=limit):
             continue
+        why = f" ({device.offline_reason})" if device.offline_reason else ""
         reason = (
-            f"device {device.name!r} (#{device.pk}) has been offline since {since.isoformat(timespec='seconds')}, "
+            f"device {device.name!r} (#{device.pk}) has been offline{why} since {since.isoformat(timespec='seconds')}, "
             f"longer than the {limit} s team {job.team.name!r} lets a job wait for it, "
             "and no equivalent device came online"
         )
@@ -540,6 +569,25 @@ def resend_lost_jobs(
     return sent
 
 
+def take_device_offline(device_id: int, reason: str, now: datetime | None = None) -> bool:
+    """A worker saw its device go (a phone unplugged, ``offline`` or ``unauthorized`` on adb): it
+    goes offline now with that reason, without waiting for the heartbeat to go stale; its running
+    job goes back to the queue and its queued jobs move to an equivalent device or wait. False if
+    it was offline already."""
+    now = now or timezone.now()
+    if not (
+        Device.objects.online()
+        .filter(pk=device_id)
+        .update(status=DeviceStatus.OFFLINE, offline_since=now, offline_reason=reason[:300], last_heartbeat=None)
+    ):
+        Device.objects.filter(pk=device_id).update(offline_reason=reason[:300])
+        return False
+    device = Device.objects.get(pk=device_id)
+    log.warning("device %s (#%s) of worker %r went offline: %s", device.name, device.pk, device.worker, reason)
+    _reroute_jobs(device, now)
+    return True
+
+
 def mark_stale_devices_offline(now: datetime | None = None) -> list[Device]:
     """Devices that stopped heart-beating go offline; their running jobs are re-queued, and their
     queued jobs move to an equivalent online device or wait. Returns the devices marked offline."""
@@ -551,7 +599,11 @@ def mark_stale_devices_offline(now: datetime | None = None) -> list[Device]:
         if (
             not Device.objects.stale(now, after)
             .filter(pk=device.pk)
-            .update(status=DeviceStatus.OFFLINE, offline_since=now)
+            .update(
+                status=DeviceStatus.OFFLINE,
+                offline_since=now,
+                offline_reason=f"no heartbeat from worker {device.worker!r} for {after} s",
+            )
         ):
             continue
         device.refresh_from_db()

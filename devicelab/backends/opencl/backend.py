@@ -40,6 +40,7 @@ from devicelab.backends.base import (
     Capabilities,
     ColdStart,
     DeviceInfo,
+    ModelFile,
     OpTiming,
     ProfileResult,
     ProfileSettings,
@@ -255,7 +256,12 @@ class OpenclBackend(Backend):
         return discover()
 
     def profile(
-        self, device: DeviceInfo, graph: Graph, settings: ProfileSettings, progress: ProgressFn | None = None
+        self,
+        device: DeviceInfo,
+        graph: Graph,
+        settings: ProfileSettings,
+        progress: ProgressFn | None = None,
+        model_file: ModelFile | None = None,
     ) -> ProfileResult:
         """Measure a graph on an OpenCL device (see the module)."""
         return profile(device, graph, settings, progress)

@@ -1,0 +1,430 @@
+"""The Android backend: phones on the lab machine's adb server, measured with TensorFlow Lite's
+``benchmark_model``.
+
+Configuration (environment): ``LATENCYLAB_ADB_SERVER`` (``host:port`` of the adb server,
+default ``127.0.0.1:5037``) and ``LATENCYLAB_TFLITE_BENCHMARK_MODEL`` (the lab's
+``benchmark_model`` binary for the phones' ABI; we cannot ship it). Without the binary, phones
+are still discovered; their jobs fail saying that no binary is configured.
+
+A job on a phone, in order (``docs/phones.md`` has the reasons):
+
+1. the binary is pushed to ``/data/local/tmp/latencylab`` when its sha256 there differs, the
+   model beside it under its own sha256 (an uploaded ``.tflite`` as uploaded; any other graph
+   through our TFLite writer, fp16 weights for ``precision=fp16``);
+2. cool-down: the battery's and the CPU zones' temperatures are read until the hottest is below
+   ``cooldown_c`` (default 40 °C), for at most ``cooldown_max_s`` (default 120 s);
+3. the state before (all thermal zones, governors and frequencies of the cores used, screen,
+   charging) is recorded, the tool runs (pinned with ``taskset`` when cores are asked for) with
+   exact warm-up and run counts and per-operator profiling into a CSV, and the state after is
+   recorded;
+4. the result: end-to-end statistics as the tool reports them (count, avg, std, min, max; no
+   per-run samples exist), cold start (init, first inference), memory footprint, one row per
+   operator (``op_mapping``), flags when the phone was hot or throttled.
+
+Infrastructure failures (adb, unplugged, timeouts) raise ``DeviceLost``; a run the tool fails
+raises ``BackendError`` with the tool's message (``tool_run.check_exit``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from devicelab.backends.android import adb, phone_state, tool_run
+from devicelab.backends.android.benchmark_output import BenchmarkOutputError, parse_op_profile, parse_summary
+from devicelab.backends.android.op_mapping import ModelNode, nodes_from_export, nodes_from_upload, op_timings
+from devicelab.backends.base import (
+    DELEGATES,
+    Backend,
+    BackendError,
+    Capabilities,
+    ColdStart,
+    DeviceInfo,
+    DeviceLost,
+    ModelFile,
+    ProfileResult,
+    ProfileSettings,
+    ProgressFn,
+)
+from devicelab.graph.ir import Graph
+from devicelab.measure.harness import Harness
+from devicelab.measure.stats import from_aggregate
+
+log = logging.getLogger(__name__)
+
+KIND = "android"
+TOOL_ENV = "LATENCYLAB_TFLITE_BENCHMARK_MODEL"
+RUNTIME = "TensorFlow Lite benchmark_model"
+DEFAULT_COOLDOWN_C = 40.0
+DEFAULT_COOLDOWN_MAX_S = 120.0
+COOLDOWN_POLL_S = 2.0
+# The run's time limit: generous per run, since a phone runs a big model in seconds.
+RUN_TIMEOUT_BASE_S = 300.0
+RUN_TIMEOUT_PER_RUN_S = 30.0
+
+
+def configured_tool(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The ``benchmark_model`` binary the lab configured, or None."""
+    raw = (os.environ if environ is None else environ).get(TOOL_ENV, "").strip()
+    return Path(raw) if raw else None
+
+
+def _tool_bytes() -> bytes:
+    path = configured_tool()
+    if path is None:
+        raise BackendError(
+            f"no benchmark_model configured: set {TOOL_ENV} on the worker to TensorFlow Lite's benchmark_model "
+            "binary for the phones' ABI (see the README, 'Connect your phones')"
+        )
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise BackendError(f"{TOOL_ENV}={path}: cannot read the benchmark_model binary: {e.strerror}") from None
+
+
+def identity_of(serial: str) -> str:
+    """A phone's device identity: its adb serial."""
+    return f"{KIND}:{serial}"
+
+
+def capabilities(desc: phone_state.PhoneDescription) -> Capabilities:
+    """What a phone runs: ``.tflite`` models through benchmark_model, on any of its delegates,
+    on any of its cores or named clusters, fp32 or fp16, with a thermal cool-down."""
+    sdk = desc.hardware.get("sdk") or 0
+    delegates = tuple(d for d in DELEGATES if d != "nnapi" or sdk >= 27)  # NNAPI 1.1 came with Android 8.1
+    return Capabilities(
+        precisions=("fp32", "fp16"),
+        max_threads=max(1, len(desc.cores)),
+        pins_cores=True,
+        cores=tuple(desc.cores),
+        runtimes=(RUNTIME,),
+        formats=("tflite",),
+        delegates=delegates,
+        core_clusters={c["name"]: tuple(c["cores"]) for c in desc.clusters},
+        cools_down=True,
+    )
+
+
+def device_info(desc: phone_state.PhoneDescription) -> DeviceInfo:
+    """The device a phone registers as."""
+    tool = configured_tool()
+    hardware = dict(desc.hardware)
+    hardware["runtime"] = RUNTIME if tool is not None else f"{RUNTIME}: none configured ({TOOL_ENV} unset)"
+    return DeviceInfo(KIND, identity_of(desc.serial), desc.name, hardware, capabilities(desc))
+
+
+def discover() -> list[DeviceInfo]:
+    """The phones on the adb server that are ready (``device`` state), described."""
+    client = adb.client()
+    found = []
+    try:
+        listed = adb.attached(client)
+    except DeviceLost as e:  # no adb server on this machine: no phones, and no traceback
+        log.info("android backend: %s", e)
+        return []
+    for a in listed:
+        if a.state != "device":
+            continue
+        try:
+            found.append(device_info(phone_state.describe(adb.PhoneLink(client, a.serial))))
+        except DeviceLost:  # unplugged while being described: the tracker sees it come back
+            continue
+    return found
+
+
+def describe_serial(serial: str) -> DeviceInfo:
+    """One phone by serial (the agent's tracker, for a phone plugged in while it runs)."""
+    return device_info(phone_state.describe(adb.PhoneLink(adb.client(), serial)))
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _remote_sha256(link: adb.PhoneLink, path: str) -> str | None:
+    out = link.run(f"sha256sum {path} 2>/dev/null")
+    head = out.stdout.split()
+    return head[0] if out.exit_code == 0 and head else None
+
+
+def ensure_file(link: adb.PhoneLink, data: bytes, path: str, mode: int) -> bool:
+    """Push ``data`` to ``path`` unless the phone has it already (by sha256); True if pushed."""
+    if _remote_sha256(link, path) == _sha256(data):
+        return False
+    link.push(data, path, mode=mode)
+    if mode & 0o111:
+        link.run(f"chmod {mode:o} {path}")
+    if _remote_sha256(link, path) != _sha256(data):
+        raise DeviceLost(f"phone {link.serial}: {path} does not hold what was pushed (transfer cut short?)")
+    return True
+
+
+def _model_bytes(
+    graph: Graph, settings: ProfileSettings, model_file: ModelFile | None
+) -> tuple[bytes, list[ModelNode], str]:
+    """The .tflite to run, its nodes, and how it was made."""
+    if model_file is not None and model_file.format == "tflite":
+        return model_file.data, nodes_from_upload(model_file.data, graph), "tflite as uploaded"
+    from devicelab.graph.tflite.writer import graph_to_tflite
+
+    precision = "fp16" if settings.precision == "fp16" else "fp32"
+    export = graph_to_tflite(graph, precision=precision)
+    return export.data, nodes_from_export(export.ops, graph), f"tflite written by latencylab ({precision} weights)"
+
+
+def _check(device: DeviceInfo, settings: ProfileSettings) -> tuple[str, tuple[int, ...]]:
+    """The delegate to use and the cores to pin (sorted); ``ValueError`` for what a phone cannot do."""
+    if device.kind != KIND:
+        raise ValueError(f"the android backend cannot profile a {device.kind!r} device")
+    if settings.backend != KIND:
+        raise ValueError(f"settings ask for backend {settings.backend!r}, this is the android backend")
+    if settings.precision not in ("fp32", "fp16"):
+        raise ValueError(
+            f"precision {settings.precision!r}: a phone runs fp32 or fp16; upload a quantized .tflite to run int8"
+        )
+    caps = device.capabilities
+    if caps is not None:
+        caps.check(settings)
+    return settings.delegate or tool_run.DEFAULT_DELEGATE, tuple(sorted(set(settings.cores)))
+
+
+def _cluster_name(device: DeviceInfo, cores: tuple[int, ...]) -> str | None:
+    for c in device.hardware.get("cpu_clusters", []):
+        if tuple(c.get("cores", ())) == cores:
+            return str(c.get("name"))
+    return None
+
+
+class _Cooldown:
+    """Wait until the phone is cool enough, reporting as it waits."""
+
+    def __init__(self, threshold_c: float, max_s: float) -> None:
+        self.threshold_c = threshold_c
+        self.max_s = max_s
+
+    def wait(
+        self, link: adb.PhoneLink, cores: tuple[int, ...], h: Harness
+    ) -> tuple[dict[str, Any], phone_state.Snapshot]:
+        t0 = time.monotonic()
+        snap = phone_state.snapshot(link, cores)
+        first = snap.watched_c()
+        while (hot := snap.watched_c()) is not None and hot > self.threshold_c:
+            waited = time.monotonic() - t0
+            if waited >= self.max_s:
+                break
+            h.report(0.06, f"cooling down: {hot:.1f} °C > {self.threshold_c:.0f} °C ({waited:.0f}/{self.max_s:.0f} s)")
+            time.sleep(min(COOLDOWN_POLL_S, self.max_s - waited))
+            snap = phone_state.snapshot(link, cores)
+        end = snap.watched_c()
+        record = {
+            "threshold_c": self.threshold_c,
+            "max_s": self.max_s,
+            "waited_s": round(time.monotonic() - t0, 2),
+            "start_c": first,
+            "end_c": end,
+            "reached": end is None or end <= self.threshold_c,
+        }
+        return record, snap
+
+
+class _RunProgress:
+    """Progress while the tool runs: by the phases its output shows, and creeping with time."""
+
+    def __init__(self, h: Harness, warmup: int, runs: int) -> None:
+        self.h = h
+        self.t0 = time.monotonic()
+        self.floor = 0.15
+        self.text = ""
+        self.counts = 0
+
+    def output(self, text: str) -> None:
+        self.text += text
+        self.counts = self.text.count("count=")
+        self.tick()
+
+    def tick(self) -> None:
+        # the tool prints "count=" after warm-up and after the timed runs
+        phase = {0: 0.15, 1: 0.4}.get(self.counts, 0.85)
+        elapsed = time.monotonic() - self.t0
+        creep = 0.2 * (1.0 - math.exp(-elapsed / 60.0))
+        self.h.report(min(0.9, phase + creep), f"benchmark_model running ({elapsed:.0f} s)")
+
+
+def _ms(us: float | None) -> float | None:
+    return None if us is None else us / 1000.0
+
+
+def profile(
+    device: DeviceInfo,
+    graph: Graph,
+    settings: ProfileSettings,
+    progress: ProgressFn | None = None,
+    model_file: ModelFile | None = None,
+) -> ProfileResult:
+    """Measure a model on a phone with benchmark_model (see the module for the steps)."""
+    delegate, cores = _check(device, settings)
+    serial = str(device.hardware.get("serial") or device.identity.split(":", 1)[-1])
+    h = Harness(progress)
+    tool = _tool_bytes()
+    h.report(0.0, "preparing the model")
+    data, nodes, model_format = _model_bytes(graph, settings, model_file)
+    link = adb.PhoneLink(adb.client(), serial)
+    link.check_ready()
+    h.report(0.02, "pushing benchmark_model and the model")
+    link.run(f"mkdir -p {tool_run.REMOTE_DIR}/models")
+    ensure_file(link, tool, tool_run.REMOTE_TOOL, 0o755)
+    model_path = f"{tool_run.REMOTE_DIR}/models/{_sha256(data)[:32]}.tflite"
+    ensure_file(link, data, model_path, 0o644)
+    used = cores or tuple(int(c) for c in (device.capabilities.cores if device.capabilities else ()))
+    cooldown = _Cooldown(
+        settings.cooldown_c if settings.cooldown_c is not None else DEFAULT_COOLDOWN_C,
+        settings.cooldown_max_s if settings.cooldown_max_s is not None else DEFAULT_COOLDOWN_MAX_S,
+    )
+    h.report(0.05, "reading temperatures")
+    cool, before = cooldown.wait(link, used, h)
+    csv_path = f"{tool_run.REMOTE_DIR}/op_profile_{os.getpid()}_{int(time.time() * 1000)}.csv"
+    cmd = tool_run.command_line(
+        model_path,
+        csv_path,
+        delegate=delegate,
+        threads=settings.threads,
+        warmup_runs=settings.warmup_runs,
+        runs=settings.runs,
+        precision=settings.precision,
+        cores=cores,
+    )
+    link.run(f"rm -f {csv_path}")
+    h.report(0.1, "benchmark_model starting")
+    run_progress = _RunProgress(h, settings.warmup_runs, settings.runs)
+    timeout = RUN_TIMEOUT_BASE_S + RUN_TIMEOUT_PER_RUN_S * (settings.runs + settings.warmup_runs)
+    out = link.stream(cmd.command, run_progress.output, run_progress.tick, timeout)
+    tool_run.check_exit(out, serial, graph.name)
+    h.report(0.92, "reading the operator profile")
+    csv_text = link.read_bytes(csv_path).decode("utf-8", "replace") if link.exists(csv_path) else ""
+    link.run(f"rm -f {csv_path}")
+    after = phone_state.snapshot(link, used)
+    try:
+        summary = parse_summary(out.text)
+        op_profile = parse_op_profile(csv_text if csv_text else out.text)
+    except BenchmarkOutputError as e:
+        raise BackendError(f"benchmark_model on phone {serial} printed output we cannot read: {e}") from None
+    stats = summary.inference
+    if stats is None or stats.count < 1 or stats.avg_us is None:
+        raise BackendError(f"benchmark_model on phone {serial} reported no timed runs")
+    e2e = from_aggregate(stats.count, stats.avg_us / 1000.0, _ms(stats.std_us), _ms(stats.min_us), _ms(stats.max_us))
+    rows, notes = op_timings(graph, nodes, op_profile, stats.count)
+    flags = _flags(cool, before, after, used)
+    memory = summary.memory
+    env: dict[str, Any] = {
+        "runtime": RUNTIME,
+        "tool_sha256": _sha256(tool),
+        "tool_version": op_profile.version.value,
+        "op_profile_mode": op_profile.mode.value,
+        "model_format": model_format,
+        "model_sha256": _sha256(data),
+        "delegate": delegate,
+        "threads": settings.threads,
+        "cores": list(cores),
+        "cluster": _cluster_name(device, cores) if cores else None,
+        "taskset_mask": cmd.mask,
+        "command": cmd.command,
+        "serial": serial,
+        "temperatures_before_c": before.temperatures_c,
+        "temperatures_after_c": after.temperatures_c,
+        "cooldown": cool,
+        "governors": before.governors,
+        "frequencies_khz_before": before.cur_khz,
+        "frequencies_khz_after": after.cur_khz,
+        "max_frequencies_khz": before.max_khz,
+        "frequency_caps_khz_after": after.cap_khz,
+        "screen_on": before.screen_on,
+        "charging": before.charging,
+        "battery_level": before.battery_level,
+        "memory_mb": {
+            "init": memory.init_mb if memory else None,
+            "overall": memory.overall_mb if memory else None,
+            "peak": memory.peak_mb if memory else None,
+        },
+        "init_ms": summary.init_ms if summary.init_ms is not None else summary.init_us / 1000.0,
+        "first_inference_ms": summary.first_inference_us / 1000.0,
+        "warmup_avg_ms": summary.warmup_avg_us / 1000.0,
+        "e2e_source": "benchmark_model's count= line (aggregates: no per-run samples, so no median or p90)",
+        **notes,
+    }
+    h.done()
+    return ProfileResult(
+        device=device,
+        settings=settings,
+        e2e=e2e,
+        samples_ms=[],
+        cold=ColdStart(load_ms=summary.init_us / 1000.0, first_run_ms=summary.first_inference_us / 1000.0),
+        ops=rows,
+        environment=env,
+        peak_memory_mb=memory.peak_mb if memory and memory.peak_mb is not None else None,
+        flags=flags,
+    )
+
+
+def _flags(
+    cool: dict[str, Any], before: phone_state.Snapshot, after: phone_state.Snapshot, cores: tuple[int, ...]
+) -> list[str]:
+    """Why a measurement should not be trusted as is: measured hot, or on throttled cores."""
+    flags = []
+    limit = cool["threshold_c"]
+    start, end = before.watched_c(), after.watched_c()
+    if start is not None and start > limit:
+        flags.append(f"hot: {start:.1f} °C at start > {limit:.0f} °C after waiting {cool['waited_s']:.0f} s")
+    if end is not None and end > limit:
+        flags.append(f"hot: {end:.1f} °C at the end > {limit:.0f} °C")
+    capped = before.throttled(cores) or after.throttled(cores)
+    if capped:
+        flags.append("throttled: " + "; ".join(capped))
+    return flags
+
+
+class AndroidBackend(Backend):
+    """Phones on the adb server, through TensorFlow Lite's benchmark_model."""
+
+    kind = KIND
+
+    def discover(self) -> list[DeviceInfo]:
+        """The ready phones on the adb server, described."""
+        return discover()
+
+    def profile(
+        self,
+        device: DeviceInfo,
+        graph: Graph,
+        settings: ProfileSettings,
+        progress: ProgressFn | None = None,
+        model_file: ModelFile | None = None,
+    ) -> ProfileResult:
+        """Measure a model on a phone (see the module)."""
+        return profile(device, graph, settings, progress, model_file)
+
+
+BACKEND = AndroidBackend()
+
+__all__ = [
+    "BACKEND",
+    "KIND",
+    "TOOL_ENV",
+    "AndroidBackend",
+    "capabilities",
+    "configured_tool",
+    "describe_serial",
+    "device_info",
+    "discover",
+    "ensure_file",
+    "identity_of",
+    "profile",
+]

@@ -1,0 +1,268 @@
+"""Which graph operators each row of ``benchmark_model``'s operator table covers.
+
+The model's nodes are known (``ModelNode``: the TFLite operator index, its builtin, its output
+tensor's name, and the graph operators it implements). A row of the run-phase table is one of:
+
+* a builtin kernel, named ``[<output tensor>]:<node index>``: it covers that node (and so the
+  graph operators the node implements, a fused activation among them);
+* a per-operator delegate row, named ``Delegate/<kernel>:<i>`` (XNNPACK in LiteRT): it covers the
+  next ``times called`` delegated nodes of its kind (a depthwise kernel covers depthwise
+  convolutions, a GEMM covers convolutions or fully connected layers ...), in run order;
+* a delegate partition (``TfLiteGpuDelegateV2``, the NNAPI delegate, an older tool's XNNPACK
+  kernel): it covers one contiguous run of delegated nodes, in order.
+
+Each covered graph operator gets one ``OpTiming`` with the row's name (a delegate keeps its
+name) and ``kernel`` = the row's node type. A builtin or partition row times its first graph
+operator and the others name it in ``fused_into``; a per-operator delegate row that ran several
+operators gives each the row's per-call average (the tool does not tell them apart), which the
+environment says. Rows no node explains stay as runtime rows (``index=None``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from devicelab.backends.android.benchmark_output import OperatorProfile, OperatorRow
+from devicelab.backends.base import OpTiming
+from devicelab.graph.ir import Graph, Operator
+from devicelab.measure.stats import from_aggregate
+
+_BUILTIN_ROW = re.compile(r"^\[(?P<names>.*)\]:(?P<index>\d+)$")
+
+# Words of a delegate kernel's name -> the operator categories it can run (first match wins).
+_KERNEL_CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("dwconv", frozenset({"dwconv"})),
+    ("depthwise", frozenset({"dwconv"})),
+    ("fully connected", frozenset({"fc", "matmul"})),
+    ("batch matrix", frozenset({"matmul"})),
+    ("deconvolution", frozenset({"conv"})),
+    ("convolution", frozenset({"conv", "dwconv"})),
+    ("global average", frozenset({"mean", "pool"})),
+    ("mean", frozenset({"mean", "pool"})),
+    ("pooling", frozenset({"pool"})),
+    ("concatenat", frozenset({"concat"})),
+    ("split", frozenset({"split"})),
+    ("pad", frozenset({"pad"})),
+    ("copy", frozenset({"reshape"})),
+    ("reshape", frozenset({"reshape"})),
+    ("transpose", frozenset({"reshape"})),
+)
+
+
+@dataclass(frozen=True)
+class ModelNode:
+    """One TFLite operator of the model as run, and the graph operators it implements."""
+
+    index: int
+    builtin: str
+    name: str
+    ir_ops: tuple[int, ...]
+
+
+def nodes_from_export(exported: Sequence[object], graph: Graph) -> list[ModelNode]:
+    """Nodes of a model our writer wrote (its ``ExportedOp`` list names the graph operators)."""
+    position = {o.name: i for i, o in enumerate(graph.operators)}
+    out = []
+    for op in exported:
+        ir = tuple(position[n] for n in getattr(op, "ir_ops") if n in position)  # noqa: B009
+        out.append(ModelNode(int(getattr(op, "index")), str(getattr(op, "builtin")), str(getattr(op, "name")), ir))  # noqa: B009
+    return out
+
+
+def nodes_from_upload(data: bytes, graph: Graph) -> list[ModelNode]:
+    """Nodes of an uploaded ``.tflite``, matched to the graph the importer made of the same file:
+    the importer names each operator after its TFLite node's output tensor (plus ``/act``,
+    ``/flatten`` ... for what it split off), so names lead back to nodes."""
+    from devicelab.graph.tflite.importer import _op_name  # the builtin names the importer uses
+    from devicelab.graph.tflite.wire import decode
+
+    raw = decode(bytes(data))
+    names = [t.name or f"tensor_{i}" for i, t in enumerate(raw.tensors)]
+    taken: dict[int, int] = {}
+    ops_by_name: dict[str, list[int]] = {}
+    for i, o in enumerate(graph.operators):
+        ops_by_name.setdefault(o.name, []).append(i)
+    out = []
+    for op in raw.ops:
+        node = names[op.outputs[0]] if op.outputs else f"operator_{op.index}"
+        mine = [
+            i
+            for i, o in enumerate(graph.operators)
+            if i not in taken and (o.name == node or o.name.startswith(node + "/") or _suffixed(o.name, node))
+        ]
+        for i in mine:
+            taken[i] = op.index
+        out.append(ModelNode(op.index, _op_name(op.code), node, tuple(mine)))
+    return out
+
+
+def _suffixed(name: str, node: str) -> bool:
+    """``node_1`` (the importer's de-duplicated name) or ``node_1/act``."""
+    m = re.match(re.escape(node) + r"_\d+(?:/|$)", name)
+    return m is not None
+
+
+def _categories(kernel: str) -> frozenset[str] | None:
+    low = kernel.lower()
+    for word, cats in _KERNEL_CATEGORIES:
+        if word in low:
+            return cats
+    return None
+
+
+def op_timings(
+    graph: Graph, nodes: Sequence[ModelNode], profile: OperatorProfile, runs: int
+) -> tuple[list[OpTiming], dict[str, object]]:
+    """One ``OpTiming`` per graph operator (timed, or fused into a row) plus one per unexplained
+    row; and notes for the environment (how rows were matched)."""
+    by_index = {n.index: n for n in nodes}
+    covered: dict[int, tuple[OperatorRow, bool, int]] = {}  # graph op -> (row, owns the time, calls)
+    executed: set[int] = set()
+    per_op: list[OperatorRow] = []
+    partitions: list[OperatorRow] = []
+    runtime_rows: list[OperatorRow] = []
+    for row in profile.rows:
+        m = _BUILTIN_ROW.match(row.name)
+        node = by_index.get(int(m.group("index"))) if m else None
+        if m and node is not None and (row.node_type == node.builtin or not row.name.startswith("Delegate/")):
+            if node.index in executed or row.node_type != node.builtin and _is_partition(row):
+                partitions.append(row)
+                continue
+            executed.add(node.index)
+            _cover(covered, node.ir_ops, row, calls=1)
+        elif row.name.startswith("Delegate/"):
+            per_op.append(row)
+        else:
+            partitions.append(row)
+    delegated = [n for n in nodes if n.index not in executed and n.ir_ops]
+    shared = 0
+    if per_op:
+        pending = list(delegated)
+        for row in per_op:
+            want = max(1, row.times_called)
+            cats = _categories(row.node_type)
+            picked = [n for n in pending if cats is None or graph.operators[n.ir_ops[0]].category in cats][:want]
+            if not picked and pending:
+                picked = pending[:1]
+            if not picked:
+                runtime_rows.append(row)
+                continue
+            shared += len(picked) > 1
+            for n in picked:
+                pending.remove(n)
+                _cover(covered, n.ir_ops, row, calls=len(picked))
+        if pending and per_op:  # nodes no row ran: absorbed by the delegate (its last kernel)
+            for n in pending:
+                for i in n.ir_ops:
+                    covered.setdefault(i, (per_op[-1], False, 0))
+    elif partitions:
+        groups = _contiguous(delegated, executed)
+        for k, group in enumerate(groups):
+            row = partitions[min(k, len(partitions) - 1)]
+            ops = tuple(i for n in group for i in n.ir_ops)
+            if k < len(partitions):
+                _cover(covered, ops, row, calls=1)
+            else:
+                for i in ops:
+                    covered.setdefault(i, (row, False, 0))
+        runtime_rows += partitions[len(groups) :]
+    else:
+        runtime_rows += partitions
+    rows = _timings(graph, covered, runs)
+    for row in runtime_rows:
+        rows.append(
+            OpTiming(
+                index=None,
+                name=row.name,
+                type="runtime",
+                kernel=row.node_type,
+                input_shapes=[],
+                output_shapes=[],
+                attrs={},
+                stats=from_aggregate(runs * max(1, row.times_called), row.avg_ms),
+            )
+        )
+    notes: dict[str, object] = {
+        "op_rows": len(profile.rows),
+        "op_rows_builtin": len(executed),
+        "op_rows_delegate_per_op": len(per_op),
+        "op_rows_delegate_partition": len(partitions),
+        "op_rows_unmatched": len(runtime_rows),
+        "op_rows_shared_by_several_operators": shared,
+    }
+    return rows, notes
+
+
+def _is_partition(row: OperatorRow) -> bool:
+    return "delegate" in row.node_type.lower()
+
+
+def _cover(covered: dict[int, tuple[OperatorRow, bool, int]], ops: Sequence[int], row: OperatorRow, calls: int) -> None:
+    """The row times the first of ``ops``; the others are fused into it."""
+    for k, i in enumerate(ops):
+        if i not in covered:
+            covered[i] = (row, k == 0, calls if k == 0 else 0)
+
+
+def _contiguous(nodes: Sequence[ModelNode], executed: set[int]) -> list[list[ModelNode]]:
+    """Delegated nodes in runs broken by a node the CPU ran (each run is one partition)."""
+    groups: list[list[ModelNode]] = []
+    last = None
+    for n in nodes:
+        if last is None or any(last < e < n.index for e in executed):
+            groups.append([])
+        groups[-1].append(n)
+        last = n.index
+    return groups
+
+
+def _keeps_delegate_name(row: OperatorRow) -> bool:
+    return row.name.startswith("Delegate/") or _is_partition(row) or _BUILTIN_ROW.match(row.name) is None
+
+
+def _timings(graph: Graph, covered: dict[int, tuple[OperatorRow, bool, int]], runs: int) -> list[OpTiming]:
+    # the name each row's owner goes by: the graph operator's for a builtin kernel, the
+    # delegate's own for a delegate row (what fused operators name in fused_into)
+    owner_name: dict[int, str] = {}
+    for index, (row, owns, _) in sorted(covered.items()):
+        if owns and id(row) not in owner_name:
+            owner_name[id(row)] = row.name if _keeps_delegate_name(row) else graph.operators[index].name
+    out = []
+    for index, op in enumerate(graph.operators):
+        hit = covered.get(index)
+        if hit is None:  # no row ran it (a constant the runtime folded away)
+            out.append(
+                OpTiming(
+                    index, op.name, op.type, "", _shapes_in(graph, op), _shapes_out(graph, op), dict(op.attrs), None
+                )
+            )
+            continue
+        row, owns, _calls = hit
+        name = (row.name if _keeps_delegate_name(row) else op.name) if owns else op.name
+        out.append(
+            OpTiming(
+                index=index,
+                name=name,
+                type=op.type,
+                kernel=row.node_type,
+                input_shapes=_shapes_in(graph, op),
+                output_shapes=_shapes_out(graph, op),
+                attrs=dict(op.attrs),
+                stats=from_aggregate(runs, row.avg_ms) if owns else None,
+                fused_into=None if owns else owner_name.get(id(row), row.name),
+            )
+        )
+    return out
+
+
+def _shapes_in(graph: Graph, op: Operator) -> list[list[int]]:
+    return [list(s) for s in graph.input_shapes(op)]
+
+
+def _shapes_out(graph: Graph, op: Operator) -> list[list[int]]:
+    return [list(s) for s in graph.output_shapes(op)]
+
+
+__all__ = ["ModelNode", "nodes_from_export", "nodes_from_upload", "op_timings"]

@@ -1,0 +1,249 @@
+"""What a phone is and how it is now, read through its own shell.
+
+``describe`` reads what a user picks phones by (manufacturer, model, SoC, ABI, Android version,
+CPU clusters, GPU, RAM) from ``getprop``, sysfs, ``/proc/meminfo`` and ``dumpsys SurfaceFlinger``.
+``snapshot`` reads what a measurement depends on (thermal zones and the battery's temperature,
+CPU governors and frequencies, screen and charging state), before and after each job.
+
+Files are read in one shell command each time, every file announced by an ``echo`` marker, so a
+file that is missing (a core taken offline, a zone without ``temp``) leaves a gap, never a shift.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from devicelab.backends.android.adb import PhoneLink
+
+CPU_DIR = "/sys/devices/system/cpu"
+THERMAL_DIR = "/sys/class/thermal"
+_MARK = "@@latencylab@@"
+# Cluster names by count of distinct max frequencies, slowest first.
+CLUSTER_NAMES = {1: ("all",), 2: ("little", "big"), 3: ("little", "mid", "big"), 4: ("little", "mid", "big", "prime")}
+# Thermal zones that speak for the CPU and SoC (the cool-down waits on these and the battery).
+_CPU_ZONE = re.compile(r"cpu|cluster|soc|big|little|mid|prime|tsens|mtktscpu|ap", re.IGNORECASE)
+
+
+def read_files(link: PhoneLink, paths: Sequence[str]) -> dict[str, str | None]:
+    """Each path's content (stripped), or None where it cannot be read; one shell command."""
+    if not paths:
+        return {}
+    parts = [f"echo {_MARK}{i}; cat {p} 2>/dev/null" for i, p in enumerate(paths)]
+    out = link.run("; ".join(parts)).stdout
+    values: dict[str, str | None] = dict.fromkeys(paths)
+    for chunk in out.split(_MARK)[1:]:
+        head, _, body = chunk.partition("\n")
+        if head.strip().isdigit() and int(head) < len(paths):
+            text = body.strip()
+            values[paths[int(head)]] = text if text else None
+    return values
+
+
+def parse_getprop(text: str) -> dict[str, str]:
+    """``[key]: [value]`` lines of ``getprop``."""
+    return dict(re.findall(r"^\[([^\]]+)\]: \[(.*)\]\s*$", text, re.MULTILINE))
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """A sysfs CPU list (``0-3,6``) as core ids."""
+    cores: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cores.extend(range(int(lo), int(hi or lo) + 1))
+    return cores
+
+
+def clusters_of(max_khz: dict[int, int]) -> list[dict[str, Any]]:
+    """Cores grouped by max frequency, slowest first, named little / (mid) / big (/ prime)."""
+    groups: dict[int, list[int]] = {}
+    for core, khz in sorted(max_khz.items()):
+        groups.setdefault(khz, []).append(core)
+    ordered = sorted(groups.items())
+    names = CLUSTER_NAMES.get(len(ordered), tuple(f"cluster{i}" for i in range(len(ordered))))
+    return [{"name": n, "cores": cores, "max_khz": khz} for n, (khz, cores) in zip(names, ordered, strict=True)]
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def gles_renderer(surfaceflinger: str) -> str:
+    """The ``GLES: vendor, renderer, version`` line of ``dumpsys SurfaceFlinger`` (empty if none)."""
+    m = re.search(r"^\s*GLES:\s*(.+?)\s*$", surfaceflinger, re.MULTILINE)
+    return m.group(1) if m else ""
+
+
+@dataclass(frozen=True)
+class PhoneDescription:
+    """A phone's identity and hardware, as registered."""
+
+    serial: str
+    name: str
+    hardware: dict[str, Any]
+    clusters: list[dict[str, Any]]
+    cores: list[int]
+
+
+def describe(link: PhoneLink) -> PhoneDescription:
+    """Read a phone's identity and hardware."""
+    props = parse_getprop(link.run("getprop").stdout)
+    possible = read_files(link, [f"{CPU_DIR}/possible"])[f"{CPU_DIR}/possible"] or "0"
+    cores = parse_cpu_list(possible)
+    max_paths = {c: f"{CPU_DIR}/cpu{c}/cpufreq/cpuinfo_max_freq" for c in cores}
+    files = read_files(link, [*max_paths.values(), "/proc/meminfo"])
+    max_khz = {c: khz for c, p in max_paths.items() if (khz := _int(files[p])) is not None}
+    mem = re.search(r"MemTotal:\s*(\d+)\s*kB", files["/proc/meminfo"] or "")
+    gpu = gles_renderer(link.run("dumpsys SurfaceFlinger", timeout=30).stdout)
+    if not gpu:  # no SurfaceFlinger answer (a headless board): what the vendor properties say
+        gpu = props.get("ro.hardware.egl", "") or props.get("ro.hardware.vulkan", "")
+    manufacturer = props.get("ro.product.manufacturer", "")
+    model = props.get("ro.product.model", "") or link.serial
+    soc = props.get("ro.soc.model") or props.get("ro.board.platform") or props.get("ro.hardware", "")
+    clusters = clusters_of(max_khz)
+    hardware: dict[str, Any] = {
+        "serial": link.serial,
+        "manufacturer": manufacturer,
+        "model": model,
+        "device": props.get("ro.product.device", ""),
+        "soc": soc,
+        "soc_manufacturer": props.get("ro.soc.manufacturer", ""),
+        "abi": props.get("ro.product.cpu.abi", ""),
+        "android_version": props.get("ro.build.version.release", ""),
+        "sdk": _int(props.get("ro.build.version.sdk")),
+        "build": props.get("ro.build.fingerprint", ""),
+        "cpu_clusters": clusters,
+        "cpu_cores": len(cores),
+        "gpu": gpu,
+        "ram_mb": int(mem.group(1)) // 1024 if mem else None,
+    }
+    name = " ".join(x for x in (manufacturer, model) if x) + f" ({link.serial})"
+    return PhoneDescription(link.serial, name, hardware, clusters, cores)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A phone's thermal and power state at one moment."""
+
+    temperatures_c: dict[str, float]  # zone type (made unique) -> °C; "battery" from dumpsys battery
+    governors: dict[str, str] = field(default_factory=dict)  # core -> cpufreq governor
+    cur_khz: dict[str, int] = field(default_factory=dict)
+    max_khz: dict[str, int] = field(default_factory=dict)  # cpuinfo_max_freq
+    cap_khz: dict[str, int] = field(default_factory=dict)  # scaling_max_freq (lowered when throttled)
+    screen_on: bool | None = None
+    charging: str = "unknown"  # ac, usb, wireless, none
+    battery_level: int | None = None
+
+    def watched_c(self) -> float | None:
+        """The hottest of the battery and the CPU/SoC zones (all zones when none is named so)."""
+        cpu = [v for k, v in self.temperatures_c.items() if k == "battery" or _CPU_ZONE.search(k)]
+        values = cpu or list(self.temperatures_c.values())
+        return max(values) if values else None
+
+    def throttled(self, cores: Sequence[int]) -> list[str]:
+        """Cores (of ``cores``) whose frequency cap sits below their maximum: thermal throttling."""
+        out = []
+        for c in cores:
+            cap, top = self.cap_khz.get(str(c)), self.max_khz.get(str(c))
+            if cap is not None and top is not None and cap < top:
+                out.append(f"cpu{c} capped at {cap / 1e6:.2f} of {top / 1e6:.2f} GHz")
+        return out
+
+
+def _celsius(raw: str | None) -> float | None:
+    """A thermal zone reading in °C (zones report millidegrees, a few degrees); None if unusable."""
+    value = _int(raw)
+    if value is None:
+        return None
+    c = value / 1000.0 if abs(value) >= 1000 else float(value)
+    return c if -40.0 < c < 150.0 else None  # disabled zones read -273 °C or absurd values
+
+
+def parse_battery(text: str) -> tuple[float | None, str, int | None]:
+    """(temperature °C, charging source, level %) from ``dumpsys battery``."""
+    fields = dict(re.findall(r"^\s*([A-Za-z ]+):\s*(.*?)\s*$", text, re.MULTILINE))
+    temp = _int(fields.get("temperature"))
+    charging = "none"
+    for source in ("AC", "USB", "Wireless", "Dock"):
+        if fields.get(f"{source} powered", "").lower() == "true":
+            charging = source.lower()
+            break
+    if not fields:
+        charging = "unknown"
+    return (temp / 10.0 if temp is not None else None), charging, _int(fields.get("level"))
+
+
+def parse_screen(text: str) -> bool | None:
+    """Whether the screen is on, from ``dumpsys power`` (mWakefulness, else Display Power)."""
+    m = re.search(r"mWakefulness=(\w+)", text)
+    if m:
+        return m.group(1) == "Awake"
+    m = re.search(r"Display Power: state=(\w+)", text)
+    return m.group(1) == "ON" if m else None
+
+
+def snapshot(link: PhoneLink, cores: Sequence[int]) -> Snapshot:
+    """Read temperatures, the governors and frequencies of ``cores``, screen and charging state."""
+    listing = link.run(f"ls {THERMAL_DIR}").stdout.split()
+    zones = sorted((z for z in listing if z.startswith("thermal_zone")), key=lambda z: _int(z[12:]) or 0)
+    paths: list[str] = []
+    for z in zones:
+        paths += [f"{THERMAL_DIR}/{z}/type", f"{THERMAL_DIR}/{z}/temp"]
+    kinds = ("scaling_governor", "scaling_cur_freq", "cpuinfo_max_freq", "scaling_max_freq")
+    for c in cores:
+        paths += [f"{CPU_DIR}/cpu{c}/cpufreq/{k}" for k in kinds]
+    files = read_files(link, paths)
+    temps: dict[str, float] = {}
+    for z in zones:
+        celsius = _celsius(files[f"{THERMAL_DIR}/{z}/temp"])
+        if celsius is None:
+            continue
+        name, k = files[f"{THERMAL_DIR}/{z}/type"] or z, 1
+        base = name
+        while name in temps:
+            k += 1
+            name = f"{base}#{k}"
+        temps[name] = celsius
+    battery_c, charging, level = parse_battery(link.run("dumpsys battery").stdout)
+    if battery_c is not None:
+        temps["battery"] = battery_c
+    snap = Snapshot(
+        temperatures_c=temps,
+        screen_on=parse_screen(link.run("dumpsys power").stdout),
+        charging=charging,
+        battery_level=level,
+    )
+    for c in cores:
+        base = f"{CPU_DIR}/cpu{c}/cpufreq"
+        if (g := files[f"{base}/scaling_governor"]) is not None:
+            snap.governors[str(c)] = g
+        for key, target in (
+            ("scaling_cur_freq", snap.cur_khz),
+            ("cpuinfo_max_freq", snap.max_khz),
+            ("scaling_max_freq", snap.cap_khz),
+        ):
+            if (v := _int(files[f"{base}/{key}"])) is not None:
+                target[str(c)] = v
+    return snap
+
+
+__all__ = [
+    "PhoneDescription",
+    "Snapshot",
+    "clusters_of",
+    "describe",
+    "gles_renderer",
+    "parse_battery",
+    "parse_cpu_list",
+    "parse_getprop",
+    "parse_screen",
+    "read_files",
+    "snapshot",
+]
