@@ -38,7 +38,7 @@ _KERNEL_CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
     ("fully connected", frozenset({"fc", "matmul"})),
     ("batch matrix", frozenset({"matmul"})),
     ("deconvolution", frozenset({"conv"})),
-    ("convolution", frozenset({"conv", "dwconv"})),
+    ("convolution", frozenset({"conv"})),
     ("global average", frozenset({"mean", "pool"})),
     ("mean", frozenset({"mean", "pool"})),
     ("pooling", frozenset({"pool"})),

@@ -1,4 +1,4 @@
-"""TFLite flatbuffers (.tflite), read into the graph IR.
+"""TFLite flatbuffers (.tflite): read into the graph IR, and written from it.
 
 Only subgraph 0 (the model's main function) is read. What the reader does with TFLite's ways:
 
@@ -31,12 +31,20 @@ Only subgraph 0 (the model's main function) is read. What the reader does with T
   SPLIT sizes, RESHAPE targets and RESIZE sizes always come from the output tensors' shapes.
 * **Dynamic shapes.** A -1 in the batch dimension (shape or shape_signature) reads as 1; a -1
   anywhere else is refused.
+* **Bounds and products.** MAXIMUM / MINIMUM of an activation and a float scalar (float32, or
+  float16 behind a DEQUANTIZE) read as a one-sided ``clip``; BATCH_MATMUL of two activations of
+  rank other than 4 reads as ``matmul``.
 * **Not modelled.** Softmax ``beta``, resize ``half_pixel_centers``, quantization parameters.
 
 The phases, one module each: ``wire`` decodes the flatbuffer (bounds-checked), ``importer``
 walks subgraph 0 and ``mappers`` holds one handler per TFLite operator family.
+
+Writing (``graph_to_tflite``, described in ``writer``): ``writer`` plans which batch norms and
+activations fold into their producer and drives the export, ``emit`` holds one emitter per IR
+operator type, ``encode`` serializes the records as a flatbuffer.
 """
 
 from devicelab.graph.tflite.importer import graph_from_tflite_bytes
+from devicelab.graph.tflite.writer import ExportedOp, TfliteExport, graph_to_tflite, graph_to_tflite_bytes
 
-__all__ = ["graph_from_tflite_bytes"]
+__all__ = ["ExportedOp", "TfliteExport", "graph_from_tflite_bytes", "graph_to_tflite", "graph_to_tflite_bytes"]

@@ -45,6 +45,7 @@ class _Importer:
         self.names = self._unique_names()
         self.live: set[int] = set(raw.inputs)
         self.alias: dict[int, int] = {}
+        self.dequantized: dict[int, int] = {}  # DEQUANTIZE of a constant: output -> its (float16) input
         self.tensors: dict[str, Tensor] = {}
         self.ops: list[Operator] = []
         self.op_names: set[str] = set()
@@ -161,12 +162,14 @@ class _Importer:
         return list(struct.unpack_from(f"<{n}{fmt}", data))
 
     def const_float(self, i: int) -> float | None:
-        """Value of a float32 scalar constant, or None."""
+        """Value of a float32 scalar constant (or of a float16 one behind a DEQUANTIZE), or None."""
+        i = self.dequantized.get(i, i)
         t = self.raw.tensors[i]
         data = self.raw.buffers[t.buffer] if t.buffer < len(self.raw.buffers) else None
-        if t.type != 0 or data is None or len(data) < 4 or numel(self.raw_shape(i)) != 1:
+        fmt = {0: "<f", 1: "<e"}.get(t.type)
+        if fmt is None or data is None or len(data) < struct.calcsize(fmt) or numel(self.raw_shape(i)) != 1:
             return None
-        return float(struct.unpack_from("<f", data)[0])
+        return float(struct.unpack_from(fmt, data)[0])
 
     # -- operators ---------------------------------------------------------------------------
 
@@ -237,7 +240,11 @@ class _Importer:
         if not op.outputs:
             raise c.fail("it has no outputs")
         if not any(self.is_live(i) for i in op.inputs):
-            return  # constant subexpression: its outputs stay constants
+            # A constant subexpression: its outputs stay constants. A DEQUANTIZE of float16
+            # weights is remembered, so a scalar behind one still reads as a value.
+            if kind == "DEQUANTIZE" and len(op.inputs) == 1 and op.inputs[0] >= 0:
+                self.dequantized[op.outputs[0]] = op.inputs[0]
+            return
         for i in op.outputs:
             if i in self.live:
                 raise c.fail(f"it writes tensor {self.names[i]!r}, which is already written")

@@ -223,6 +223,37 @@ def _softmax_axis(im: Converter, c: OpContext) -> dict[str, Any]:
     return {"axis": _axis(c, -1, rank)}  # TFLite's softmax always runs over the last (NHWC) axis
 
 
+def _bound(attr: str) -> Handler:
+    """MAXIMUM (``attr`` "min") or MINIMUM ("max") of an activation and a scalar: a one-sided clip."""
+
+    def handle(im: Converter, c: OpContext) -> None:
+        if len(c.op.inputs) != 2 or min(c.op.inputs) < 0:
+            raise c.fail(f"it needs two inputs, got {c.op.inputs}")
+        a, b = c.op.inputs
+        if im.is_live(a) and im.is_live(b):
+            raise c.fail("an element-wise extremum of two computed tensors has no IR equivalent")
+        live, const = (a, b) if im.is_live(a) else (b, a)
+        value = im.const_float(const)
+        if value is None:
+            raise c.fail("its constant operand is not a float scalar with data; only a scalar bound reads as a clip")
+        if im.raw_shape(c.op.outputs[0]) != im.raw_shape(live):
+            raise c.fail("its constant operand broadcasts the computed one to a larger shape")
+        attrs: dict[str, Any] = {"min": None, "max": None, attr: value}
+        im.emit("clip", [im.x(c, live)], [im.declare(c.op.outputs[0])], attrs, c.node)
+
+    return handle
+
+
+def _batch_matmul(im: Converter, c: OpContext) -> None:
+    o = im.options(c, "BatchMatMulOptions")
+    if o.get("AdjX") or o.get("AdjY"):
+        raise c.fail("adj_x / adj_y (a transposed operand) are not supported")
+    left, right = im.x(c, c.input(0), "left operand"), im.x(c, c.input(1), "right operand")
+    if any(len(im.raw_shape(i)) == 4 for i in (c.input(0), c.input(1))):
+        raise c.fail("a 4-D operand multiplies NHWC's last two axes (W, C), which are not the IR's (H, W)")
+    im.emit("matmul", [left, right], [im.declare(c.op.outputs[0])], {}, c.node)
+
+
 def _dropped(im: Converter, c: OpContext) -> None:
     """QUANTIZE / DEQUANTIZE: the output is the input, in another number format."""
     im.x(c, c.input(0))
@@ -361,6 +392,9 @@ HANDLERS: dict[str, Handler] = {
     "RESIZE_BILINEAR": _resize("linear", "ResizeBilinearOptions"),
     "RESIZE_NEAREST_NEIGHBOR": _resize("nearest", "ResizeNearestNeighborOptions"),
     "TRANSPOSE": _transpose,
+    "MAXIMUM": _bound("min"),
+    "MINIMUM": _bound("max"),
+    "BATCH_MATMUL": _batch_matmul,
     "QUANTIZE": _dropped,
     "DEQUANTIZE": _dropped,
 }
