@@ -16,10 +16,16 @@ def add_parser(sub: Any) -> None:
     lst = zsub.add_parser("list", help="list zoo models with parameters and MACs")
     lst.add_argument("--json", action="store_true", help="print a JSON array")
     lst.set_defaults(func=list_zoo)
-    exp = zsub.add_parser("export", help="write a zoo model as ONNX (random weights) or graph JSON")
+    exp = zsub.add_parser("export", help="write a zoo model as ONNX or TFLite (random weights) or graph JSON")
     exp.add_argument("name")
-    exp.add_argument("out", help="output path; .json writes graph JSON, anything else ONNX")
+    exp.add_argument("out", help="output path; .json writes graph JSON, .tflite TFLite, anything else ONNX")
     exp.add_argument("--seed", type=int, default=0, help="seed of the random weights")
+    exp.add_argument(
+        "--precision",
+        choices=["fp32", "fp16"],
+        default=None,
+        help="weights of a .tflite model: float32 (default) or float16 with DEQUANTIZE",
+    )
     exp.set_defaults(func=export_zoo)
 
 
@@ -73,9 +79,24 @@ def export_zoo(args: argparse.Namespace) -> int:
     except GraphError as exc:
         return fail(str(exc))
     out = Path(args.out)
+    if args.precision is not None and out.suffix != ".tflite":
+        return fail(f"--precision applies to a .tflite output, not {out.name!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix == ".json":
         out.write_text(graph_to_json(graph, indent=1))
+    elif out.suffix == ".tflite":
+        from devicelab.graph.tflite import graph_to_tflite
+
+        try:
+            export = graph_to_tflite(graph, precision=args.precision or "fp32", seed=args.seed)
+        except GraphError as exc:
+            return fail(str(exc))
+        out.write_bytes(export.data)
+        print(
+            f"wrote {args.name} to {out} ({len(graph.operators)} operators as {len(export.ops)} TFLite "
+            f"operators, {export.precision} weights)"
+        )
+        return 0
     else:
         from devicelab.graph.onnx import graph_to_onnx_bytes
 

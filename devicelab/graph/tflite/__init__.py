@@ -40,8 +40,9 @@ The phases, one module each: ``wire`` decodes the flatbuffer (bounds-checked), `
 walks subgraph 0 and ``mappers`` holds one handler per TFLite operator family.
 
 Writing (``graph_to_tflite``, described in ``writer``): ``writer`` plans which batch norms and
-activations fold into their producer and drives the export, ``emit`` holds one emitter per IR
-operator type, ``encode`` serializes the records as a flatbuffer.
+activations fold into their producer and drives the export; ``emit`` is what an emitter sees of
+it, ``emit_layers`` and ``emit_tensors`` hold one emitter per IR operator type, and ``encode``
+serializes the records as a flatbuffer.
 """
 
 from devicelab.graph.tflite.importer import graph_from_tflite_bytes

@@ -7,16 +7,22 @@ same network converted from TensorFlow or PyTorch):
   filters, [1, KH, KW, C*M] depthwise filters, [out, in] fully connected weights). Other ranks
   keep their shape, and axis attributes follow the layout, as the reader maps them back.
 * **Weights.** Exactly the draws of the ONNX export for the same seed (``operator_weights``),
-  moved to TFLite's layouts, so LiteRT and onnxruntime compute the same function. With
-  ``precision="fp16"`` every weight (filters, biases, element-wise constants) is stored as
-  float16 and followed by a DEQUANTIZE to float32, as the converter's float16 quantization
-  writes it; activations stay float32.
+  moved to TFLite's layouts, so LiteRT and onnxruntime compute the same function. A convolution
+  without bias gets a zero bias (LiteRT's conv kernels require one, and the converter writes
+  one). With ``precision="fp16"`` every weight (filters, biases, element-wise constants) is
+  stored as float16 and read through a DEQUANTIZE to float32 placed just before its operator,
+  as the converter's float16 quantization writes it; scalars that come from attributes
+  (hard_sigmoid's 3 and 1/6, clip bounds, pad values) and all activations stay float32.
 * **Fusion.** A batch norm whose input is written only for it by a conv2d, depthwise_conv2d or
   (2-D) fully_connected is folded into that operator's weights and bias. An activation (relu,
-  relu6, or a clip to [0, inf), [-1, 1] or [0, 6]; not tanh, which LiteRT does not apply fused)
-  that is the only reader of a conv,
-  depthwise conv, fully connected, add, sub, mul, div or batch norm result becomes that
-  operator's ``fused_activation_function``. A tensor that is a graph output is never fused away.
+  relu6, or a clip to [0, inf), [-1, 1] or [0, 6]) that is the only reader of a conv, depthwise
+  conv, fully connected, add, sub, mul, div or batch norm result becomes that operator's
+  ``fused_activation_function``. Not tanh: LiteRT's kernels do not apply a fused TANH. A tensor
+  that is a graph output is never fused away.
+* **Decompositions.** What TFLite has no operator for is written as the converter writes it:
+  swish as LOGISTIC + MUL, hard_sigmoid as ADD 3 (fused RELU6) + MUL 1/6, a lone batch norm as
+  MUL + ADD, channel_shuffle as RESHAPE + TRANSPOSE + RESHAPE, a clip as MAXIMUM / MINIMUM, a
+  conv2d with one group per input channel as DEPTHWISE_CONV_2D.
 * **Padding.** A window whose IR pads are TensorFlow's SAME (or zero) is written SAME (VALID);
   any other padding, PyTorch's symmetric pads on a stride-2 layer say, becomes an explicit PAD
   (PADV2 with float32's lowest value before a max pool) and a VALID window; an average pool over
@@ -41,13 +47,17 @@ import numpy as np
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph, Operator
 from devicelab.graph.ops import Shape
-from devicelab.graph.tflite.emit import EMITTERS, Group, activation_code, to_nhwc
+from devicelab.graph.tflite.emit import Emitter, Group, activation_code, to_nhwc
+from devicelab.graph.tflite.emit_layers import LAYER_EMITTERS
+from devicelab.graph.tflite.emit_tensors import TENSOR_EMITTERS
 from devicelab.graph.tflite.encode import OpRecord, Options, TensorRecord, encode_model
 
 PRECISIONS = ("fp32", "fp16")
 DESCRIPTION = "LatencyLab TFLite writer"
 DEQUANTIZE_FP16_VERSION = 3  # DEQUANTIZE reads float16 from version 3 on
 
+# IR operator type -> the emitter that writes it.
+EMITTERS: dict[str, Emitter] = {**LAYER_EMITTERS, **TENSOR_EMITTERS}
 # IR operators that a batch norm folds into, and those that take a fused activation.
 _FOLDS_BATCH_NORM = ("conv2d", "depthwise_conv2d", "fully_connected")
 _FUSES_ACTIVATION = ("conv2d", "depthwise_conv2d", "fully_connected", "add", "sub", "mul", "div", "batch_norm")
@@ -194,7 +204,7 @@ class _Writer:
 
     def const(self, name: str, value: Any, weight: bool = True) -> int:
         """A float32 constant; in fp16 a weight becomes float16 data and a DEQUANTIZE."""
-        array = np.ascontiguousarray(value, dtype=np.float32)
+        array = np.array(value, dtype=np.float32, order="C")  # a scalar stays 0-D
         if not (weight and self.precision == "fp16"):
             return self.tensor(name, array.shape, "float32", array.tobytes())
         half = self.tensor(f"{name}_fp16", array.shape, "float16", array.astype(np.float16).tobytes())
