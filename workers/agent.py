@@ -109,17 +109,17 @@ class DeviceAgent:
             log.info("device #%s %s is back", d.pk, d.row.name)
         return added
 
-    def lose_device(self, found_identity: str, reason: str) -> None:
-        """A device this agent serves went away: it stops heart-beating and goes offline now,
-        with the reason (its running job is retried, its queued jobs move or wait)."""
-        from server.profiling.services import take_device_offline
+    def lose_devices(self, reasons: dict[str, str]) -> None:
+        """Devices this agent serves went away (found identity -> why): they stop heart-beating
+        and go offline now, all at once, with their reasons (running jobs are retried, queued
+        jobs move to an equivalent device that is still there, or wait)."""
+        from server.profiling.services import take_devices_offline
 
         with self._lock:
-            self.present[found_identity] = False
-            served = [d for d in self.devices if d.found.identity == found_identity]
-        for d in served:
-            if take_device_offline(d.pk, reason):
-                log.warning("device #%s %s went offline: %s", d.pk, d.row.name, reason)
+            for identity in reasons:
+                self.present[identity] = False
+            rows = {d.pk: reasons[d.found.identity] for d in self.devices if d.found.identity in reasons}
+        take_devices_offline(rows)
 
     def context(self) -> WorkerContext:
         """What the device processes need to know about this run."""

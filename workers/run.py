@@ -149,8 +149,8 @@ def _follow_phones(agent: DeviceAgent, tracker: PhoneTracker, processes: list[De
     from server.taskqueue import device_queue
 
     changes = tracker.poll(agent.served())
-    for identity, reason in changes.vanished.items():
-        agent.lose_device(identity, reason)
+    if changes.vanished:
+        agent.lose_devices(changes.vanished)
     if changes.appeared:
         for d in agent.add_devices(changes.appeared):
             p = DeviceProcess(d, device_queue(d.pk), agent.context(), loglevel)

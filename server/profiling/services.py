@@ -569,23 +569,31 @@ def resend_lost_jobs(
     return sent
 
 
-def take_device_offline(device_id: int, reason: str, now: datetime | None = None) -> bool:
-    """A worker saw its device go (a phone unplugged, ``offline`` or ``unauthorized`` on adb): it
-    goes offline now with that reason, without waiting for the heartbeat to go stale; its running
-    job goes back to the queue and its queued jobs move to an equivalent device or wait. False if
-    it was offline already."""
+def take_devices_offline(reasons: dict[int, str], now: datetime | None = None) -> list[int]:
+    """A worker saw devices go (phones unplugged, ``offline`` or ``unauthorized`` on adb, a dead
+    hub): they go offline now, each with its reason, without waiting for their heartbeats to go
+    stale. All are marked first and only then are their jobs re-routed, so that a job never moves
+    to a phone that left in the same moment: running jobs go back to the queue, queued jobs move
+    to an equivalent online device or wait. Returns the ids of the devices marked offline now
+    (the others were offline already; their reason is updated)."""
     now = now or timezone.now()
-    if not (
-        Device.objects.online()
-        .filter(pk=device_id)
-        .update(status=DeviceStatus.OFFLINE, offline_since=now, offline_reason=reason[:300], last_heartbeat=None)
-    ):
-        Device.objects.filter(pk=device_id).update(offline_reason=reason[:300])
-        return False
-    device = Device.objects.get(pk=device_id)
-    log.warning("device %s (#%s) of worker %r went offline: %s", device.name, device.pk, device.worker, reason)
-    _reroute_jobs(device, now)
-    return True
+    gone = []
+    for device_id, reason in reasons.items():
+        marked = (
+            Device.objects.online()
+            .filter(pk=device_id)
+            .update(status=DeviceStatus.OFFLINE, offline_since=now, offline_reason=reason[:300], last_heartbeat=None)
+        )
+        if marked:
+            gone.append(device_id)
+        else:
+            Device.objects.filter(pk=device_id).update(offline_reason=reason[:300])
+    for device in Device.objects.filter(pk__in=gone):
+        log.warning(
+            "device %s (#%s) of worker %r went offline: %s", device.name, device.pk, device.worker, reasons[device.pk]
+        )
+        _reroute_jobs(device, now)
+    return gone
 
 
 def mark_stale_devices_offline(now: datetime | None = None) -> list[Device]:

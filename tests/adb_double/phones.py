@@ -1,18 +1,25 @@
-"""Emulated Android phones for the adb double: properties, an in-memory filesystem, a toybox-ish shell.
+"""Emulated Android phones for the adb double: properties, an in-memory filesystem, a shell, heat.
 
-The shell answers the few commands a backend runs, with the exit codes and stderr lines a real
-phone's ``/system/bin/sh`` gives, so code written against this double behaves the same on a phone.
+The shell (``tests.adb_double.shell``) answers with the exit codes and stderr lines a real phone's
+``/system/bin/sh`` (mksh) and toybox give, streams what long commands print, and runs pushed
+files: an executable whose bytes start with ``benchmark_tool.FAKE_BENCHMARK_MODEL_MARKER`` runs
+the emulated TensorFlow Lite ``benchmark_model``. Live ``/sys`` files follow the phone's thermal
+state: zones heat while a program runs, cool over wall time, and hot clusters throttle.
 """
 
 from __future__ import annotations
 
-import hashlib
-import shlex
+import functools
 import stat
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from tests.adb_double import benchmark_tool, services, toybox
+from tests.adb_double.services import Battery, GpuInfo
+from tests.adb_double.shell import SH, Proc, Program, Session, Shell
+from tests.adb_double.thermal import CORE_WATTS, IPC, Thermal, cluster_kinds, zone_for
 
 DEVICE = "device"
 OFFLINE = "offline"
@@ -42,7 +49,7 @@ class ShellResult:
     stdout: bytes = b""
     stderr: bytes = b""
     exit_code: int = 0
-    output: bytes = b""  # stdout and stderr interleaved per command, as shell v1 (a pty) shows them
+    output: bytes = b""  # stdout and stderr interleaved as printed, as shell v1 shows them
 
 
 class FileSystem:
@@ -52,13 +59,19 @@ class FileSystem:
         self.files: dict[str, File] = {}
         self.dirs: set[str] = {"/"}
         self.lock = threading.RLock()
-        for d in ("/data/local/tmp", "/sdcard", "/proc", "/system/bin"):
+        for d in ("/data/local/tmp", "/sdcard", "/proc", "/system/bin", "/dev"):
             self.mkdir(d)
 
     @staticmethod
     def norm(path: str) -> str:
-        """Normalise a path: absolute, no trailing slash, no duplicate slashes."""
-        parts = [p for p in path.split("/") if p and p != "."]
+        """Normalise a path: absolute, no trailing slash, no duplicate slashes, ``..`` resolved."""
+        parts: list[str] = []
+        for p in path.split("/"):
+            if p == "..":
+                if parts:
+                    parts.pop()
+            elif p and p != ".":
+                parts.append(p)
         return "/" + "/".join(parts)
 
     def mkdir(self, path: str) -> None:
@@ -76,6 +89,17 @@ class FileSystem:
             self.mkdir(path.rsplit("/", 1)[0] or "/")
             self.files[path] = File(content, mode & 0o7777, int(time.time()) if mtime is None else mtime)
 
+    def append(self, path: str, data: bytes) -> None:
+        """Append to a file (created empty if missing), as a redirected process writes it."""
+        path = self.norm(path)
+        with self.lock:
+            f = self.files.get(path)
+            if f is None:
+                self.write(path, data)
+            else:
+                f.content = f.read() + data
+                f.mtime = int(time.time())
+
     def get(self, path: str) -> File | None:
         """Return the file at ``path`` or None."""
         return self.files.get(self.norm(path))
@@ -88,6 +112,15 @@ class FileSystem:
         """Remove a file; False when there is none."""
         with self.lock:
             return self.files.pop(self.norm(path), None) is not None
+
+    def rmtree(self, path: str) -> None:
+        """Remove a directory and everything under it (``rm -r``)."""
+        path = self.norm(path)
+        prefix = path.rstrip("/") + "/"
+        with self.lock:
+            for name in [p for p in self.files if p.startswith(prefix)]:
+                del self.files[name]
+            self.dirs = {d for d in self.dirs if not d.startswith(prefix) and (d != path or d == "/")}
 
     def listdir(self, path: str) -> list[str]:
         """Names directly under a directory, sorted."""
@@ -120,14 +153,26 @@ DEFAULT_PROPS = {
     "ro.product.cpu.abilist": "arm64-v8a,armeabi-v7a,armeabi",
     "ro.build.version.release": "14",
     "ro.build.version.sdk": "34",
+    "ro.hardware.egl": "mali",
 }
 
 # Pixel 7 (Tensor G2): 4 little, 2 mid, 2 big cores.
 DEFAULT_CPU_MAX_KHZ = (1803000,) * 4 + (2348000,) * 2 + (2850000,) * 2
+# Thermal zones in sysfs order with their idle temperatures (°C): the battery first, then the
+# Tensor SoC's cluster, GPU and TPU sensors and a skin thermistor, as on Pixel 6/7 kernels.
+DEFAULT_TEMPS_C = {
+    "battery": 30.0,
+    "BIG": 35.0,
+    "MID": 34.0,
+    "LITTLE": 33.0,
+    "G3D": 33.0,
+    "TPU": 32.0,
+    "quiet_therm": 31.0,
+}
 
 
 class Phone:
-    """One emulated phone: serial, adb state, properties, files and a shell."""
+    """One emulated phone: serial, adb state, properties, files, a shell, thermal state."""
 
     def __init__(
         self,
@@ -138,33 +183,99 @@ class Phone:
         cpu_max_khz: tuple[int, ...] = DEFAULT_CPU_MAX_KHZ,
         mem_total_kb: int = 7_800_000,
         temps_c: dict[str, float] | None = None,
+        battery: Battery | None = None,
+        gpu: GpuInfo | None = None,
     ) -> None:
         self.serial = serial
         self.props = {**DEFAULT_PROPS, **(props or {})}
         self._state = state
         self.fs = FileSystem()
-        self.commands: dict[str, Callable[[Phone, list[str]], ShellResult]] = dict(BUILTINS)
+        self.commands: dict[str, Program] = {
+            **toybox.PROGRAMS,
+            "dumpsys": services.dumpsys,
+            "svc": services.svc,
+            "input": services.input_,
+        }
         self.history: list[str] = []
+        self.processes: dict[int, Proc] = {}
+        self.shell = Shell(self)
         self._on_change: Callable[[], None] | None = None
-        self.temps_c = dict(temps_c or {"battery": 30.0, "cpu-0-0": 35.0, "gpu": 33.0})
-        for cpu, khz in enumerate(cpu_max_khz):
+        # Wall-clock factor of what the emulated programs take (0.01: a 1 s benchmark sleeps 10 ms).
+        self.time_scale = 1.0
+        # Phone seconds of idle cooling per wall-clock second (100: cools 100 times faster).
+        self.cooling_time_scale = 1.0
+        # Makes the next benchmark_model runs fail like a real one (see benchmark_tool.FAULTS).
+        self.tool_fault: str | None = None
+        self.battery = battery or Battery()
+        self.gpu = gpu or GpuInfo()
+        self.awake = True
+        self.stay_on = False
+        self.cpu_max_khz = tuple(cpu_max_khz)
+        self.core_kinds = cluster_kinds(self.cpu_max_khz)
+        self.all_cores = frozenset(range(len(cpu_max_khz)))
+        zones = [zone_for(name, c) for name, c in (temps_c or DEFAULT_TEMPS_C).items()]
+        self.thermal = Thermal(zones, lambda: self.cooling_time_scale)
+        self._write_sysfs(mem_total_kb)
+
+    # -- sysfs and procfs ------------------------------------------------------------------------
+
+    def _write_sysfs(self, mem_total_kb: int) -> None:
+        fs, n = self.fs, len(self.cpu_max_khz)
+        for cpu, khz in enumerate(self.cpu_max_khz):
             base = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq"
-            self.fs.write(f"{base}/cpuinfo_max_freq", f"{khz}\n".encode())
-            self.fs.write(f"{base}/scaling_cur_freq", f"{khz}\n".encode())
-            self.fs.write(f"{base}/scaling_governor", b"schedutil\n")
-        self.fs.write("/sys/devices/system/cpu/possible", f"0-{len(cpu_max_khz) - 1}\n".encode())
-        self.fs.write(
+            siblings = [i for i, k in enumerate(self.cpu_max_khz) if k == khz]
+            fs.write(f"{base}/cpuinfo_max_freq", f"{khz}\n".encode())
+            fs.write(f"{base}/cpuinfo_min_freq", f"{min(300000, khz)}\n".encode())
+            fs.write(f"{base}/scaling_cur_freq", self._live(functools.partial(self._khz_text, cpu)))
+            fs.write(f"{base}/scaling_max_freq", self._live(functools.partial(self._khz_text, cpu)))
+            fs.write(f"{base}/scaling_min_freq", f"{min(300000, khz)}\n".encode())
+            fs.write(f"{base}/scaling_governor", b"schedutil\n")
+            fs.write(f"{base}/related_cpus", (" ".join(map(str, siblings)) + "\n").encode())
+        for name in ("possible", "present", "online"):
+            fs.write(f"/sys/devices/system/cpu/{name}", f"0-{n - 1}\n".encode())
+        fs.write(
+            "/proc/cpuinfo",
+            "".join(f"processor\t: {i}\nBogoMIPS\t: 49.15\nCPU architecture: 8\n\n" for i in range(n)).encode(),
+        )
+        fs.write(
             "/proc/meminfo",
             f"MemTotal:       {mem_total_kb} kB\nMemFree:        {mem_total_kb // 4} kB\n"
             f"MemAvailable:   {mem_total_kb // 2} kB\n".encode(),
         )
-        for i, zone in enumerate(self.temps_c):
+        for i, zone in enumerate(self.thermal.zones.values()):
             base = f"/sys/class/thermal/thermal_zone{i}"
-            self.fs.write(f"{base}/type", f"{zone}\n".encode())
-            self.fs.write(f"{base}/temp", self._temp_reader(zone))
+            fs.write(f"{base}/type", f"{zone.name}\n".encode())
+            fs.write(f"{base}/temp", self._live(functools.partial(self._millicelsius_text, zone.name)))
+            fs.write(f"{base}/mode", b"enabled\n")
+            if zone.trip_c is not None:
+                fs.write(f"{base}/trip_point_0_temp", f"{round(zone.trip_c * 1000)}\n".encode())
+                fs.write(f"{base}/trip_point_0_type", b"passive\n")
+        supply = "/sys/class/power_supply"
+        battery = self.battery
+        fs.write(f"{supply}/battery/temp", self._live(lambda: f"{self.battery_temp_tenths()}\n"))
+        fs.write(f"{supply}/battery/capacity", self._live(lambda: f"{battery.level}\n"))
+        fs.write(f"{supply}/battery/status", self._live(lambda: f"{battery.status_text}\n"))
+        fs.write(f"{supply}/battery/health", b"Good\n")
+        fs.write(f"{supply}/battery/present", b"1\n")
+        fs.write(f"{supply}/battery/technology", f"{battery.technology}\n".encode())
+        fs.write(f"{supply}/battery/voltage_now", self._live(lambda: f"{battery.voltage_mv * 1000}\n"))
+        for source in ("usb", "ac", "wireless"):
+            fs.write(f"{supply}/{source}/online", self._live(functools.partial(self._online_text, source)))
 
-    def _temp_reader(self, zone: str) -> Callable[[], bytes]:
-        return lambda: f"{round(self.temps_c[zone] * 1000)}\n".encode()
+    def _khz_text(self, cpu: int) -> str:
+        return f"{self.cur_khz(cpu)}\n"
+
+    def _millicelsius_text(self, zone: str) -> str:
+        return f"{round(self.temperature(zone) * 1000)}\n"
+
+    def _online_text(self, source: str) -> str:
+        return f"{int(self.battery.plugged == source)}\n"
+
+    @staticmethod
+    def _live(text: Callable[[], str]) -> Callable[[], bytes]:
+        return lambda: text().encode()
+
+    # -- state -----------------------------------------------------------------------------------
 
     @property
     def state(self) -> str:
@@ -179,9 +290,37 @@ class Phone:
         if self._on_change is not None:
             self._on_change()
 
+    @property
+    def temps_c(self) -> dict[str, float]:
+        """Every thermal zone's temperature now (°C), by zone type."""
+        return {name: self.temperature(name) for name in self.thermal.zones}
+
+    def temperature(self, zone: str) -> float:
+        """A thermal zone's temperature now (°C)."""
+        return self.thermal.temperature(zone)
+
     def set_temperature(self, zone: str, celsius: float) -> None:
-        """Set a thermal zone's temperature (read live from its ``temp`` file)."""
-        self.temps_c[zone] = celsius
+        """Set a thermal zone's temperature now (it then relaxes towards its idle temperature)."""
+        self.thermal.set_temperature(zone, celsius)
+
+    def battery_temp_tenths(self) -> int:
+        """The battery temperature in tenths of °C (``dumpsys battery``'s ``temperature:``)."""
+        zone = "battery" if "battery" in self.thermal.zones else next(iter(self.thermal.zones))
+        return round(self.temperature(zone) * 10)
+
+    def cur_khz(self, cpu: int) -> int:
+        """A core's current frequency: its maximum, capped when its cluster is throttled."""
+        cap = self.thermal.cap(self.core_kinds[cpu])
+        return int(self.cpu_max_khz[cpu] * cap) // 1000 * 1000
+
+    def core_speed(self, cpu: int) -> float:
+        """A core's relative speed now: GHz × work per cycle of its kind."""
+        return self.cur_khz(cpu) / 1e6 * IPC[self.core_kinds[cpu]]
+
+    def core_watts(self, cpu: int) -> float:
+        """What a busy core draws now (power falls faster than frequency when throttled)."""
+        cap = self.cur_khz(cpu) / self.cpu_max_khz[cpu]
+        return CORE_WATTS[self.core_kinds[cpu]] * cap**2
 
     def devices_l_tags(self) -> str:
         """The ``product: model: device:`` tags of ``adb devices -l``."""
@@ -192,153 +331,77 @@ class Phone:
         """What ``host-serial:<serial>:features`` reports."""
         return "shell_v2,cmd,stat_v2,ls_v2,fixed_push_mkdir,apex,abb,fixed_push_symlink_timestamp,abb_exec"
 
-    def run(self, line: str) -> ShellResult:
-        """Run a shell command line: ``;``, ``&&``, ``||``, ``$?`` and ``>`` redirection."""
+    # -- the shell -------------------------------------------------------------------------------
+
+    def execute(
+        self,
+        line: str,
+        stdout: Callable[[bytes], None],
+        stderr: Callable[[bytes], None],
+        session: Session | None = None,
+    ) -> int:
+        """Run a command line, handing its output to ``stdout``/``stderr`` as it is printed."""
         self.history.append(line)
+        return self.shell.run(line, stdout, stderr, session)
+
+    def run(self, line: str) -> ShellResult:
+        """Run a command line to its end and collect what it printed."""
         out = ShellResult()
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|>")
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-        status, skip, i = 0, False, 0
-        while i < len(tokens):
-            j = i
-            while j < len(tokens) and tokens[j] not in (";", "&&", "||"):
-                j += 1
-            words, sep = tokens[i:j], tokens[j] if j < len(tokens) else ";"
-            if words and not skip:
-                res = self._run_simple([w.replace("$?", str(status)) for w in words])
-                out.stdout += res.stdout
-                out.stderr += res.stderr
-                out.output += res.stdout + res.stderr
-                status = res.exit_code
-            skip = (sep == "&&" and status != 0) or (sep == "||" and status == 0)
-            i = j + 1
-        out.exit_code = status
+
+        def to_stdout(data: bytes) -> None:
+            out.stdout += data
+            out.output += data
+
+        def to_stderr(data: bytes) -> None:
+            out.stderr += data
+            out.output += data
+
+        out.exit_code = self.execute(line, to_stdout, to_stderr)
         return out
 
-    def _run_simple(self, words: list[str]) -> ShellResult:
-        redirect = None
-        if ">" in words:
-            k = words.index(">")
-            redirect = words[k + 1] if k + 1 < len(words) else None
-            words = words[:k] + words[k + 2 :]
-        if words and words[-1] == "2" and redirect == "/dev/null":  # `cmd 2>/dev/null`
-            res = self._dispatch(words[:-1])
-            return ShellResult(res.stdout, b"", res.exit_code)
-        res = self._dispatch(words)
-        if redirect and redirect != "/dev/null":
-            self.fs.write(redirect, res.stdout)
-            res = ShellResult(b"", res.stderr, res.exit_code)
-        elif redirect == "/dev/null":
-            res = ShellResult(b"", res.stderr, res.exit_code)
-        return res
+    def find_program(self, proc: Proc, exec_from: str | None = None) -> Program | int:
+        """What ``proc.argv[0]`` runs, or the exit status after printing why it cannot run.
 
-    def _dispatch(self, words: list[str]) -> ShellResult:
-        if not words:
-            return ShellResult()
-        name = words[0].rsplit("/", 1)[-1] if words[0].startswith("/system/bin/") else words[0]
-        command = self.commands.get(name)
-        if command is None:
-            return ShellResult(b"", f"/system/bin/sh: {words[0]}: not found\n".encode(), 127)
-        return command(self, words[1:])
+        ``exec_from`` names a toybox tool exec()ing the command (``taskset``), which reports
+        failures its own way instead of the shell's.
+        """
+        name = proc.argv[0]
 
+        def fail(shell_message: str, errno_text: str, code: int) -> int:
+            if exec_from:
+                proc.err(f"{exec_from}: exec {name}: {errno_text}\n")
+            else:
+                proc.err(f"{SH}: {shell_message}\n")
+            return code
 
-def _missing(tool: str, path: str) -> ShellResult:
-    return ShellResult(b"", f"{tool}: {path}: No such file or directory\n".encode(), 1)
-
-
-def _getprop(phone: Phone, args: list[str]) -> ShellResult:
-    if args:
-        return ShellResult(f"{phone.props.get(args[0], args[1] if len(args) > 1 else '')}\n".encode())
-    return ShellResult("".join(f"[{k}]: [{v}]\n" for k, v in sorted(phone.props.items())).encode())
-
-
-def _cat(phone: Phone, args: list[str]) -> ShellResult:
-    res = ShellResult()
-    for path in args:
-        f = phone.fs.get(path)
+        if "/" not in name:
+            program = self.commands.get(name)
+            if program is not None:
+                return program
+            return fail(f"{name}: not found", "No such file or directory", 127)
+        path = proc.resolve(name)
+        f = self.fs.get(path)
         if f is None:
-            bad = _missing("cat", path)
-            res.stderr += bad.stderr
-            res.exit_code = 1
-        else:
-            res.stdout += f.read()
-    return res
+            directory, _, base = path.rpartition("/")
+            if directory in ("/system/bin", "/system/xbin", "/vendor/bin") and base in self.commands:
+                return self.commands[base]
+            if self.fs.is_dir(path):
+                return fail(f"{name}: can't execute: Permission denied", "Permission denied", 126)
+            return fail(f"{name}: inaccessible or not found", "No such file or directory", 127)
+        if not f.mode & 0o111:
+            return fail(f"{name}: can't execute: Permission denied", "Permission denied", 126)
+        content = f.read()
+        program = benchmark_tool.program_for(content)
+        if program is not None:
+            return program
+        if content[:4] == b"\x7fELF":
+            bits = 32 * content[4] if len(content) > 4 else 0
+            return fail(f"{name}: not executable: {bits}-bit ELF file", "Exec format error", 126)
+        return lambda p: self._script(p, content)
 
-
-def _ls(phone: Phone, args: list[str]) -> ShellResult:
-    res = ShellResult()
-    for path in [a for a in args if not a.startswith("-")] or ["/"]:
-        if phone.fs.is_dir(path):
-            res.stdout += "".join(f"{n}\n" for n in phone.fs.listdir(path)).encode()
-        elif phone.fs.get(path) is not None:
-            res.stdout += f"{path}\n".encode()
-        else:
-            res.stderr += _missing("ls", path).stderr
-            res.exit_code = 1
-    return res
-
-
-def _echo(phone: Phone, args: list[str]) -> ShellResult:
-    if args[:1] == ["-n"]:
-        return ShellResult(" ".join(args[1:]).encode())
-    return ShellResult((" ".join(args) + "\n").encode())
-
-
-def _rm(phone: Phone, args: list[str]) -> ShellResult:
-    force = any(a.startswith("-") and "f" in a for a in args)
-    res = ShellResult()
-    for path in [a for a in args if not a.startswith("-")]:
-        if not phone.fs.remove(path) and not force:
-            res.stderr += f"rm: {path}: No such file or directory\n".encode()
-            res.exit_code = 1
-    return res
-
-
-def _chmod(phone: Phone, args: list[str]) -> ShellResult:
-    if len(args) < 2:
-        return ShellResult(b"", b"chmod: Need 2 arguments\n", 1)
-    res = ShellResult()
-    for path in args[1:]:
-        f = phone.fs.get(path)
-        if f is None:
-            res.stderr += f"chmod: {path}: No such file or directory\n".encode()
-            res.exit_code = 1
-        elif args[0] == "+x":
-            f.mode |= 0o111
-        else:
-            f.mode = int(args[0], 8)
-    return res
-
-
-def _sha256sum(phone: Phone, args: list[str]) -> ShellResult:
-    res = ShellResult()
-    for path in args:
-        f = phone.fs.get(path)
-        if f is None:
-            res.stderr += _missing("sha256sum", path).stderr
-            res.exit_code = 1
-        else:
-            res.stdout += f"{hashlib.sha256(f.read()).hexdigest()}  {path}\n".encode()
-    return res
-
-
-def _mkdir(phone: Phone, args: list[str]) -> ShellResult:
-    for path in [a for a in args if not a.startswith("-")]:
-        phone.fs.mkdir(path)
-    return ShellResult()
-
-
-BUILTINS: dict[str, Callable[[Phone, list[str]], ShellResult]] = {
-    "getprop": _getprop,
-    "cat": _cat,
-    "ls": _ls,
-    "echo": _echo,
-    "rm": _rm,
-    "chmod": _chmod,
-    "sha256sum": _sha256sum,
-    "mkdir": _mkdir,
-    "true": lambda phone, args: ShellResult(),
-    "false": lambda phone, args: ShellResult(exit_code=1),
-    "exit": lambda phone, args: ShellResult(exit_code=int(args[0]) if args else 0),
-}
+    def _script(self, proc: Proc, content: bytes) -> int:
+        status = 0
+        for line in content.decode(errors="replace").splitlines():
+            if line.strip() and not line.startswith("#!"):
+                status = self.shell.run(line, proc.stdout, proc.stderr, proc.session)
+        return status

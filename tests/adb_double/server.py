@@ -3,7 +3,11 @@
 Framing follows adb's OVERVIEW.TXT / SERVICES.TXT / SYNC.TXT: a request is 4 hex digits of length
 then the service name; the answer is ``OKAY`` or ``FAIL`` + 4 hex digits + message. After
 ``host:transport:<serial>`` (or ``host:tport:serial:<serial>``, which also returns an 8-byte
-transport id) the same socket carries one device service: ``shell:``, ``shell,v2:`` or ``sync:``.
+transport id) the same socket carries one device service: ``shell:``, ``shell,v2:``, ``exec:`` or
+``sync:``. Shell output is sent as it is printed (raw bytes for ``shell:``/``exec:``, stdout/stderr
+packets then the exit-code packet for ``shell,v2:``), each connection in its own thread. Pulling a
+phone's cable (``unplug``) or its going offline or unauthorized closes every connection open to
+it, as adb does when the USB device disappears, and kills the commands they were running.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ import socket
 import socketserver
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
 
 from tests.adb_double.phones import DEVICE, UNAUTHORIZED, Phone
+from tests.adb_double.shell import Session
 
 ADB_SERVER_VERSION = 41  # what adb 1.0.41 reports; adbutils then uses host:tport
 SYNC_DATA_MAX = 64 * 1024
@@ -55,6 +60,9 @@ class AdbDouble:
         self._changed = threading.Condition()
         self._generation = 0
         self._stopping = False
+        # Connections bound to a phone's transport: closed when the phone goes away.
+        self._links: dict[str, set[tuple[socket.socket, Session]]] = {}
+        self._links_lock = threading.Lock()
         double = self
 
         class Handler(socketserver.BaseRequestHandler):
@@ -113,7 +121,7 @@ class AdbDouble:
             self._phones[phone.serial] = phone
             self._transport_ids[phone.serial] = self._next_id
             self._next_id += 1
-            phone._on_change = self._notify
+            phone._on_change = lambda: self._phone_changed(phone)
         self._notify()
         return phone
 
@@ -123,6 +131,7 @@ class AdbDouble:
             phone = self._phones.pop(serial)
             self._transport_ids.pop(serial, None)
             phone._on_change = None
+        self._drop_links(serial)
         self._notify()
         return phone
 
@@ -131,14 +140,33 @@ class AdbDouble:
         with self._changed:
             for phone in self._phones.values():
                 phone._on_change = None
+            serials = list(self._phones)
             self._phones.clear()
             self._transport_ids.clear()
+        for serial in serials:
+            self._drop_links(serial)
         self._notify()
 
     def phones(self) -> list[Phone]:
         """The attached phones."""
         with self._changed:
             return list(self._phones.values())
+
+    def _phone_changed(self, phone: Phone) -> None:
+        if phone.state != DEVICE:
+            self._drop_links(phone.serial)
+        self._notify()
+
+    def _drop_links(self, serial: str) -> None:
+        """Close every connection bound to this phone and kill what they run."""
+        with self._links_lock:
+            links = self._links.pop(serial, set())
+        for sock, session in links:
+            session.cancel()
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def _notify(self) -> None:
         with self._changed:
@@ -167,7 +195,7 @@ class AdbDouble:
             size = int(_recv_exact(sock, 4), 16)
             request = _recv_exact(sock, size).decode()
             if phone is not None:
-                self._device_service(sock, phone, request)
+                self._bound_service(sock, phone, request)
                 return
             if request == "host:version":
                 sock.sendall(b"OKAY" + _block(f"{ADB_SERVER_VERSION:04x}"))
@@ -240,23 +268,67 @@ class AdbDouble:
                 seen = self._generation
             sock.sendall(_block(self._device_list(False)))
 
-    def _device_service(self, sock: socket.socket, phone: Phone, request: str) -> None:
-        if request.startswith("shell,v2") or request.startswith("shell,raw,v2"):
-            res = phone.run(request.split(":", 1)[1])
-            sock.sendall(b"OKAY")
-            for packet_id, data in ((1, res.stdout), (2, res.stderr)):
-                if data:
-                    sock.sendall(bytes([packet_id]) + struct.pack("<I", len(data)) + data)
-            sock.sendall(bytes([3]) + struct.pack("<I", 1) + bytes([res.exit_code & 0xFF]))
-        elif request.startswith("shell:"):
-            res = phone.run(request[len("shell:") :])
-            sock.sendall(b"OKAY" + res.output)  # v1 merges both streams, no exit code
+    def _bound_service(self, sock: socket.socket, phone: Phone, request: str) -> None:
+        session = Session()
+        link = (sock, session)
+        with self._links_lock:
+            self._links.setdefault(phone.serial, set()).add(link)
+        try:
+            if phone.state != DEVICE or self._phones.get(phone.serial) is not phone:
+                return  # gone between the transport request and the service request
+            self._device_service(sock, phone, request, session)
+        finally:
+            with self._links_lock:
+                self._links.get(phone.serial, set()).discard(link)
+
+    @staticmethod
+    def _hang_up_on_close(sock: socket.socket, session: Session) -> threading.Event:
+        """Watch the client's side: when it closes the connection while the command runs, the
+        command gets SIGHUP, as adbd hangs up a shell whose socket went away."""
+        finished = threading.Event()
+
+        def watch() -> None:
+            try:
+                while sock.recv(4096):
+                    pass
+            except OSError:
+                pass
+            if not finished.is_set():
+                session.cancel()
+
+        threading.Thread(target=watch, daemon=True).start()
+        return finished
+
+    def _device_service(self, sock: socket.socket, phone: Phone, request: str, session: Session) -> None:
+        if request.startswith(("shell:", "shell,", "exec:")):
+            finished = self._hang_up_on_close(sock, session)
+            try:
+                self._shell_service(sock, phone, request, session)
+            finally:
+                finished.set()
+            if session.cancelled.is_set():
+                return
         elif request == "sync:":
             sock.sendall(b"OKAY")
             self._sync(sock, phone)
         else:
             sock.sendall(_fail(f"unknown device service '{request}'"))
         sock.shutdown(socket.SHUT_WR)
+
+    def _shell_service(self, sock: socket.socket, phone: Phone, request: str, session: Session) -> None:
+        sock.sendall(b"OKAY")
+        command = request.split(":", 1)[1]
+        if request.startswith(("shell,v2", "shell,raw,v2")):
+
+            def packet(packet_id: int) -> Callable[[bytes], None]:
+                return lambda data: sock.sendall(bytes([packet_id]) + struct.pack("<I", len(data)) + data)
+
+            code = phone.execute(command, packet(1), packet(2), session)
+            if not session.cancelled.is_set():
+                sock.sendall(bytes([3]) + struct.pack("<I", 1) + bytes([code & 0xFF]))
+        else:
+            # v1 (and exec:) is a raw byte stream of both outputs, with no exit code.
+            phone.execute(command, sock.sendall, sock.sendall, session)
 
     def _sync(self, sock: socket.socket, phone: Phone) -> None:
         fs = phone.fs

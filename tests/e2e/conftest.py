@@ -185,8 +185,9 @@ class WorkerProcess:
 
 @pytest.fixture
 def start_worker(transactional_db: None, queue_prefix: str, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
-    """Factory: ``start_worker(instance=None, name=None, kinds="cpu", broker_url=None)`` -> a started
-    ``WorkerProcess`` (on the session's broker unless ``broker_url`` names another).
+    """Factory: ``start_worker(instance=None, name=None, kinds="cpu", broker_url=None, extra_env=None)``
+    -> a started ``WorkerProcess`` (on the session's broker unless ``broker_url`` names another;
+    ``extra_env`` adds to its environment, e.g. the adb server of a phone farm).
 
     Every worker it started is killed at teardown (before the test database is flushed), and
     its log is printed, so a failing test shows what the worker said.
@@ -207,10 +208,15 @@ def start_worker(transactional_db: None, queue_prefix: str, tmp_path: Path) -> I
     workers: list[WorkerProcess] = []
 
     def start(
-        instance: str | None = None, name: str | None = None, kinds: str = "cpu", broker_url: str | None = None
+        instance: str | None = None,
+        name: str | None = None,
+        kinds: str = "cpu",
+        broker_url: str | None = None,
+        extra_env: dict[str, str] | None = None,
     ) -> WorkerProcess:
         name = name or f"e2e-worker-{next(_serial)}-{uuid.uuid4().hex[:6]}"
-        own_env = {**env, "CELERY_BROKER_URL": broker_url} if broker_url else env
+        own_env = {**env, "CELERY_BROKER_URL": broker_url} if broker_url else dict(env)
+        own_env.update(extra_env or {})
         w = WorkerProcess(name, own_env, tmp_path / f"{name}.log", instance=instance, kinds=kinds).start()
         workers.append(w)
         return w

@@ -55,7 +55,7 @@ class _Client(adbutils.AdbClient):
             with socket.create_connection((self.host, self.port), timeout=5):
                 pass
         except OSError as e:
-            raise adbutils.AdbConnectionError(
+            raise adbutils.AdbError(
                 f"no adb server answers at {self.host}:{self.port} ({e.strerror or e}); start it with "
                 "`adb start-server` on that machine, or set " + ADB_SERVER_ENV
             ) from None

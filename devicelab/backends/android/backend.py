@@ -33,11 +33,17 @@ import math
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from devicelab.backends.android import adb, phone_state, tool_run
-from devicelab.backends.android.benchmark_output import BenchmarkOutputError, parse_op_profile, parse_summary
+from devicelab.backends.android.benchmark_output import (
+    BenchmarkOutputError,
+    RunSummary,
+    parse_op_profile,
+    parse_summary,
+)
 from devicelab.backends.android.op_mapping import ModelNode, nodes_from_export, nodes_from_upload, op_timings
 from devicelab.backends.base import (
     DELEGATES,
@@ -54,7 +60,7 @@ from devicelab.backends.base import (
 )
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import Harness
-from devicelab.measure.stats import from_aggregate
+from devicelab.measure.stats import SampleStats, from_aggregate
 
 log = logging.getLogger(__name__)
 
@@ -317,11 +323,8 @@ def profile(
         op_profile = parse_op_profile(csv_text if csv_text else out.text)
     except BenchmarkOutputError as e:
         raise BackendError(f"benchmark_model on phone {serial} printed output we cannot read: {e}") from None
-    stats = summary.inference
-    if stats is None or stats.count < 1 or stats.avg_us is None:
-        raise BackendError(f"benchmark_model on phone {serial} reported no timed runs")
-    e2e = from_aggregate(stats.count, stats.avg_us / 1000.0, _ms(stats.std_us), _ms(stats.min_us), _ms(stats.max_us))
-    rows, notes = op_timings(graph, nodes, op_profile, stats.count)
+    e2e = _e2e(summary, serial)
+    rows, notes = op_timings(graph, nodes, op_profile, e2e.n)
     flags = _flags(cool, before, after, used)
     memory = summary.memory
     env: dict[str, Any] = {
@@ -357,7 +360,10 @@ def profile(
         "init_ms": summary.init_ms if summary.init_ms is not None else summary.init_us / 1000.0,
         "first_inference_ms": summary.first_inference_us / 1000.0,
         "warmup_avg_ms": summary.warmup_avg_us / 1000.0,
-        "e2e_source": "benchmark_model's count= line (aggregates: no per-run samples, so no median or p90)",
+        "e2e_source": "benchmark_model's count= line (aggregates, no per-run samples: the median where the "
+        "tool prints one, never a p90)",
+        "e2e_p5_ms": _ms(summary.inference.p5_us) if summary.inference else None,
+        "e2e_p95_ms": _ms(summary.inference.p95_us) if summary.inference else None,
         **notes,
     }
     h.done()
@@ -372,6 +378,21 @@ def profile(
         peak_memory_mb=memory.peak_mb if memory and memory.peak_mb is not None else None,
         flags=flags,
     )
+
+
+def _e2e(summary: RunSummary, serial: str) -> SampleStats:
+    """The timed runs' statistics from the tool's ``count=`` line (ms): n, mean, std, min, max, and
+    the median where the tool prints one (LiteRT); p90 is never printed."""
+    stats = summary.inference
+    if stats is None or stats.count < 1:
+        raise BackendError(f"benchmark_model on phone {serial} reported no timed runs")
+    if stats.all_same and stats.avg_us is None and stats.curr_us is not None:  # "curr=X(all same)"
+        same = stats.curr_us / 1000.0
+        return replace(from_aggregate(stats.count, same, 0.0, same, same), median=same)
+    if stats.avg_us is None:
+        raise BackendError(f"benchmark_model on phone {serial} printed a count= line without avg=")
+    e2e = from_aggregate(stats.count, stats.avg_us / 1000.0, _ms(stats.std_us), _ms(stats.min_us), _ms(stats.max_us))
+    return replace(e2e, median=stats.median_us / 1000.0) if stats.median_us is not None else e2e
 
 
 def _flags(

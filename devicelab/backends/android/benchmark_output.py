@@ -87,6 +87,9 @@ class RunStats:
     max_us: float | None = None
     avg_us: float | None = None
     std_us: float | None = None
+    median_us: float | None = None  # LiteRT prints p5, median and p95 after std; older tools do not
+    p5_us: float | None = None
+    p95_us: float | None = None
     all_same: bool = False
 
 
@@ -181,9 +184,14 @@ def parse_op_profile(text: str) -> OperatorProfile:
         if match is None:
             raise BenchmarkOutputError(f"line {i + 1}: not a 'Run Order' row: {line.strip()!r}")
         start = match.group("start") if with_start else None
+        # The CSV formatter turns commas inside a name into tabs ("Delegate/Convolution (NHWC\t F32)
+        # IGEMM:0"): give them back, so that a node reads the same in both output modes.
+        node_type, name = match.group("type").strip(), match.group("name")
+        if csv:
+            node_type, name = node_type.replace("\t", ","), name.replace("\t", ",")
         rows.append(
             OperatorRow(
-                node_type=match.group("type").strip(),
+                node_type=node_type,
                 start_ms=float(start) if start is not None else None,
                 first_ms=float(match.group("first")),
                 avg_ms=float(match.group("avg")),
@@ -191,7 +199,7 @@ def parse_op_profile(text: str) -> OperatorProfile:
                 cdf_percent=float(match.group("cdf")),
                 mem_kb=float(match.group("mem")),
                 times_called=int(match.group("times")),
-                name=match.group("name"),
+                name=name,
             )
         )
     if not ended and cut_short:  # the last row matched, but its numbers may be incomplete
@@ -206,7 +214,11 @@ def parse_op_profile(text: str) -> OperatorProfile:
     )
 
 
-_COUNT_LINE = re.compile(rf"^count=(?P<count>\d+)(?P<rest>(?:\s+\w+=(?:{_NUM}))*)\s*(?P<same>\(all same\))?\s*$")
+# ``count=N first=.. curr=.. min=.. max=.. avg=.. std=..``, LiteRT adding ``p5= median= p95=``; when
+# every run took the same time: ``count=N curr=X(all same)``, the percentiles still after it.
+_COUNT_LINE = re.compile(
+    rf"^count=(?P<count>\d+)(?P<rest>(?:\s*\w+=(?:{_NUM})(?:\(all same\))?)*)\s*(?P<same>\(all same\))?\s*$"
+)
 _INIT_LINE = re.compile(rf"^Initialized session in (?P<ms>{_NUM}) ?ms\.?\s*$")
 _TIMINGS_LINE = re.compile(
     rf"^Inference timings in us: Init: (?P<init>{_NUM}), First inference: (?P<first>{_NUM}), "
@@ -224,7 +236,8 @@ def parse_run_stats(line: str) -> RunStats:
     match = _COUNT_LINE.match(flat)
     if match is None:
         raise BenchmarkOutputError(f"not a benchmark_model 'count=' statistics line: {flat!r}")
-    values = {key: float(value) for key, value in re.findall(rf"(\w+)=({_NUM})", match.group("rest"))}
+    rest = match.group("rest")
+    values = {key: float(value) for key, value in re.findall(rf"(\w+)=({_NUM})", rest)}
     count = int(match.group("count"))
     if count > 0 and "curr" not in values:
         raise BenchmarkOutputError(f"'count=' line without curr=: {flat!r}")
@@ -236,7 +249,10 @@ def parse_run_stats(line: str) -> RunStats:
         max_us=values.get("max"),
         avg_us=values.get("avg"),
         std_us=values.get("std"),
-        all_same=match.group("same") is not None,
+        median_us=values.get("median"),
+        p5_us=values.get("p5"),
+        p95_us=values.get("p95"),
+        all_same=match.group("same") is not None or "(all same)" in rest,
     )
 
 

@@ -85,10 +85,14 @@ def command_line(
         f"--op_profiling_output_file={csv_path}",
         "--report_peak_memory_footprint=true",
     ]
-    if precision == "fp16":
-        flags.append("--gpu_precision_loss_allowed=true" if delegate == "gpu" else "--allow_fp16=true")
-    elif delegate == "gpu":
-        flags.append("--gpu_precision_loss_allowed=false")
+    # fp16 arithmetic, where the delegate has it (the builtin CPU kernels compute in fp32, fp16
+    # weights or not): each delegate has its own flag (--allow_fp16 reaches NNAPI only).
+    if delegate == "gpu":
+        flags.append(f"--gpu_precision_loss_allowed={'true' if precision == 'fp16' else 'false'}")
+    elif precision == "fp16" and delegate == "xnnpack":
+        flags.append("--xnnpack_force_fp16=true")
+    elif precision == "fp16" and delegate == "nnapi":
+        flags.append("--allow_fp16=true")
     mask = core_mask(cores) if cores else None
     words = ([f"taskset {mask}"] if mask else []) + [shlex.quote(tool)] + [shlex.quote(f) for f in flags]
     return ToolCommand(" ".join(words), csv_path, mask)

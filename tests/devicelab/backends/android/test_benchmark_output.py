@@ -271,3 +271,25 @@ def test_errors_are_value_errors() -> None:
 def test_bad_summaries_are_refused_with_the_line(text: str, message: str) -> None:
     with pytest.raises(BenchmarkOutputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_summary(text)
+
+
+def test_litert_count_lines_carry_percentiles_even_when_every_run_took_the_same_time() -> None:
+    same = parse_run_stats("INFO: count=20 curr=15(all same) p5=15 median=15 p95=15")
+    assert (same.count, same.curr_us, same.all_same, same.median_us, same.avg_us) == (20, 15.0, True, 15.0, None)
+    full = parse_run_stats("count=10 first=20 curr=12 min=11 max=20 avg=12.5 std=2 p5=11 median=12 p95=20")
+    assert (full.median_us, full.p5_us, full.p95_us, full.all_same) == (12.0, 11.0, 20.0, False)
+
+
+def test_csv_names_get_their_commas_back() -> None:
+    text = "\n".join(
+        [
+            "Operator-wise Profiling Info for Regular Benchmark Runs:",
+            "============================== Run Order ==============================",
+            CSV_HEADER_NO_START,
+            "Convolution (NHWC\t F32) IGEMM, 0.5, 0.4, 50%, 50%, 0, 1, Delegate/Convolution (NHWC\t F32) IGEMM:0",
+            "",
+        ]
+    )
+    row = parse_op_profile(text).rows[0]
+    assert row.node_type == "Convolution (NHWC, F32) IGEMM"
+    assert row.name == "Delegate/Convolution (NHWC, F32) IGEMM:0"
