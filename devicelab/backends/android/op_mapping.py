@@ -118,7 +118,7 @@ def op_timings(
     """One ``OpTiming`` per graph operator (timed, or fused into a row) plus one per unexplained
     row; and notes for the environment (how rows were matched)."""
     by_index = {n.index: n for n in nodes}
-    covered: dict[int, tuple[OperatorRow, bool, int]] = {}  # graph op -> (row, owns the time, calls)
+    covered: dict[int, list[tuple[OperatorRow, bool]]] = {}  # graph op -> rows that ran it (row, owns its time)
     executed: set[int] = set()
     per_op: list[OperatorRow] = []
     partitions: list[OperatorRow] = []
@@ -131,7 +131,7 @@ def op_timings(
                 partitions.append(row)
                 continue
             executed.add(node.index)
-            _cover(covered, node.ir_ops, row, calls=1)
+            _cover(covered, node.ir_ops, row)
         elif row.name.startswith("Delegate/"):
             per_op.append(row)
         else:
@@ -152,21 +152,21 @@ def op_timings(
             shared += len(picked) > 1
             for n in picked:
                 pending.remove(n)
-                _cover(covered, n.ir_ops, row, calls=len(picked))
+                _cover(covered, n.ir_ops, row)
         if pending and per_op:  # nodes no row ran: absorbed by the delegate (its last kernel)
             for n in pending:
                 for i in n.ir_ops:
-                    covered.setdefault(i, (per_op[-1], False, 0))
+                    covered.setdefault(i, [(per_op[-1], False)])
     elif partitions:
         groups = _contiguous(delegated, executed)
         for k, group in enumerate(groups):
             row = partitions[min(k, len(partitions) - 1)]
             ops = tuple(i for n in group for i in n.ir_ops)
             if k < len(partitions):
-                _cover(covered, ops, row, calls=1)
+                _cover(covered, ops, row)
             else:
                 for i in ops:
-                    covered.setdefault(i, (row, False, 0))
+                    covered.setdefault(i, [(row, False)])
         runtime_rows += partitions[len(groups) :]
     else:
         runtime_rows += partitions
@@ -199,11 +199,11 @@ def _is_partition(row: OperatorRow) -> bool:
     return "delegate" in row.node_type.lower()
 
 
-def _cover(covered: dict[int, tuple[OperatorRow, bool, int]], ops: Sequence[int], row: OperatorRow, calls: int) -> None:
-    """The row times the first of ``ops``; the others are fused into it."""
+def _cover(covered: dict[int, list[tuple[OperatorRow, bool]]], ops: Sequence[int], row: OperatorRow) -> None:
+    """The row times the first of ``ops`` (with any other node's row that also ran it: a PAD
+    written before its convolution); the others are fused into it."""
     for k, i in enumerate(ops):
-        if i not in covered:
-            covered[i] = (row, k == 0, calls if k == 0 else 0)
+        covered.setdefault(i, []).append((row, k == 0))
 
 
 def _contiguous(nodes: Sequence[ModelNode], executed: set[int]) -> list[list[ModelNode]]:
@@ -222,38 +222,33 @@ def _keeps_delegate_name(row: OperatorRow) -> bool:
     return row.name.startswith("Delegate/") or _is_partition(row) or _BUILTIN_ROW.match(row.name) is None
 
 
-def _timings(graph: Graph, covered: dict[int, tuple[OperatorRow, bool, int]], runs: int) -> list[OpTiming]:
+def _timings(graph: Graph, covered: dict[int, list[tuple[OperatorRow, bool]]], runs: int) -> list[OpTiming]:
     # the name each row's owner goes by: the graph operator's for a builtin kernel, the
     # delegate's own for a delegate row (what fused operators name in fused_into)
     owner_name: dict[int, str] = {}
-    for index, (row, owns, _) in sorted(covered.items()):
-        if owns and id(row) not in owner_name:
-            owner_name[id(row)] = row.name if _keeps_delegate_name(row) else graph.operators[index].name
+    for index, hits in sorted(covered.items()):
+        for row, owns in hits:
+            if owns and id(row) not in owner_name:
+                owner_name[id(row)] = row.name if _keeps_delegate_name(row) else graph.operators[index].name
     out = []
     for index, op in enumerate(graph.operators):
-        hit = covered.get(index)
-        if hit is None:  # no row ran it (a constant the runtime folded away)
+        hits = covered.get(index, [])
+        owning = [row for row, owns in hits if owns]
+        shapes = (_shapes_in(graph, op), _shapes_out(graph, op), dict(op.attrs))
+        if owning:
+            # every kernel that ran this operator (a PAD and its CONV_2D): their times add up
+            delegate = next((row for row in owning if _keeps_delegate_name(row)), None)
+            kernel = "+".join(dict.fromkeys(row.node_type for row in owning))
+            stats = from_aggregate(runs, sum(row.avg_ms for row in owning))
+            name = delegate.name if delegate is not None else op.name
+            out.append(OpTiming(index, name, op.type, kernel, *shapes, stats=stats))
+        elif hits:
+            row = hits[0][0]
             out.append(
-                OpTiming(
-                    index, op.name, op.type, "", _shapes_in(graph, op), _shapes_out(graph, op), dict(op.attrs), None
-                )
+                OpTiming(index, op.name, op.type, row.node_type, *shapes, None, owner_name.get(id(row), row.name))
             )
-            continue
-        row, owns, _calls = hit
-        name = (row.name if _keeps_delegate_name(row) else op.name) if owns else op.name
-        out.append(
-            OpTiming(
-                index=index,
-                name=name,
-                type=op.type,
-                kernel=row.node_type,
-                input_shapes=_shapes_in(graph, op),
-                output_shapes=_shapes_out(graph, op),
-                attrs=dict(op.attrs),
-                stats=from_aggregate(runs, row.avg_ms) if owns else None,
-                fused_into=None if owns else owner_name.get(id(row), row.name),
-            )
-        )
+        else:  # no row ran it (a constant the runtime folded away)
+            out.append(OpTiming(index, op.name, op.type, "", *shapes, None))
     return out
 
 

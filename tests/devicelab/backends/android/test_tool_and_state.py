@@ -53,7 +53,9 @@ def test_the_command_pins_with_a_toybox_hex_mask_and_asks_for_exact_counts() -> 
         "--op_profiling_output_file=/data/local/tmp/latencylab/p.csv",
     ):
         assert flag in words
-    plain = tool_run.command_line("m.tflite", "p.csv", delegate="cpu", threads=1, warmup_runs=0, runs=1, precision="fp32")
+    plain = tool_run.command_line(
+        "m.tflite", "p.csv", delegate="cpu", threads=1, warmup_runs=0, runs=1, precision="fp32"
+    )
     assert plain.mask is None and not plain.command.startswith("taskset")
     assert "--use_xnnpack=false" in plain.command.split()
 
