@@ -119,9 +119,10 @@ def samples_histogram(samples_ms: Sequence[float], median_ms: float, p90_ms: flo
     return _json(fig)
 
 
-def cold_vs_warm(load_ms: float, first_run_ms: float, warm_median_ms: float) -> str:
-    """Cold start (loading, first run) beside a warm run, in ms."""
-    labels = ["load model", "first run (cold)", "warm run (median)"]
+def cold_vs_warm(load_ms: float, first_run_ms: float, warm_median_ms: float, warm_stat: str = "median") -> str:
+    """Cold start (loading, first run) beside a warm run, in ms (``warm_stat``: "median", or
+    "mean" where the runtime reported averages only)."""
+    labels = ["load model", "first run (cold)", f"warm run ({warm_stat})"]
     values = [load_ms, first_run_ms, warm_median_ms]
     fig = go.Figure(
         go.Bar(
@@ -263,31 +264,110 @@ def params_by_op_type(op_types: Sequence[str], params: Sequence[int]) -> str:
 
 @dataclass(frozen=True)
 class LatencyPoint:
-    """One finished job of a series: when, its median and p90 (ms), and its id."""
+    """One finished job of a series: when, its median and p90 (ms), and its id. Where the runtime
+    reported aggregates only, ``median_ms`` is the mean and ``p90_ms`` None."""
 
     at: datetime
     median_ms: float
-    p90_ms: float
+    p90_ms: float | None
     job_id: int
 
 
+def _spread_text(p: LatencyPoint) -> str:
+    if p.p90_ms is None:
+        return "mean (the tool reports averages only)"
+    return f"median, p90 {p.p90_ms:.3f} ms"
+
+
 def latency_over_time(series: Mapping[str, Sequence[LatencyPoint]]) -> str:
-    """Median latency of each model (one line each) over time on one device; p90 in the hover."""
+    """Median latency of each model (one line each) over time on one device; p90 in the hover.
+    A job whose runtime reported averages only is drawn at its mean, and its hover says so."""
     traces = [
         go.Scatter(
             x=[p.at.isoformat() for p in points],
             y=[p.median_ms for p in points],
             mode="lines+markers",
             name=label,
-            customdata=[[p.job_id, p.p90_ms] for p in points],
-            hovertemplate=label + "<br>%{x}<br>median %{y:.3f} ms, p90 %{customdata[1]:.3f} ms"
-            "<br>job #%{customdata[0]}<extra></extra>",
+            customdata=[[p.job_id, _spread_text(p)] for p in points],
+            hovertemplate=label + "<br>%{x}<br>%{y:.3f} ms %{customdata[1]}<br>job #%{customdata[0]}<extra></extra>",
         )
         for label, points in series.items()
     ]
+    some_means = any(p.p90_ms is None for points in series.values() for p in points)
+    y_title = "latency (ms, median or mean)" if some_means else "median latency (ms)"
     fig = go.Figure(
         traces,
-        layout=_layout(340, "finished at (UTC)", "median latency (ms)", legend={"orientation": "h", "y": -0.25}),
+        layout=_layout(340, "finished at (UTC)", y_title, legend={"orientation": "h", "y": -0.25}),
+    )
+    return _json(fig)
+
+
+@dataclass(frozen=True)
+class ThermalPoint:
+    """One finished job's temperatures: the hottest zone before and after (°C), the battery where
+    it was read, and the cool-down threshold it waited for."""
+
+    at: datetime
+    job_id: int
+    hottest_before: tuple[str, float] | None  # (zone, °C)
+    hottest_after: tuple[str, float] | None
+    battery_before: float | None
+    threshold_c: float | None
+
+
+def thermal_over_time(points: Sequence[ThermalPoint]) -> str:
+    """A device's temperatures over its jobs: the hottest zone before and after each, the battery,
+    and the cool-down threshold the job waited for (dashed)."""
+    x = [p.at.isoformat() for p in points]
+    traces = []
+    for label, attr, color, symbol in (
+        ("hottest zone before", "hottest_before", "#2a9d8f", "circle"),
+        ("hottest zone after", "hottest_after", "#c8553d", "diamond"),
+    ):
+        values = [getattr(p, attr) for p in points]
+        traces.append(
+            go.Scatter(
+                x=x,
+                y=[v[1] if v is not None else None for v in values],
+                mode="lines+markers",
+                name=label,
+                marker={"color": color, "symbol": symbol},
+                line={"color": color},
+                customdata=[[p.job_id, v[0] if v is not None else ""] for p, v in zip(points, values, strict=True)],
+                hovertemplate=label
+                + ": %{y:.1f} °C (%{customdata[1]})<br>%{x}<br>job #%{customdata[0]}<extra></extra>",
+                connectgaps=True,
+            )
+        )
+    if any(p.battery_before is not None for p in points):
+        traces.append(
+            go.Scatter(
+                x=x,
+                y=[p.battery_before for p in points],
+                mode="lines+markers",
+                name="battery before",
+                marker={"color": "#7b61c9", "size": 5},
+                line={"color": "#7b61c9", "width": 1},
+                customdata=[p.job_id for p in points],
+                hovertemplate="battery before: %{y:.1f} °C<br>%{x}<br>job #%{customdata}<extra></extra>",
+                connectgaps=True,
+            )
+        )
+    if any(p.threshold_c is not None for p in points):
+        traces.append(
+            go.Scatter(
+                x=x,
+                y=[p.threshold_c for p in points],
+                mode="lines",
+                name="cool-down threshold",
+                line={"color": "#8d99ae", "dash": "dash", "width": 1.5},
+                hovertemplate="cool-down threshold %{y:.1f} °C<extra></extra>",
+                connectgaps=True,
+            )
+        )
+    fig = go.Figure(
+        traces,
+        layout=_layout(320, "finished at (UTC)", "temperature (°C)", legend={"orientation": "h", "y": -0.25}),
     )
     return _json(fig)
 

@@ -49,6 +49,13 @@ def ratio(value: float | None) -> str:
     return f"{value:.3g}×"
 
 
+def celsius(value: float | None) -> str:
+    """A temperature: '41.3 °C' ('' for None)."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return ""
+    return f"{value:.1f} °C"
+
+
 def percent(fraction: float | None, digits: int = 1) -> str:
     """A fraction as a percentage."""
     if fraction is None:
@@ -63,6 +70,28 @@ def shapes(value: Any) -> str:
     return ", ".join("x".join(str(d) for d in shape) for shape in value)
 
 
+def core_ranges(cores: Any) -> str:
+    """Core ids as ranges, the way the submit form takes them: [0, 1, 2, 3, 6] -> '0-3,6'."""
+    ids = sorted({int(c) for c in cores or ()})
+    parts: list[str] = []
+    start = prev = None
+    for c in [*ids, None]:
+        if c is not None and prev is not None and c == prev + 1:
+            prev = c
+            continue
+        if start is not None:
+            parts.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = c
+    return ",".join(parts)
+
+
+def ghz(khz: Any) -> str:
+    """A frequency in kHz (as Linux reports it) in GHz: 2850000 -> '2.85 GHz' ('' when unknown)."""
+    if isinstance(khz, bool) or not isinstance(khz, int | float) or khz <= 0:
+        return ""
+    return f"{khz / 1e6:.2f} GHz"
+
+
 def _clusters(clusters: list[dict[str, Any]]) -> str:
     parts = []
     for c in clusters:
@@ -71,6 +100,19 @@ def _clusters(clusters: list[dict[str, Any]]) -> str:
         at = f" @ {freq / 1e6:.2f} GHz" if freq else ""
         parts.append(f"{len(cores)} cores{at}")
     return " + ".join(parts)
+
+
+def _cpu_clusters(clusters: list[dict[str, Any]]) -> str:
+    """A phone's clusters: 'little: cores 0-3 @ 1.80 GHz · big: cores 6-7 @ 2.85 GHz'."""
+    parts = []
+    for c in clusters:
+        if not isinstance(c, dict):
+            continue
+        cores = c.get("cores") or []
+        at = ghz(c.get("max_khz"))
+        name = str(c.get("name") or "cluster")
+        parts.append(f"{name}: core{'s' if len(cores) != 1 else ''} {core_ranges(cores)}" + (f" @ {at}" if at else ""))
+    return " · ".join(parts)
 
 
 # The hardware keys workers report (DeviceInfo.hardware), in reading order, with their labels.
@@ -85,9 +127,21 @@ _HARDWARE_LABELS = {
     "driver": "Driver",
     "opencl_version": "OpenCL",
     "wave_size": "Wave size",
+    "manufacturer": "Manufacturer",
     "model": "Model",
     "soc": "SoC",
+    "abi": "ABI",
+    "android_version": "Android",
+    "sdk": "SDK",
+    "cpu_clusters": "CPU clusters",
+    "gpu": "GPU",
+    "ram_mb": "RAM",
+    "gpu_family": "GPU family",
     "runtime": "Runtime",
+    "serial": "Serial",
+    "qed_device": "Name in the data",
+    "source": "Source",
+    "dataset": "Dataset",
 }
 
 
@@ -99,10 +153,18 @@ def hardware_rows(hardware: dict[str, Any]) -> list[tuple[str, str]]:
         value = hardware[key]
         if value in (None, "", [], {}):
             continue
+        if key == "sdk" and hardware.get("android_version"):
+            continue  # shown with the Android version
         if key == "clusters" and isinstance(value, list):
             text = _clusters(value)
+        elif key == "cpu_clusters" and isinstance(value, list):
+            text = _cpu_clusters(value)
         elif key == "memory_bytes" and isinstance(value, int):
             text = size(value)
+        elif key == "ram_mb" and isinstance(value, int | float) and not isinstance(value, bool):
+            text = size(int(value * 1024 * 1024))
+        elif key == "android_version" and hardware.get("sdk"):
+            text = f"{value} (SDK {hardware['sdk']})"
         elif isinstance(value, dict):
             text = ", ".join(f"{k} {v}" for k, v in value.items())
         elif isinstance(value, list):
@@ -116,10 +178,22 @@ def hardware_rows(hardware: dict[str, Any]) -> list[tuple[str, str]]:
 def hardware_summary(hardware: dict[str, Any]) -> str:
     """One line naming a device's hardware, for tables."""
     parts = []
-    for key in ("cpu_model", "gpu_name", "model", "soc", "arch"):
-        value = hardware.get(key)
+    model, maker = str(hardware.get("model") or ""), str(hardware.get("manufacturer") or "")
+    if maker and model and not model.lower().startswith(maker.lower()):
+        model = f"{maker} {model}"
+    for value in (
+        hardware.get("cpu_model"),
+        hardware.get("gpu_name"),
+        model,
+        hardware.get("soc"),
+        hardware.get("arch"),
+    ):
         if value and str(value) not in parts:
             parts.append(str(value))
+    if hardware.get("abi"):
+        parts.append(str(hardware["abi"]))
+    if hardware.get("android_version"):
+        parts.append(f"Android {hardware['android_version']}")
     cores = hardware.get("logical_cores")
     if cores:
         parts.append(f"{cores} threads")
@@ -141,25 +215,38 @@ def attrs(value: Any) -> str:
 
 _SETTING_LABELS = {
     "backend": "backend",
+    "delegate": "delegate",
     "threads": "threads",
     "cores": "cores",
     "precision": "precision",
     "warmup_runs": "warm-up runs",
     "runs": "runs",
+    "cooldown_c": "cool down below",
+    "cooldown_max_s": "cool-down limit",
 }
 
 
 def settings_items(settings: dict[str, Any]) -> list[tuple[str, str]]:
-    """Job settings as (label, value) pairs in a fixed order; no cores means the OS decides."""
+    """Job settings as (label, value) pairs in a fixed order; no cores means the OS decides; an
+    empty delegate and unset cool-down (the device's defaults) are left out."""
     items = []
     for key, label in _SETTING_LABELS.items():
-        if key not in settings:
+        value = settings.get(key)
+        if key not in settings or (key in ("delegate", "cooldown_c", "cooldown_max_s") and value in ("", None)):
             continue
-        value = settings[key]
         if key == "cores":
             value = ",".join(str(c) for c in value) if value else "any"
+        elif key == "cooldown_c":
+            value = f"{value:g} °C"
+        elif key == "cooldown_max_s":
+            value = f"{value:g} s"
         items.append((label, str(value)))
     return items
+
+
+def flag_name(flag: str) -> str:
+    """The kind of a result's flag: 'hot: 46.2 °C at start > 40 °C' -> 'hot'."""
+    return flag.split(":", 1)[0].strip()
 
 
 def ago(when: datetime | None) -> str:

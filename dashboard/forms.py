@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django import forms
@@ -16,10 +17,13 @@ from django.db import transaction
 from django.utils.datastructures import MultiValueDict
 
 from devicelab.backends.base import (
+    DELEGATES,
+    MAX_COOLDOWN_S,
     MAX_RUNS,
     MAX_THREADS,
     MAX_WARMUP_RUNS,
     PRECISIONS,
+    Capabilities,
     ProfileSettings,
     UnsupportedSetting,
 )
@@ -103,6 +107,9 @@ class _DeviceCheckboxes(forms.CheckboxSelectMultiple):
                     "data-max-threads": str(caps.max_threads),
                     "data-pins-cores": "true" if caps.pins_cores else "false",
                     "data-cores": ",".join(str(c) for c in caps.cores),
+                    "data-delegates": " ".join(caps.delegates),
+                    "data-core-clusters": " ".join(sorted(caps.core_clusters)),
+                    "data-cools-down": "true" if caps.cools_down else "false",
                 }
             )
         return option
@@ -126,6 +133,31 @@ def offered(devices: Iterable[Device]) -> tuple[list[str], int]:
     return [p for p in PRECISIONS if p in precisions], max_threads or 1
 
 
+@dataclass(frozen=True)
+class RuntimeOptions:
+    """What some of the devices offer beyond threads and precision (phones): delegates, named
+    core clusters, a thermal cool-down."""
+
+    delegates: list[str]
+    clusters: list[str]
+    cools_down: bool
+
+
+def offered_runtime_options(devices: Iterable[Device]) -> RuntimeOptions:
+    """The delegates and core clusters any of ``devices`` offers, and whether any cools down."""
+    delegates: set[str] = set()
+    clusters: set[str] = set()
+    cools_down = False
+    for device in devices:
+        caps = device.declared_capabilities()
+        if caps is None:
+            continue
+        delegates.update(caps.delegates)
+        clusters.update(caps.core_clusters)
+        cools_down = cools_down or caps.cools_down
+    return RuntimeOptions([d for d in DELEGATES if d in delegates], sorted(clusters), cools_down)
+
+
 class SubmitJobsForm(forms.Form):
     """Models x devices with one set of settings: one job per pair."""
 
@@ -146,6 +178,34 @@ class SubmitJobsForm(forms.Form):
         widget=forms.TextInput(attrs={"placeholder": "e.g. 0-3"}),
     )
     precision = forms.ChoiceField(choices=[("fp32", "fp32"), ("fp16", "fp16"), ("int8", "int8")], initial="fp32")
+    delegate = forms.ChoiceField(
+        required=False,
+        initial="",
+        label="Delegate",
+        help_text="The runtime's delegate on a phone (empty: the device's default).",
+    )
+    core_cluster = forms.ChoiceField(
+        required=False,
+        initial="",
+        label="Core cluster",
+        help_text="Pin to a phone's cluster of cores, by name (instead of CPU ids).",
+    )
+    cooldown_c = forms.FloatField(
+        required=False,
+        min_value=1,
+        max_value=119,
+        label="Cool down below (°C)",
+        help_text="Before measuring, wait until the phone is cooler than this.",
+        widget=forms.NumberInput(attrs={"placeholder": "e.g. 40", "step": "any"}),
+    )
+    cooldown_max_s = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=MAX_COOLDOWN_S,
+        label="Cool-down limit (s)",
+        help_text="...but wait at most this long.",
+        widget=forms.NumberInput(attrs={"placeholder": "e.g. 120", "step": "any"}),
+    )
 
     def __init__(self, team: Team, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -160,6 +220,14 @@ class SubmitJobsForm(forms.Form):
         precisions, max_threads = offered(online)
         self.fields["precision"].choices = [(p, p) for p in precisions]  # type: ignore[attr-defined]
         self.fields["threads"].widget.attrs["max"] = max_threads
+        # Phones' options appear only when an online device offers them (the page hides the rest).
+        self.runtime_options = offered_runtime_options(online)
+        self.fields["delegate"].choices = [("", "device default")] + [  # type: ignore[attr-defined]
+            (d, d) for d in self.runtime_options.delegates
+        ]
+        self.fields["core_cluster"].choices = [("", "none")] + [  # type: ignore[attr-defined]
+            (c, c) for c in self.runtime_options.clusters
+        ]
 
     def clean_cores(self) -> list[int]:
         """The cores as a list of ids."""
@@ -170,8 +238,15 @@ class SubmitJobsForm(forms.Form):
         data = super().clean() or {}
         if self.errors:
             return data
+        if data.get("cores") and data.get("core_cluster"):
+            self.add_error("core_cluster", "choose CPU cores or a core cluster, not both")
+            return data
+        cluster = data.get("core_cluster") or ""
+        settings = self.job_settings()
+        if cluster:
+            del settings["cores"]  # each device resolves the name to its own core ids, below
         try:
-            parsed = ProfileSettings.from_dict(self.job_settings())
+            parsed = ProfileSettings.from_dict(settings)
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
         for device in data.get("devices") or ():
@@ -179,11 +254,18 @@ class SubmitJobsForm(forms.Form):
             if caps is None:
                 continue
             try:
-                caps.check(parsed)
+                caps.check(self._on_device(parsed, caps, cluster))
             except UnsupportedSetting as exc:
-                field = exc.setting if exc.setting in self.fields else None
-                self.add_error(field, f"device {device.name!r} (#{device.pk}): {exc.reason}")
+                field = "core_cluster" if cluster and exc.setting == "cores" else exc.setting
+                self.add_error(
+                    field if field in self.fields else None, f"device {device.name!r} (#{device.pk}): {exc.reason}"
+                )
         return data
+
+    @staticmethod
+    def _on_device(parsed: ProfileSettings, caps: Capabilities, cluster: str) -> ProfileSettings:
+        """The settings as one device runs them: a cluster name becomes that device's core ids."""
+        return replace(parsed, cores=caps.cluster_cores(cluster)) if cluster else parsed
 
     def job_settings(self) -> dict[str, Any]:
         """The ProfileSettings keys the form sets (backend follows each device's kind)."""
@@ -196,6 +278,13 @@ class SubmitJobsForm(forms.Form):
         }
         if d["cores"]:
             settings["cores"] = d["cores"]
+        if d.get("core_cluster"):
+            settings["cores"] = d["core_cluster"]  # a cluster's name: the service resolves it per device
+        if d.get("delegate"):
+            settings["delegate"] = d["delegate"]
+        for key in ("cooldown_c", "cooldown_max_s"):
+            if d.get(key) is not None:
+                settings[key] = d[key]
         return settings
 
     def save(self, user: Any) -> list[ProfilingJob]:

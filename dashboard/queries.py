@@ -13,18 +13,29 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, F, Max, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Max, Q, QuerySet
+from django.db.models.functions import Coalesce
 
 from dashboard.formatting import hardware_summary
+from dashboard.phones import PhoneModel, phone_model
 from devicelab.graph.ops import OPS
 from server.accounts.models import Team
-from server.devices.models import Device, DeviceStatus
+from server.devices.models import Device, DeviceKind, DeviceStatus
 from server.networks.models import NetworkModel
 from server.networks.services import operator_table
 from server.profiling.models import ACTIVE_STATES, JobResult, JobState, OperatorTiming, ProfilingJob
 
 # A model's graph JSON can be megabytes: lists never load it.
 _HEAVY_MODEL_FIELDS = ("graph", "summary")
+
+# A result's central latency: its median, or its mean where the runtime reported aggregates only
+# (a phone's benchmark_model prints count, mean, std, min and max; its median is null). Every
+# query that ranks or draws results by latency reads this, so phone results are not left out.
+CENTRAL_MS = Coalesce(F("result__e2e_median"), F("result__e2e_mean"))
+# Whether that central value is a mean (a finished result without a median).
+CENTRAL_IS_MEAN = ExpressionWrapper(
+    Q(result__isnull=False, result__e2e_median__isnull=True), output_field=BooleanField()
+)
 
 # -- jobs as listed ----------------------------------------------------------------------------
 
@@ -50,12 +61,19 @@ _JOB_LIST_FIELDS = (
 
 def job_list(team: Team) -> QuerySet[ProfilingJob]:
     """A team's jobs, newest first, with model and device names and the result's median and p90
-    (``median_ms``, ``p90_ms``; None until the job succeeded) in the same query."""
+    (``median_ms``, ``p90_ms``; None until the job succeeded) in the same query. ``median_ms`` is
+    the mean where the runtime reported no median (``central_is_mean``; its p90 stays None), and
+    ``result_flags`` lists why the result should not be trusted as is (hot, throttled)."""
     return (
         ProfilingJob.objects.for_team(team)
         .select_related("model", "device")
         .only(*_JOB_LIST_FIELDS)
-        .annotate(median_ms=F("result__e2e_median"), p90_ms=F("result__e2e_p90"))
+        .annotate(
+            median_ms=CENTRAL_MS,
+            p90_ms=F("result__e2e_p90"),
+            central_is_mean=CENTRAL_IS_MEAN,
+            result_flags=F("result__flags"),
+        )
     )
 
 
@@ -83,7 +101,7 @@ def progress_of(team: Team, ids: list[int]) -> list[dict[str, Any]]:
     rows = (
         ProfilingJob.objects.for_team(team)
         .filter(pk__in=ids)
-        .annotate(median_ms=F("result__e2e_median"))
+        .annotate(median_ms=CENTRAL_MS)
         .values("id", "state", "progress", "progress_message", "median_ms")
     )
     return [
@@ -200,7 +218,9 @@ class LatencySeries:
     """Finished jobs of one model (at one thread count) on one device, oldest first."""
 
     label: str
-    points: list[tuple[Any, float, float, int]]  # (finished_at, median_ms, p90_ms, job_id)
+    # (finished_at, median_ms, p90_ms, job_id); median_ms is the mean and p90_ms None where the
+    # runtime reported aggregates only
+    points: list[tuple[Any, float, float | None, int]]
 
 
 def latency_history(team: Team, device: Device, limit: int = 1000) -> list[LatencySeries]:
@@ -209,9 +229,8 @@ def latency_history(team: Team, device: Device, limit: int = 1000) -> list[Laten
         ProfilingJob.objects.for_team(team)
         .filter(device=device, state=JobState.SUCCEEDED, result__isnull=False)
         .order_by("-finished_at")
-        .values("id", "model_id", "model__name", "settings", "finished_at", "result__e2e_median", "result__e2e_p90")[
-            :limit
-        ]
+        .annotate(central_ms=CENTRAL_MS)
+        .values("id", "model_id", "model__name", "settings", "finished_at", "central_ms", "result__e2e_p90")[:limit]
     )
     groups: dict[tuple[int, int], list[Any]] = defaultdict(list)
     names: dict[int, str] = {}
@@ -226,11 +245,111 @@ def latency_history(team: Team, device: Device, limit: int = 1000) -> list[Laten
         if several_thread_counts:
             label += f", {threads} thread{'s' if threads != 1 else ''}"
         points = [
-            (r["finished_at"], r["result__e2e_median"], r["result__e2e_p90"], r["id"])
+            (r["finished_at"], r["central_ms"], r["result__e2e_p90"], r["id"])
             for r in sorted(items, key=lambda r: r["finished_at"])
         ]
         series.append(LatencySeries(label=label, points=points))
     return series
+
+
+@dataclass(frozen=True)
+class JobTemperatures:
+    """One finished job on a device: when, and its zones' temperatures before and after (°C)."""
+
+    at: Any
+    job_id: int
+    before_c: dict[str, float]
+    after_c: dict[str, float]
+    threshold_c: float | None  # the cool-down threshold it waited for, if any
+
+
+def _temperatures(value: Any) -> dict[str, float]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+
+
+def thermal_history(team: Team, device: Device, limit: int = 200) -> list[JobTemperatures]:
+    """The temperatures the team's recent succeeded jobs on ``device`` recorded (a phone's worker
+    writes them into the result's environment), oldest first; jobs without any are left out.
+    One query, reading only those keys of the environment."""
+    rows = (
+        ProfilingJob.objects.for_team(team)
+        .filter(device=device, state=JobState.SUCCEEDED, result__isnull=False)
+        .order_by("-finished_at")
+        .values(
+            "id",
+            "finished_at",
+            "result__environment__temperatures_before_c",
+            "result__environment__temperatures_after_c",
+            "result__environment__cooldown__threshold_c",
+        )[:limit]
+    )
+    points = []
+    for r in rows:
+        before = _temperatures(r["result__environment__temperatures_before_c"])
+        after = _temperatures(r["result__environment__temperatures_after_c"])
+        if not before and not after:
+            continue
+        threshold = r["result__environment__cooldown__threshold_c"]
+        points.append(
+            JobTemperatures(
+                at=r["finished_at"],
+                job_id=r["id"],
+                before_c=before,
+                after_c=after,
+                threshold_c=float(threshold) if isinstance(threshold, int | float) else None,
+            )
+        )
+    points.sort(key=lambda p: (p.at, p.job_id))
+    return points
+
+
+# -- phones by model ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PhoneGroup:
+    """Phones of one model: those a worker measures (``android``) and those known only from
+    imported measurements (the qed phones), side by side."""
+
+    model: PhoneModel
+    measured: list[Device]
+    imported: list[Device]
+
+    @property
+    def socs(self) -> list[str]:
+        """The SoCs its devices report (one, unless the data disagree)."""
+        return sorted({str(d.hardware.get("soc")) for d in [*self.measured, *self.imported] if d.hardware.get("soc")})
+
+
+def phone_groups(devices: list[Device]) -> list[PhoneGroup]:
+    """The phones among ``devices`` grouped by model (``dashboard.phones``), by model name."""
+    groups: dict[str, tuple[PhoneModel, list[Device], list[Device]]] = {}
+    for d in devices:
+        model = phone_model(d)
+        if model is None:
+            continue
+        _, measured, imported = groups.setdefault(model.key, (model, [], []))
+        (imported if d.kind == DeviceKind.IMPORTED else measured).append(d)
+    out = [PhoneGroup(model, measured, imported) for model, measured, imported in groups.values()]
+    out.sort(key=lambda g: g.model.name.lower())
+    return out
+
+
+def same_model(device: Device) -> PhoneGroup | None:
+    """The phone model group of ``device`` with the other phones of that model (measured and
+    imported); None when the device is not a phone. One query."""
+    model = phone_model(device)
+    if model is None:
+        return None
+    phones = Device.objects.filter(kind__in=[DeviceKind.ANDROID, DeviceKind.IMPORTED]).only(
+        "id", "kind", "name", "status", "hardware", "offline_reason"
+    )
+    for group in phone_groups(list(phones)):
+        if group.model.key == model.key:
+            return group
+    return None
 
 
 # -- models ------------------------------------------------------------------------------------

@@ -143,7 +143,8 @@ def _stamp(when: datetime | None) -> tuple[str, str]:
 
 
 def fleet_rows(rows: list[FleetRow]) -> SafeString:
-    """The overview's device table: kind, hardware, state, heartbeat, current job, queue depth."""
+    """The overview's device table: kind, hardware, state (and why it is offline), heartbeat,
+    current job, queue depth."""
     device_url, job_url = _url_for("dashboard:device"), _url_for("dashboard:job")
     out = []
     for r in rows:
@@ -163,13 +164,15 @@ def fleet_rows(rows: list[FleetRow]) -> SafeString:
         else:
             current = '<span class="muted">—</span>'
         ours = f' <span class="muted small">({r.queued_ours} yours)</span>' if r.queued_ours else ""
+        offline = not d.is_online and d.offline_reason
+        reason = f'<div class="muted small offline-reason">{escape(d.offline_reason)}</div>' if offline else ""
         out.append(
             f'<tr><td><a href="{device_url[0]}{d.pk}{device_url[1]}">{escape(d.name)}</a> '
             f'<span class="muted small">#{d.pk}</span></td>'
             f'<td><span class="kind">{escape(d.kind)}</span></td>'
             f'<td class="small">{escape(r.hardware)}</td>'
             f'<td data-value="{escape(d.status)}"><span class="badge device-{escape(d.status)}">'
-            f"{escape(d.get_status_display().lower())}</span></td>"
+            f"{escape(d.get_status_display().lower())}</span>{reason}</td>"
             f'<td class="small" data-value="{ts}" title="{full}">{formatting.ago(d.last_heartbeat)}</td>'
             f"<td>{current}</td>"
             f'<td class="num" data-value="{r.queued}">{r.queued}{ours}</td></tr>'

@@ -19,9 +19,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from dashboard import figures, queries
 from dashboard.access import team_page
+from dashboard.conditions import conditions
 from dashboard.formatting import hardware_rows
 from dashboard.forms import ModelUploadForm, SubmitJobsForm
-from server.devices.models import Device
+from server.devices.models import Device, DeviceKind
 from server.networks.models import ModelState, NetworkModel
 from server.networks.services import UploadTooLarge, check_declared_size, operator_table_shown
 from server.profiling.models import JobResult, JobState, ProfilingJob
@@ -54,6 +55,7 @@ def overview(request: HttpRequest) -> HttpResponse:
         {
             "fleet": rows,
             "fleet_counts": queries.fleet_counts(rows),
+            "phone_groups": queries.phone_groups([r.device for r in rows]),
             "job_counts": queries.team_job_counts(team),
             "model_count": NetworkModel.objects.for_team(team).count(),
             "recent_jobs": list(queries.job_list(team)[:RECENT_JOBS]),
@@ -75,12 +77,19 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
         if series
         else None
     )
+    # Only phones' workers record temperatures: other devices' pages skip the query.
+    temperatures = queries.thermal_history(team, device) if device.kind == DeviceKind.ANDROID else []
+    group = queries.same_model(device)
     return render(
         request,
         "dashboard/device.html",
         {
             "device": device,
             "hardware": hardware_rows(device.hardware or {}),
+            "thermal_chart": _thermal_figure(temperatures) if temperatures else None,
+            "thermal_jobs": len(temperatures),
+            "same_model": group,
+            "same_model_others": [d for d in [*group.measured, *group.imported] if d.pk != device.pk] if group else [],
             "depth": depth,
             "running": running if running is not None and running.team_id == team.pk else None,
             "busy_elsewhere": running is not None and running.team_id != team.pk,
@@ -88,6 +97,30 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "latency_chart": chart,
             "series_count": len(series),
         },
+    )
+
+
+def _hottest(zones: dict[str, float]) -> tuple[str, float] | None:
+    return max(zones.items(), key=lambda kv: kv[1]) if zones else None
+
+
+def _battery(zones: dict[str, float]) -> float | None:
+    return next((c for zone, c in sorted(zones.items()) if "battery" in zone.lower()), None)
+
+
+def _thermal_figure(history: list[queries.JobTemperatures]) -> str:
+    return figures.thermal_over_time(
+        [
+            figures.ThermalPoint(
+                at=t.at,
+                job_id=t.job_id,
+                hottest_before=_hottest(t.before_c),
+                hottest_after=_hottest(t.after_c),
+                battery_before=_battery(t.before_c),
+                threshold_c=t.threshold_c,
+            )
+            for t in history
+        ]
     )
 
 
@@ -239,7 +272,12 @@ def _job_figures(result: JobResult, breakdown: queries.Breakdown) -> dict[str, s
         "histogram": figures.samples_histogram(result.samples_ms, result.e2e_median, result.e2e_p90)
         if result.samples_ms and result.e2e_median is not None and result.e2e_p90 is not None
         else None,
-        "cold": figures.cold_vs_warm(result.load_ms, result.first_run_ms, result.e2e_central),
+        "cold": figures.cold_vs_warm(
+            result.load_ms,
+            result.first_run_ms,
+            result.e2e_central,
+            "median" if result.e2e_median is not None else "mean",
+        ),
         "by_type": figures.time_by_op_type(
             [t.op_type for t in breakdown.by_type],
             [t.total_ms for t in breakdown.by_type],
@@ -263,6 +301,7 @@ def _job_result_context(team: Any, job: ProfilingJob) -> dict[str, Any]:
         "result": result,
         "ops": breakdown,
         "charts": _job_figures(result, breakdown),
+        "conditions": conditions(result.environment),
         "compare_with": others,
     }
 
@@ -360,7 +399,9 @@ def compare(request: HttpRequest) -> HttpResponse:
             )
             if top
             else None,
-            "hist_chart": figures.compare_histograms(a_res.samples_ms, b_res.samples_ms, "A", "B"),
+            "hist_chart": figures.compare_histograms(a_res.samples_ms, b_res.samples_ms, "A", "B")
+            if a_res.samples_ms or b_res.samples_ms
+            else None,
             "a_label": a_label,
             "b_label": b_label,
         }

@@ -376,9 +376,11 @@ class Client:
 
     # -- devices and models ----------------------------------------------------------------------
 
-    def devices(self) -> list[dict[str, Any]]:
-        """The lab's devices: ``{"id", "kind", "name", "status", ...}``."""
-        return self._list("devices/")
+    def devices(self, kind: str | None = None, status: str | None = None) -> list[dict[str, Any]]:
+        """The lab's devices: ``{"id", "kind", "name", "hardware", "capabilities", "status",
+        "offline_reason", ...}``; ``kind="android"`` for the phones, ``status="online"`` for the reachable."""
+        params = {k: v for k, v in (("kind", kind), ("status", status)) if v is not None}
+        return self._list("devices/", params or None)
 
     def device(self, device: int | str | dict[str, Any]) -> dict[str, Any]:
         """One device by id, name or identity; an online one wins when several share a name."""
@@ -483,7 +485,8 @@ class Client:
         settings: dict[str, Any] | None = None,
     ) -> JobHandle:
         """Queue a profiling job of ``model`` (an id, or anything ``upload`` takes) on ``device`` (id or
-        name) with ``settings`` (runs, warmup_runs, threads, cores, backend, precision)."""
+        name) with ``settings`` (runs, warmup_runs, threads, cores, backend, precision; for phones also
+        delegate, cooldown_c and cooldown_max_s, and cores may name a core cluster such as "big")."""
         if isinstance(model, bool):
             raise InputError(f"a model is an id, a file path, bytes or a Graph, not {model!r}")
         model_id = model if isinstance(model, int) else self.upload(model)
@@ -496,7 +499,9 @@ class Client:
 
     def results(self, job: int | JobHandle) -> dict[str, Any]:
         """A finished job's result: ``e2e`` statistics (ms), ``cold`` start, ``samples_ms``, ``operators``
-        (one row per operator: name, op_type, kernel, mean/median/std ms, fused_into) and the environment."""
+        (one row per operator: name, op_type, kernel, mean/median/std ms, fused_into), ``flags`` (hot,
+        throttled), ``peak_memory_mb`` and the environment. Where the runtime reports aggregates only
+        (a phone's), ``e2e`` has no median or p90 (None) and ``samples_ms`` is empty: use the mean."""
         handle = self.job(job)
         if handle.state != "succeeded" or handle.result is None:
             reason = f": {handle.failure_reason}" if handle.failure_reason else ""

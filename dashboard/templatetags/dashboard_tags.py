@@ -35,6 +35,8 @@ register.filter("percent", formatting.percent)
 register.filter("ratio", formatting.ratio)
 register.filter("ago", formatting.ago)
 register.filter("settings_items", formatting.settings_items)
+register.filter("celsius", formatting.celsius)
+register.filter("flag_name", formatting.flag_name)
 
 
 register.simple_tag(tables.operator_rows, name="operator_rows")

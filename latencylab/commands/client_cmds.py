@@ -16,6 +16,11 @@ from latencylab.commands.output import fail, print_json, print_table
 # A refused request that names bad input (400) or an unknown id (404) exits 2 like bad usage.
 _BAD_INPUT_STATUSES = (400, 404)
 
+# devicelab.backends.base's PRECISIONS and DELEGATES (tests/cli check they agree), written out so
+# that building the parser imports no numpy.
+PRECISIONS = ("fp32", "fp16", "int8")
+DELEGATES = ("cpu", "xnnpack", "gpu", "nnapi")
+
 
 def _add_server_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", help="server URL (default: $LATENCYLAB_URL)")
@@ -31,6 +36,17 @@ def add_parsers(sub: Any) -> None:
     prof.add_argument("--runs", type=int, help="measured runs")
     prof.add_argument("--warmup", type=int, help="warm-up runs")
     prof.add_argument("--threads", type=int, help="CPU threads")
+    prof.add_argument(
+        "--cores", type=_cores_argument, help="pin to these CPU ids (0-3 or 0,2) or to a phone's core cluster (big)"
+    )
+    prof.add_argument("--precision", choices=PRECISIONS, help="numeric precision (the device must offer it)")
+    prof.add_argument("--delegate", choices=DELEGATES, help="a phone's runtime delegate (the device must offer it)")
+    prof.add_argument(
+        "--cooldown-c", type=float, metavar="C", help="phones: before measuring, wait until cooler than C °C"
+    )
+    prof.add_argument(
+        "--cooldown-max-s", type=float, metavar="S", help="phones: wait at most S seconds for --cooldown-c"
+    )
     prof.add_argument("--timeout", type=float, help="give up waiting after this many seconds")
     prof.add_argument("--top", type=int, default=10, help="slowest operators to list (default 10)")
     _add_server_arguments(prof)
@@ -126,10 +142,27 @@ def _model_argument(value: str) -> int | Path:
     raise InputError(f"MODEL: no such file {value!r} (nor a model id)")
 
 
-def _settings(args: argparse.Namespace) -> dict[str, int]:
+def _cores_argument(value: str) -> list[int] | str:
+    """``--cores``: CPU ids as '0-3,6', or the name of a core cluster ('big')."""
+    text = value.replace(" ", "")
+    if text.isidentifier():
+        return text
+    cores: set[int] = set()
+    for part in text.split(","):
+        lo, sep, hi = part.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise argparse.ArgumentTypeError(f"{value!r} is neither core ids (0-3 or 0,2) nor a cluster name (big)")
+        first, last = int(lo), int(hi) if sep else int(lo)
+        if last < first:
+            raise argparse.ArgumentTypeError(f"the range {part!r} runs backwards")
+        cores.update(range(first, last + 1))
+    return sorted(cores)
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
     from latencylab.client import InputError
 
-    settings: dict[str, int] = {}
+    settings: dict[str, Any] = {}
     for flag, key, minimum in (("runs", "runs", 1), ("warmup", "warmup_runs", 0), ("threads", "threads", 1)):
         value = getattr(args, flag)
         if value is None:
@@ -137,6 +170,10 @@ def _settings(args: argparse.Namespace) -> dict[str, int]:
         if value < minimum:
             raise InputError(f"--{flag} must be at least {minimum}, got {value}")
         settings[key] = value
+    for key in ("cores", "precision", "delegate", "cooldown_c", "cooldown_max_s"):
+        value = getattr(args, key, None)
+        if value is not None:
+            settings[key] = value
     return settings
 
 
@@ -144,20 +181,88 @@ def _ms(value: Any) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _hottest(zones: Any) -> str:
+    """The hottest of ``{zone: °C}``, as '44.0 °C (cpu-1-2)'."""
+    temps = {z: t for z, t in (zones or {}).items() if isinstance(t, int | float)} if isinstance(zones, dict) else {}
+    if not temps:
+        return "-"
+    zone = max(temps, key=lambda z: temps[z])
+    return f"{temps[zone]:.1f} °C ({zone})"
+
+
+def _conditions(env: dict[str, Any]) -> list[str]:
+    """The lines a phone's measuring conditions take (none for a result without them)."""
+    lines = []
+    if "temperatures_before_c" in env or "temperatures_after_c" in env:
+        line = f"temperature: hottest before {_hottest(env.get('temperatures_before_c'))}, "
+        line += f"after {_hottest(env.get('temperatures_after_c'))}"
+        cooldown = env.get("cooldown")
+        if isinstance(cooldown, dict) and cooldown.get("threshold_c") is not None:
+            waited = cooldown.get("waited_s") or 0.0
+            reached = "" if cooldown.get("reached", True) else ", not reached"
+            line += f"; cool-down: waited {waited:.1f} s for < {cooldown['threshold_c']:g} °C{reached}"
+        lines.append(line)
+    governors, after = env.get("governors"), env.get("frequencies_khz_after")
+    if isinstance(governors, dict) and governors:
+        clocks = []
+        for core in sorted(governors, key=lambda c: int(c) if str(c).isdigit() else 1 << 30):
+            khz = after.get(core) if isinstance(after, dict) else None
+            clocks.append(f"cpu{core} {governors[core]}" + (f" {khz / 1e6:.2f} GHz" if khz else ""))
+        lines.append("cpu: " + ", ".join(clocks))
+    state = []
+    if "screen_on" in env:
+        state.append({True: "screen on", False: "screen off"}.get(env["screen_on"], "screen unknown"))
+    if env.get("charging"):
+        state.append("not charging" if env["charging"] == "none" else f"charging ({env['charging']})")
+    if env.get("battery_level") is not None:
+        state.append(f"battery {env['battery_level']}%")
+    if state:
+        lines.append("phone: " + ", ".join(state))
+    return lines
+
+
+def _run_settings(settings: dict[str, Any], env: dict[str, Any]) -> str:
+    """'tflite, xnnpack, 4 thread(s), cores 6,7 (big)' from the settings the worker used."""
+    parts = [str(settings.get("backend", "?"))]
+    if settings.get("delegate"):
+        parts.append(str(settings["delegate"]))
+    parts.append(f"{settings.get('threads', '?')} thread(s)")
+    if settings.get("cores"):
+        cores = "cores " + ",".join(str(c) for c in settings["cores"])
+        parts.append(cores + (f" ({env['cluster']})" if env.get("cluster") else ""))
+    return ", ".join(parts)
+
+
 def print_result(job: dict[str, Any], top: int = 10) -> None:
-    """A finished job's end-to-end statistics and its slowest operators."""
+    """A finished job's end-to-end statistics, its measuring conditions and flags, and its slowest
+    operators. A runtime that reports aggregates only (a phone's) has no median or p90: said so."""
     result = job["result"]
     e2e, cold, settings = result["e2e"], result["cold"], result.get("settings") or {}
+    env = result.get("environment") or {}
     print(
         f"job #{job['id']} {job['state']}: {job.get('model_name')} on {job.get('device_name')} "
-        f"({settings.get('backend', '?')}, {settings.get('threads', '?')} thread(s), {e2e['n']} runs)"
+        f"({_run_settings(settings, env)}, {e2e['n']} runs)"
     )
     noisy = "  NOISY" if e2e.get("noisy") else ""
-    print(
-        f"end-to-end ms: mean {_ms(e2e['mean'])}  median {_ms(e2e['median'])}  p90 {_ms(e2e['p90'])}  "
-        f"std {_ms(e2e['std'])}  min {_ms(e2e['min'])}  max {_ms(e2e['max'])}  cv {e2e['cv']:.1%}{noisy}"
-    )
+    cv = "-" if e2e.get("cv") is None else f"{e2e['cv']:.1%}"
+    if e2e.get("median") is None:
+        spread = "(no median or p90: the tool reports averages only)"
+        print(
+            f"end-to-end ms: mean {_ms(e2e['mean'])}  std {_ms(e2e['std'])}  min {_ms(e2e['min'])}  "
+            f"max {_ms(e2e['max'])}  cv {cv}{noisy}  {spread}"
+        )
+    else:
+        print(
+            f"end-to-end ms: mean {_ms(e2e['mean'])}  median {_ms(e2e['median'])}  p90 {_ms(e2e['p90'])}  "
+            f"std {_ms(e2e['std'])}  min {_ms(e2e['min'])}  max {_ms(e2e['max'])}  cv {cv}{noisy}"
+        )
     print(f"cold start ms: load {_ms(cold['load_ms'])}  first run {_ms(cold['first_run_ms'])}")
+    if result.get("peak_memory_mb") is not None:
+        print(f"peak memory: {result['peak_memory_mb']:.1f} MB")
+    for line in _conditions(env):
+        print(line)
+    for flag in result.get("flags") or ():
+        print(f"FLAGGED {flag}")
     timed = sorted((o for o in result["operators"] if o.get("mean") is not None), key=lambda o: -o["mean"])
     if timed and top > 0:
         total = sum(o["mean"] for o in timed) or 1.0
@@ -176,7 +281,11 @@ def run_profile(args: argparse.Namespace) -> int:
     settings = _settings(args)
     with _client(args) as client:
         job = client.profile(model, args.device, settings)
-        print(f"job #{job.id} queued on {job.data.get('device_name', args.device)}", file=sys.stderr)
+        queued = job.data.get("settings") or {}
+        print(
+            f"job #{job.id} queued on {job.data.get('device_name', args.device)} ({_run_settings(queued, {})})",
+            file=sys.stderr,
+        )
         bar = ProgressBar(sys.stderr)
         try:
             job.wait(timeout=args.timeout, on_progress=lambda f: bar.update(f, job.progress_message))

@@ -184,9 +184,23 @@ class NetworkModelDetailSerializer(NetworkModelSerializer):
 
 
 class DeviceSerializer(serializers.ModelSerializer):
-    """A lab device and whether it is reachable."""
+    """A lab device, whether it is reachable (and why not), and what it can run."""
 
     queue = serializers.CharField(read_only=True)
+    hardware = serializers.JSONField(
+        read_only=True,
+        help_text="What the worker reported. A CPU: cpu_model, arch, cores, clusters, memory_bytes; an OpenCL "
+        "device: gpu_name, driver, opencl_version; a phone (kind android): manufacturer, model, soc, abi, "
+        "android_version, sdk, cpu_clusters ([{name, cores, max_khz}], e.g. little/mid/big), gpu (the GLES "
+        "renderer), ram_mb, runtime, serial; an imported phone: gpu_name, gpu_family, soc, source, dataset.",
+    )
+    capabilities = serializers.JSONField(
+        read_only=True,
+        help_text="What the device declared it can run (empty when it declared nothing): precisions, max_threads, "
+        "pins_cores and cores, runtimes, formats, max_runs, max_warmup_runs; phones also delegates, core_clusters "
+        "({name: core ids}, which settings.cores may name) and cools_down (whether settings.cooldown_c and "
+        "cooldown_max_s are honoured).",
+    )
 
     class Meta:
         model = Device
@@ -196,10 +210,12 @@ class DeviceSerializer(serializers.ModelSerializer):
             "identity",
             "name",
             "hardware",
+            "capabilities",
             "status",
             "worker",
             "last_heartbeat",
             "offline_since",
+            "offline_reason",
             "queue",
         ]
         read_only_fields = fields
@@ -403,12 +419,19 @@ class E2EStatsSerializer(serializers.Serializer):
 
     mean = serializers.FloatField(source="e2e_mean")
     # null where the runtime reported aggregates only (a phone's benchmark_model: no median, no p90)
-    median = serializers.FloatField(source="e2e_median", allow_null=True)
-    p90 = serializers.FloatField(source="e2e_p90", allow_null=True)
-    std = serializers.FloatField(source="e2e_std", allow_null=True)
-    min = serializers.FloatField(source="e2e_min", allow_null=True)
-    max = serializers.FloatField(source="e2e_max", allow_null=True)
-    cv = serializers.FloatField(source="e2e_cv", allow_null=True)
+    median = serializers.FloatField(
+        source="e2e_median",
+        allow_null=True,
+        help_text="null where the runtime reports aggregates only (a phone's benchmark_model prints count, mean, "
+        "std, min and max, never its runs): use the mean then.",
+    )
+    p90 = serializers.FloatField(
+        source="e2e_p90", allow_null=True, help_text="null where the runtime reports aggregates only (see median)."
+    )
+    std = serializers.FloatField(source="e2e_std", allow_null=True, help_text="null where the runtime reported none.")
+    min = serializers.FloatField(source="e2e_min", allow_null=True, help_text="null where the runtime reported none.")
+    max = serializers.FloatField(source="e2e_max", allow_null=True, help_text="null where the runtime reported none.")
+    cv = serializers.FloatField(source="e2e_cv", allow_null=True, help_text="std / mean; null without a std.")
     n = serializers.IntegerField(source="e2e_n")
     noisy = serializers.BooleanField()
 
@@ -426,6 +449,29 @@ class JobResultSerializer(serializers.ModelSerializer):
     e2e = E2EStatsSerializer(source="*")
     cold = ColdStartSerializer(source="*")
     operators = OperatorTimingSerializer(many=True, read_only=True)
+    flags = serializers.ListField(
+        child=serializers.CharField(),
+        read_only=True,
+        help_text="Why the measurement should not be trusted as is, beside e2e.noisy, e.g. "
+        '"hot: 46.2 °C at start > 40 °C", "throttled: cpu7 at 1.2 of 2.85 GHz"; empty when none.',
+    )
+    peak_memory_mb = serializers.FloatField(
+        read_only=True, allow_null=True, help_text="The runtime's peak memory footprint (MB); null where not reported."
+    )
+    samples_ms = serializers.ListField(
+        child=serializers.FloatField(),
+        read_only=True,
+        help_text="Each timed run's end-to-end latency (ms); empty where the runtime reports aggregates only.",
+    )
+    environment = serializers.JSONField(
+        read_only=True,
+        help_text="What the worker recorded of the run: runtime and versions, threads, affinity. A phone's job "
+        "adds delegate, runtime, tool_version, tool_sha256, op_profile_mode (csv or text), model_format, cores, "
+        "cluster, taskset_mask, temperatures_before_c and temperatures_after_c ({zone: °C}), cooldown "
+        "({threshold_c, max_s, waited_s, reached}), governors, frequencies_khz_before, frequencies_khz_after and "
+        "max_frequencies_khz ({core: ...}), screen_on, charging, battery_level, memory_mb ({init, overall, peak}), "
+        "init_ms, first_inference_ms, warmup_avg_ms, serial.",
+    )
 
     class Meta:
         model = JobResult
@@ -433,6 +479,8 @@ class JobResultSerializer(serializers.ModelSerializer):
             "attempt",
             "e2e",
             "cold",
+            "flags",
+            "peak_memory_mb",
             "samples_ms",
             "environment",
             "settings",

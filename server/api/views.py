@@ -129,7 +129,13 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
 
 
 @extend_schema_view(
-    list=extend_schema(summary="List the lab's devices"),
+    list=extend_schema(
+        summary="List the lab's devices",
+        description="`?kind=android` lists the phones (with their model, SoC, ABI, Android version, CPU clusters, "
+        "GPU and RAM in `hardware`, their delegates and core clusters in `capabilities`); `?status=offline` "
+        "the unreachable devices, each with its `offline_reason` (no heartbeat, unplugged, adb 'offline' or "
+        "'unauthorized').",
+    ),
     retrieve=extend_schema(summary="A device"),
 )
 class DeviceViewSet(viewsets.ReadOnlyModelViewSet):

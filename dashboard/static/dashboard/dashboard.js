@@ -156,9 +156,22 @@
       .then(function () { if (activeBars().length) window.setTimeout(poll, POLL_MS); });
   }
 
+  // Disable the options of a select that some chosen device lacks (its attribute ``attr`` lists
+  // what it offers, space-separated); the empty option (the device's default) always stays.
+  function narrowChoices(select, chosen, attr) {
+    if (!select) return;
+    Array.prototype.forEach.call(select.options, function (opt) {
+      opt.disabled = opt.value !== "" && chosen.some(function (cb) {
+        return (cb.getAttribute(attr) || "").split(" ").indexOf(opt.value) < 0;
+      });
+    });
+    if (select.selectedOptions.length && select.selectedOptions[0].disabled) select.value = "";
+  }
+
   // The submit form offers only the settings every chosen device supports: each device's
   // checkbox carries what its backend declared (data-precisions, data-max-threads,
-  // data-pins-cores); a device that declared nothing restricts nothing. The server checks again.
+  // data-pins-cores, data-delegates, data-core-clusters, data-cools-down); a device that
+  // declared nothing restricts nothing. The server checks again.
   function narrowSettings(form) {
     var chosen = Array.prototype.filter.call(
       form.querySelectorAll('#devices-list input[type="checkbox"]'),
@@ -183,12 +196,24 @@
       if (limits.length) threads.max = String(Math.min.apply(null, limits));
       else threads.removeAttribute("max");
     }
+    var cluster = form.querySelector('select[name="core_cluster"]');
+    narrowChoices(form.querySelector('select[name="delegate"]'), chosen, "data-delegates");
+    narrowChoices(cluster, chosen, "data-core-clusters");
+    var byCluster = cluster !== null && cluster.value !== "";
     if (cores) {
       var noPinning = chosen.some(function (cb) { return cb.getAttribute("data-pins-cores") !== "true"; });
-      cores.disabled = noPinning;
-      cores.title = noPinning ? "A chosen device cannot pin cores" : "";
-      if (noPinning) cores.value = "";
+      cores.disabled = noPinning || byCluster;
+      cores.title = noPinning ? "A chosen device cannot pin cores" : byCluster ? "Pinned to a core cluster" : "";
+      if (cores.disabled) cores.value = "";
     }
+    var noCooldown = chosen.some(function (cb) { return cb.getAttribute("data-cools-down") !== "true"; });
+    ["cooldown_c", "cooldown_max_s"].forEach(function (name) {
+      var input = form.querySelector('input[name="' + name + '"]');
+      if (!input) return;
+      input.disabled = noCooldown;
+      input.title = noCooldown ? "A chosen device has no thermal cool-down" : "";
+      if (noCooldown) input.value = "";
+    });
   }
 
   function initSubmitForm(root) {

@@ -1,0 +1,108 @@
+"""``latencylab profile`` on a phone: ``--delegate``, ``--cores`` (a cluster name or ids),
+``--cooldown-c`` and ``--cooldown-max-s`` reach the server as settings, and the printed result
+shows the delegate, the cluster, the mean without a median, memory, temperatures and flags.
+
+Against a live server; this test stands in for the phone's worker (claim and ingest through the
+services, with a result shaped like the android backend's)."""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from devicelab.backends.base import DELEGATES, PRECISIONS
+from latencylab.cli import main
+from latencylab.commands import client_cmds
+from tests.server import conftest as server_fixtures
+from tests.server.factories import tiny_graph
+from tests.server.phone_factories import finish_phone_job, make_phone
+
+make_device = server_fixtures.make_device
+make_network = server_fixtures.make_network
+media_in_tmp = server_fixtures.media_in_tmp
+
+HOT_FLAG = "hot: 46.2 °C at start > 40 °C"
+
+
+def test_the_cli_offers_devicelabs_delegates_and_precisions() -> None:
+    assert client_cmds.DELEGATES == DELEGATES and client_cmds.PRECISIONS == PRECISIONS
+
+
+def test_cores_are_ids_or_a_cluster_name() -> None:
+    assert client_cmds._cores_argument("big") == "big"
+    assert client_cmds._cores_argument("0-3,6") == [0, 1, 2, 3, 6]
+    assert client_cmds._cores_argument("7, 6") == [6, 7]
+    for bad in ("3-1", "0-", "big,0", "-2"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            client_cmds._cores_argument(bad)
+
+
+def test_a_bad_delegate_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["profile", "1", "--device", "x", "--delegate", "metal"])
+    assert exc.value.code == 2 and "invalid choice: 'metal'" in capsys.readouterr().err
+
+
+def _wait_for(predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_profile_on_a_phone_sends_its_settings_and_prints_its_conditions(
+    live_server: Any,
+    make_member: Callable[..., Any],
+    make_device: Callable[..., Any],
+    make_network: Callable[..., Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from server.profiling.models import ProfilingJob
+
+    member = make_member()
+    phone = make_phone(make_device, name="bench-pixel-7")
+    graph = tiny_graph("cli-phone")
+    model = make_network(member.team, graph)
+    argv = ["profile", str(model.pk), "--device", "bench-pixel-7", "--delegate", "xnnpack", "--cores", "big"]
+    argv += ["--threads", "2", "--cooldown-c", "40", "--cooldown-max-s", "120", "--timeout", "120"]
+    argv += ["--url", live_server.url, "--token", member.key]
+    outcome: dict[str, int] = {}
+    cli = threading.Thread(target=lambda: outcome.update(rc=main(argv)))
+    cli.start()
+    try:
+        job = _wait_for(lambda: ProfilingJob.objects.filter(device=phone).first())
+        assert job.settings["delegate"] == "xnnpack" and job.settings["cores"] == [6, 7]
+        assert job.settings["cooldown_c"] == 40.0 and job.settings["cooldown_max_s"] == 120.0
+        finish_phone_job(job, graph, flags=[HOT_FLAG])
+    finally:
+        cli.join(timeout=120)
+    assert outcome.get("rc") == 0
+
+    captured = capsys.readouterr()
+    assert f"job #{job.pk} queued on bench-pixel-7 (android, xnnpack, 2 thread(s), cores 6,7)" in captured.err
+    lines = captured.out.splitlines()
+    assert (
+        lines[0]
+        == f"job #{job.pk} succeeded: cli-phone on bench-pixel-7 (android, xnnpack, 2 thread(s), cores 6,7 (big), 30 runs)"
+    )
+    assert lines[1].startswith(f"end-to-end ms: mean {job.result.e2e_mean:.3f}  std ")
+    assert "median" not in lines[1].split("(")[0] and "(no median or p90: the tool reports averages only)" in lines[1]
+    out = captured.out
+    assert "peak memory: 41.9 MB" in out
+    assert (
+        "temperature: hottest before 38.5 °C (cpu-1-2), after 44.0 °C (cpu-1-2); cool-down: waited 12.5 s for < 40 °C"
+        in out
+    )
+    assert "cpu: cpu6 schedutil 2.85 GHz, cpu7 schedutil 1.20 GHz" in out
+    assert "phone: screen off, charging (usb), battery 87%" in out
+    assert f"FLAGGED {HOT_FLAG}" in out
+    assert "slowest operators" in out and "Convolution (NHWC, F32) IGEMM" in out
