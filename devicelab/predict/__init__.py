@@ -26,6 +26,7 @@ from devicelab.predict.cpu_learning import learn_cpu_deducer
 from devicelab.predict.cpu_probes import probe_graphs
 from devicelab.predict.deduce_cpu import CpuDeducer
 from devicelab.predict.deduce_opencl import OpenclDeducer
+from devicelab.predict.deduce_tflite_cpu import TfliteCpuDeducer, learn_tflite_cpu_deducer
 from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer, gpu_family
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.evaluate import Report, evaluate, grouped_cv, mape
@@ -35,6 +36,7 @@ from devicelab.predict.models import METHODS
 from devicelab.predict.predictor import Prediction, Scenario, ScenarioPredictor, train_predictor
 from devicelab.predict.records import ProfileRecord, record_from_result
 from devicelab.predict.samples import Sample
+from devicelab.predict.tflite_gpu_records import TfliteGpuRecordDeducer, learn_tflite_gpu_deducer
 
 __all__ = [
     "FEATURES",
@@ -49,11 +51,15 @@ __all__ = [
     "Sample",
     "Scenario",
     "ScenarioPredictor",
+    "TfliteCpuDeducer",
     "TfliteGpuDeducer",
+    "TfliteGpuRecordDeducer",
     "evaluate",
     "gpu_family",
     "grouped_cv",
     "learn_cpu_deducer",
+    "learn_tflite_cpu_deducer",
+    "learn_tflite_gpu_deducer",
     "load_predictor",
     "mape",
     "predictor_from_dict",

@@ -8,8 +8,11 @@ section 4.1): a GPU's Winograd convolution and its direct convolution get separa
 
 A *deducer* turns a graph into its kernel list without running it, for one backend:
 ``deduce_tflite_gpu.TfliteGpuDeducer`` (Algorithms 3.1 and 3.2 per GPU family),
-``deduce_cpu.CpuDeducer`` (the host runtime's fusions, learned from what it recorded) and
-``deduce_opencl.OpenclDeducer`` (the lab OpenCL backend's own plan). Deducers serialize to
+``deduce_cpu.CpuDeducer`` (the host runtime's fusions, learned from what it recorded),
+``deduce_opencl.OpenclDeducer`` (the lab OpenCL backend's own plan), and for phones
+``deduce_tflite_cpu.TfliteCpuDeducer`` (TFLite's CPU kernels, learned from ``benchmark_model``
+records) and ``tflite_gpu_records.TfliteGpuRecordDeducer`` (the GPU deduction, with partition
+times split over its kernels). Deducers serialize to
 plain data so a predictor artifact carries the deduction it was trained with; ``deducers``
 picks the deducer of a scenario and rebuilds one from that data. This module imports none of
 them, so every deducer can import it.

@@ -61,14 +61,15 @@ from devicelab.predict.kernels import Deducer, Kernel
 from devicelab.predict.models import FittedModel
 from devicelab.predict.samples import Sample, data_hash
 
-BACKENDS = ("cpu", "tflite_gpu", "opencl")
+BACKENDS = ("cpu", "tflite_gpu", "opencl", "tflite_cpu")  # tflite_*: phones (and qed) through TFLite
 MIN_OWN_ROWS = 3  # fewer rows than this: the same kind's model predicts the type, if there is one
 OVERHEADS = ("constant", "affine", "calibrated")
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """Where latencies are predicted: backend, device, threads / cores, precision, runtime."""
+    """Where latencies are predicted: backend, device, threads / cores, precision, runtime, and on a
+    phone the TFLite delegate (``cpu`` and ``xnnpack`` are both backend ``tflite_cpu``)."""
 
     backend: str
     device: str  # device identity (or a data set's device name, e.g. qed's "pixel4")
@@ -77,6 +78,7 @@ class Scenario:
     precision: str = "fp32"
     runtime: str = ""  # e.g. "onnxruntime 1.31.1", "tflite gpu delegate (qed data)"
     gpu: str = ""  # GPU name, for GPU backends
+    delegate: str = ""  # a phone's TFLite delegate (cpu, xnnpack, gpu); "" elsewhere
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -84,13 +86,15 @@ class Scenario:
 
     @property
     def key(self) -> str:
-        """A readable unique key, e.g. ``cpu:<id>|threads=2|cores=0,1|fp32``."""
+        """A readable unique key, e.g. ``cpu:<id>|threads=2|cores=0,1|fp32`` (a phone's ends with
+        ``|delegate=xnnpack``; keys without a delegate are as they always were)."""
         cores = ",".join(str(c) for c in self.cores) or "any"
-        return f"{self.backend}:{self.device}|threads={self.threads}|cores={cores}|{self.precision}"
+        key = f"{self.backend}:{self.device}|threads={self.threads}|cores={cores}|{self.precision}"
+        return f"{key}|delegate={self.delegate}" if self.delegate else key
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data."""
-        return {
+        """Plain data (``delegate`` only when set, so other scenarios' data is unchanged)."""
+        d: dict[str, Any] = {
             "backend": self.backend,
             "device": self.device,
             "threads": self.threads,
@@ -99,6 +103,9 @@ class Scenario:
             "runtime": self.runtime,
             "gpu": self.gpu,
         }
+        if self.delegate:
+            d["delegate"] = self.delegate
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Scenario:
@@ -111,6 +118,7 @@ class Scenario:
             str(d.get("precision", "fp32")),
             str(d.get("runtime", "")),
             str(d.get("gpu", "")),
+            str(d.get("delegate", "")),
         )
 
 

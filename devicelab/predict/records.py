@@ -9,6 +9,7 @@ can be cached on disk or rebuilt from database rows.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -82,10 +83,14 @@ class ProfileRecord:
 
 
 def stat(s: SampleStats, statistic: str) -> float:
-    """One statistic of a ``SampleStats``."""
+    """One statistic of a ``SampleStats``; the median of statistics reported as aggregates only
+    (a phone's ``benchmark_model`` prints no runs, so no median: NaN) is their mean."""
     if statistic not in STATISTICS:
         raise PredictorError(f"unknown statistic {statistic!r}; use one of {list(STATISTICS)}")
-    return float(getattr(s, statistic))
+    value = float(getattr(s, statistic))
+    if statistic == "median" and math.isnan(value):
+        return float(s.mean)
+    return value
 
 
 def _timing_to_dict(o: OpTiming) -> dict[str, Any]:

@@ -11,9 +11,10 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
-from devicelab.backends.base import MAX_THREADS
+from devicelab.backends.base import DELEGATES, MAX_THREADS, PRECISIONS
+from devicelab.predict.predictor import BACKENDS
 from server.api.fields import IdField, StrictBooleanField, StrictIntegerField
-from server.api.serializers import GraphDocumentSerializer, existing_device
+from server.api.serializers import CoresField, GraphDocumentSerializer, existing_device
 from server.devices.models import Device
 from server.predictors.models import Predictor, PredictorMethod
 
@@ -70,6 +71,9 @@ class PredictorRequest(TypedDict):
     seed: int
     search: str
     overhead: str
+    cores: list[int] | str
+    precision: str
+    delegate: str
 
 
 class PredictorCreateSerializer(serializers.Serializer):
@@ -91,6 +95,18 @@ class PredictorCreateSerializer(serializers.Serializer):
         choices=["constant", "affine", "calibrated"],
         default="constant",
         help_text="T_overhead model: the paper's constant, a * sum + T, or a * predicted_sum**b + T (calibrated).",
+    )
+    cores = CoresField(
+        default=list,
+        help_text="The scenario's pinned cores (a list of core ids, or a phone's cluster name such as big); "
+        "empty (the default): jobs that pinned none.",
+    )
+    precision = serializers.ChoiceField(choices=list(PRECISIONS), default="fp32", help_text="The scenario's precision.")
+    delegate = serializers.ChoiceField(
+        choices=["", *DELEGATES],
+        default="",
+        help_text="Phones only, and required there: the delegate whose jobs it trains on (cpu and xnnpack: backend "
+        "tflite_cpu; gpu: tflite_gpu; nnapi is refused, no kernel deduction exists for it).",
     )
 
     def validate_device(self, value: int) -> Device:
@@ -244,3 +260,121 @@ class PredictResponseSerializer(serializers.Serializer):
 
     predictor = AnsweringPredictorSerializer()
     results = PredictionResultSerializer(many=True)
+
+
+class SideBySideRequest(TypedDict):
+    """A validated ``POST /api/predict/side-by-side/`` body."""
+
+    device: int
+    architectures: list[Any] | None
+    method: str | None
+    backend: str | None
+    breakdown: bool
+
+
+SIDE_BY_SIDE_MAX_BATCH = 100  # a comparison of a few networks; a NAS batch goes to POST /api/predict/
+
+
+class SideBySideArchitecturesField(ArchitecturesField):
+    """The architectures to compare: at most ``SIDE_BY_SIDE_MAX_BATCH`` (each is predicted once per
+    phone of the model)."""
+
+    default_error_messages = {
+        **ArchitecturesField.default_error_messages,
+        "over_limit": "{count} architectures is over the side-by-side limit of {limit}; predict larger batches "
+        "with POST /api/predict/",
+    }
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(max_length=SIDE_BY_SIDE_MAX_BATCH, **kwargs)
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        """The list itself, or a ``ValidationError`` saying what is wrong with it."""
+        if isinstance(data, list) and len(data) > SIDE_BY_SIDE_MAX_BATCH:
+            self.fail("over_limit", count=len(data), limit=SIDE_BY_SIDE_MAX_BATCH)
+        return super().to_internal_value(data)
+
+
+class SideBySideRequestSerializer(serializers.Serializer):
+    """A device (a phone, measured or imported), optionally architectures to predict on it and on
+    every other phone of its model."""
+
+    # ``validated_data`` is a ``SideBySideRequest``.
+
+    default_error_messages = {"invalid": "the request body must be a JSON object, got {datatype}"}
+
+    device = IdField("device", help_text="A device; with a phone, every phone of its model (measured or qed) too.")
+    architectures = SideBySideArchitecturesField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="As for POST /api/predict/, at most 100 (maxItems); left out: only which predictor would answer "
+        "for each device.",
+    )
+    method = serializers.ChoiceField(
+        choices=PredictorMethod.choices,
+        allow_null=True,
+        default=None,
+        help_text="Only predictors of this method.",
+        error_messages={"invalid_choice": f"unknown method {{input!r}}; expected one of {PredictorMethod.values}"},
+    )
+    backend = serializers.ChoiceField(
+        choices=list(BACKENDS),
+        allow_null=True,
+        default=None,
+        help_text="Only predictors of this scenario backend (tflite_gpu compares a measured phone's GPU predictor "
+        "with the qed phone's).",
+        error_messages={"invalid_choice": f"unknown backend {{input!r}}; expected one of {list(BACKENDS)}"},
+    )
+    breakdown = StrictBooleanField(
+        default=False,
+        help_text="Also return each kernel's predicted latency.",
+        error_messages={
+            "invalid": "breakdown must be true or false, got {value!r}",
+            "null": "breakdown must be true or false, got None",
+        },
+    )
+
+    def run_validation(self, data: Any = empty) -> SideBySideRequest:
+        """The request; a null body is refused like any body that is not an object."""
+        if data is None:
+            raise serializers.ValidationError(
+                {api_settings.NON_FIELD_ERRORS_KEY: [self.error_messages["invalid"].format(datatype="null")]}
+            )
+        return cast(SideBySideRequest, super().run_validation(data))
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        """Refuse keys the request does not have before checking the others."""
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {api_settings.NON_FIELD_ERRORS_KEY: [f"unknown key(s) {unknown}; expected {sorted(self.fields)}"]}
+                )
+        return dict(super().to_internal_value(data))
+
+
+class PhoneDeviceSerializer(serializers.Serializer):
+    """A device of a side-by-side answer."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    kind = serializers.CharField()
+    identity = serializers.CharField()
+
+
+class SideBySideAnswerSerializer(serializers.Serializer):
+    """One device's answer: its predictor (null when none can answer, ``detail`` says why) and results."""
+
+    device = PhoneDeviceSerializer()
+    predictor = AnsweringPredictorSerializer(allow_null=True)
+    detail = serializers.CharField(allow_blank=True)
+    results = PredictionResultSerializer(many=True)
+
+
+class SideBySideResponseSerializer(serializers.Serializer):
+    """The answer of POST /api/predict/side-by-side/: the device first, then the other phones of its model."""
+
+    device = serializers.IntegerField()
+    phone_model = serializers.CharField(allow_null=True, help_text="The phone model key (pixel4, s10, ...).")
+    answers = SideBySideAnswerSerializer(many=True)

@@ -21,9 +21,12 @@ from server.api.predict_serializers import (
     PredictorSerializer,
     PredictRequestSerializer,
     PredictResponseSerializer,
+    SideBySideRequestSerializer,
+    SideBySideResponseSerializer,
 )
 from server.api.serializers import GRAPH_EXAMPLE
 from server.predictors.models import Predictor
+from server.predictors.phones import side_by_side
 from server.predictors.services import request_predictor
 from server.predictors.serving import (
     ArchitectureErrors,
@@ -85,6 +88,9 @@ class PredictorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
             seed=data["seed"],
             search=data["search"],
             overhead=data["overhead"],
+            cores=data["cores"],
+            precision=data["precision"],
+            delegate=data["delegate"],
             user=request.user,
         )
         body = PredictorDetailSerializer(row, context=self.get_serializer_context()).data
@@ -154,6 +160,57 @@ class PredictView(APIView):
             return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
         except PredictorUnavailable as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        except ArchitectureErrors as exc:
+            return Response({"detail": str(exc), "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(answer)
+
+
+class SideBySideView(APIView):
+    """Phones of one model side by side: a measured phone and the qed phones of its model (or the reverse)."""
+
+    parser_classes = [FastJSONParser]
+
+    @extend_schema(
+        summary="Compare the predictors of phones of one model",
+        description="For `device` and every other phone of its model (measured phones and phones imported from the "
+        "qed data are matched by model: `Pixel 4` and qed's `pixel4`, `SM-G973F` and `s10`): the ready predictor "
+        "that answers (optionally of one `method` and scenario `backend`), and, when `architectures` are given, "
+        "its predictions. A device without a predictor that can answer has `predictor: null` and a `detail`.",
+        request=SideBySideRequestSerializer,
+        examples=[
+            OpenApiExample(
+                "GPU predictors of a phone and its qed twin",
+                value={
+                    "device": 1,
+                    "backend": "tflite_gpu",
+                    "architectures": [{"name": "cell", "nb201": _CELL_EXAMPLE}],
+                },
+                request_only=True,
+            )
+        ],
+        responses={
+            200: SideBySideResponseSerializer,
+            400: OpenApiResponse(description="bad request or bad architectures (`errors`: index, name, error)"),
+            404: OpenApiResponse(description="no such device"),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Answer for the device and the phones of its model (a batch is read and answered with
+        the collector paused, as ``PredictView`` does, for the same reason)."""
+        with gc_paused():
+            try:
+                return self._answer(request)
+            finally:
+                request._data = request._full_data = {}
+
+    def _answer(self, request: Request) -> Response:
+        body = SideBySideRequestSerializer().run_validation(request.data)
+        try:
+            answer = side_by_side(
+                request.team, body["device"], body["architectures"], body["method"], body["backend"], body["breakdown"]
+            )
+        except PredictorNotFound as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
         except ArchitectureErrors as exc:
             return Response({"detail": str(exc), "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         return Response(answer)

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
-from server.api.predict_views import PredictorViewSet, PredictView
+from server.api.predict_views import PredictorViewSet, PredictView, SideBySideView
 from server.api.views import DeviceViewSet, JobViewSet, NetworkModelViewSet, not_found
 
 router = DefaultRouter()
@@ -35,6 +35,7 @@ urlpatterns = [
         name="redoc",
     ),
     path("predict/", PredictView.as_view(), name="predict"),
+    path("predict/side-by-side/", SideBySideView.as_view(), name="predict-side-by-side"),
     path("", include(router.urls)),
     # Any other path under /api/ that ends in a slash (``/api/jobs/0.5/``: the router's ids have no
     # dot) is a JSON 404 like the API's own, not Django's HTML page. Paths without the slash are

@@ -6,6 +6,11 @@ record from it and the job's stored graph, the same function that serves records
 without the server. The rows keep mean, median, std and n of each operator; the other
 statistics of an operator are NaN, so that a statistic we do not have cannot pass for one we
 do (the deducers read the median).
+
+A phone's ``benchmark_model`` reports averages only: its operator rows and its end-to-end result
+have no median (null). An operator row's mean stands in for its median here; the end-to-end
+median stays NaN and ``devicelab.predict.records.stat`` reads the mean in its place, so training
+samples of a phone use the mean throughout.
 """
 
 from __future__ import annotations
@@ -112,43 +117,69 @@ class ScenarioRecords:
         return len({r.model_id for r in self.records})
 
 
-def _scenario_matches(settings: dict[str, Any], threads: int, cores: Sequence[int], precision: str) -> bool:
+def result_delegate(result: JobResult) -> str:
+    """The delegate a result ran with: the one its settings asked for, else the one the backend
+    recorded (a phone's job without a delegate runs the tool's default); "" off phones."""
+    asked = str((result.settings or {}).get("delegate") or "")
+    return asked or str((result.environment or {}).get("delegate") or "")
+
+
+def _scenario_matches(result: JobResult, threads: int, cores: Sequence[int], precision: str, delegate: str) -> bool:
+    settings = result.settings or {}
     return (
         int(settings.get("threads", 1)) == threads
         and [int(c) for c in settings.get("cores", [])] == list(cores)
         and str(settings.get("precision", "fp32")) == precision
+        and result_delegate(result) == delegate
     )
 
 
 def scenario_results(
-    team: Team, device: Device, threads: int, cores: Sequence[int] = (), precision: str = "fp32"
+    team: Team,
+    device: Device,
+    threads: int,
+    cores: Sequence[int] = (),
+    precision: str = "fp32",
+    delegate: str = "",
 ) -> list[JobResult]:
-    """The team's stored results on ``device`` measured with these threads, cores and precision
-    (oldest first)."""
+    """The team's stored results on ``device`` measured with these threads, cores, precision and
+    (on a phone) delegate, oldest first: results of another delegate are never mixed in."""
     results = (
         JobResult.objects.filter(job__team=team, job__device=device, job__state=JobState.SUCCEEDED)
         .select_related("job")
         .order_by("pk")
     )
-    return [r for r in results if _scenario_matches(r.settings, threads, cores, precision)]
+    return [r for r in results if _scenario_matches(r, threads, cores, precision, delegate)]
 
 
-def count_networks(team: Team, device: Device, threads: int, cores: Sequence[int] = (), precision: str = "fp32") -> int:
+def count_networks(
+    team: Team,
+    device: Device,
+    threads: int,
+    cores: Sequence[int] = (),
+    precision: str = "fp32",
+    delegate: str = "",
+) -> int:
     """How many distinct networks (probe graphs aside) the team measured in this scenario: a cheap
     check before training."""
-    ids = {r.job.model_id for r in scenario_results(team, device, threads, cores, precision)}
+    ids = {r.job.model_id for r in scenario_results(team, device, threads, cores, precision, delegate)}
     return NetworkModel.objects.filter(pk__in=ids).exclude(name__in=_probe_names()).count()
 
 
 def scenario_records(
-    team: Team, device: Device, threads: int, cores: Sequence[int] = (), precision: str = "fp32"
+    team: Team,
+    device: Device,
+    threads: int,
+    cores: Sequence[int] = (),
+    precision: str = "fp32",
+    delegate: str = "",
 ) -> ScenarioRecords:
     """The team's records of one scenario, rebuilt from the stored rows.
 
     A scenario is one runtime: when the runtime was upgraded between jobs, only the results of
     the newest runtime are kept (the older ones are counted in ``skipped``).
     """
-    results = scenario_results(team, device, threads, cores, precision)
+    results = scenario_results(team, device, threads, cores, precision, delegate)
     skipped: dict[str, int] = {}
     runtime = str(results[-1].environment.get("runtime", "")) if results else ""
     kept = []
@@ -223,6 +254,7 @@ __all__ = [
     "count_networks",
     "is_probe",
     "merged_by_network",
+    "result_delegate",
     "result_from_rows",
     "scenario_records",
     "scenario_results",

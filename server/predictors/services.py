@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from devicelab.backends.base import DELEGATES, UnsupportedSetting
 from devicelab.graph import GraphError
 from devicelab.predict.artifacts import predictor_to_dict
 from devicelab.predict.errors import PredictorError
@@ -59,9 +60,51 @@ def find_device(handle: str | int) -> Device:
     raise ValidationError({"device": f"there is no device {text!r} (GET /api/devices/)"})
 
 
-def _scenario(device: Device, threads: int, cores: list[int], precision: str) -> tuple[str, Scenario]:
+# A phone's delegate -> the backend of its predictors (NNAPI has none: see _phone_scenario).
+PHONE_BACKENDS = {"cpu": "tflite_cpu", "xnnpack": "tflite_cpu", "gpu": "tflite_gpu"}
+
+
+def _phone_scenario(device: Device, threads: int, cores: list[int], precision: str, delegate: str) -> Scenario:
+    """The scenario of a phone's predictor: one delegate's jobs (``tflite_cpu`` for the builtin
+    kernels and XNNPACK, ``tflite_gpu`` for the GPU delegate); ``ValidationError`` for NNAPI."""
+    if not delegate:
+        raise ValidationError(
+            {
+                "delegate": f"device {device.name!r} is a phone: name the delegate its predictor is for (cpu, xnnpack or gpu)"
+            }
+        )
+    if delegate == "nnapi":
+        # NNAPI hands the model to the vendor's driver, which splits it over accelerators we
+        # cannot see (DSP, NPU, GPU, CPU) with kernels no one documents; the tool times whole
+        # NNAPI partitions. No deduction can say what runs, so no predictor is offered.
+        raise ValidationError(
+            {
+                "delegate": "no predictor for the nnapi delegate: NNAPI hands the model to the phone vendor's driver, "
+                "which picks accelerators and kernels nothing reports (benchmark_model times whole NNAPI partitions), "
+                "so no kernel deduction exists; train one for cpu, xnnpack or gpu"
+            }
+        )
+    if delegate not in PHONE_BACKENDS:
+        raise ValidationError(
+            {"delegate": f"unknown delegate {delegate!r}; a phone's predictor is for cpu, xnnpack or gpu"}
+        )
+    gpu = str((device.hardware or {}).get("gpu", "")) if delegate == "gpu" else ""
+    return Scenario(
+        PHONE_BACKENDS[delegate], device.identity, threads, tuple(cores), precision, gpu=gpu, delegate=delegate
+    )
+
+
+def _scenario(
+    device: Device, threads: int, cores: list[int], precision: str, delegate: str = ""
+) -> tuple[str, Scenario]:
     """The data source and scenario a predictor of ``device`` trains for, or ``ValidationError``."""
     hardware = device.hardware or {}
+    if delegate and device.kind != DeviceKind.ANDROID:
+        raise ValidationError(
+            {"delegate": f"device {device.name!r} is a {device.kind} device; a delegate names a phone's"}
+        )
+    if device.kind == DeviceKind.ANDROID:
+        return PredictorSource.TIMINGS, _phone_scenario(device, threads, cores, precision, delegate)
     if device.kind == DeviceKind.IMPORTED:
         if hardware.get("source") != QED_SOURCE:
             raise ValidationError({"device": f"device {device.name!r} holds no measurements a predictor can read"})
@@ -86,9 +129,23 @@ def _scenario(device: Device, threads: int, cores: list[int], precision: str) ->
         return PredictorSource.TIMINGS, Scenario("opencl", device.identity, threads, tuple(cores), precision, gpu=gpu)
     raise ValidationError(
         {
-            "device": f"device {device.name!r} is a {device.kind} device; predictors exist for cpu, opencl and imported devices"
+            "device": f"device {device.name!r} is a {device.kind} device; predictors exist for cpu, opencl, android "
+            "and imported devices"
         }
     )
+
+
+def _core_ids(device: Device, cores: list[int] | str | None) -> list[Any]:
+    """Core ids as given, or those of a named cluster of the device (jobs store the ids)."""
+    if not isinstance(cores, str):
+        return list(cores or [])
+    capabilities = device.declared_capabilities()
+    if capabilities is None or not capabilities.core_clusters:
+        raise ValidationError({"cores": f"device {device.name!r} has no named core clusters; give core ids"})
+    try:
+        return list(capabilities.cluster_cores(cores))
+    except UnsupportedSetting as exc:
+        raise ValidationError({"cores": f"device {device.name!r}: {exc}"}) from None
 
 
 def _check_int(name: str, value: Any, minimum: int) -> int:
@@ -97,7 +154,9 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
     return value
 
 
-def _data_check(team: Team | None, device: Device, source: str, threads: int, cores: list[int], precision: str) -> None:
+def _data_check(
+    team: Team | None, device: Device, source: str, threads: int, cores: list[int], precision: str, delegate: str
+) -> None:
     if source == PredictorSource.QED:
         n = ImportedMeasurement.objects.filter(device=device).count()
         if n < MIN_NETWORKS:
@@ -109,13 +168,14 @@ def _data_check(team: Team | None, device: Device, source: str, threads: int, co
             )
         return
     assert team is not None
-    n = count_networks(team, device, threads, cores, precision)
+    n = count_networks(team, device, threads, cores, precision, delegate)
     if n < MIN_NETWORKS:
+        on = f", delegate {delegate}" if delegate else ""
         raise ValidationError(
             {
                 "device": f"your team has {n} network(s) profiled on device {device.name!r} (#{device.pk}) with "
-                f"threads={threads}, cores={cores or 'any'}, {precision}; a predictor needs at least {MIN_NETWORKS} "
-                "(profile more, e.g. latencylab trainset build)"
+                f"threads={threads}, cores={cores or 'any'}, {precision}{on}; a predictor needs at least "
+                f"{MIN_NETWORKS} (profile more, e.g. latencylab trainset build)"
             }
         )
 
@@ -162,10 +222,11 @@ def request_predictor(
     seed: int = 0,
     search: str = "paper",
     overhead: str = "constant",
-    cores: list[int] | None = None,
+    cores: list[int] | str | None = None,
     precision: str = "fp32",
     user: Any = None,
     enqueue: bool = True,
+    delegate: str = "",
 ) -> Predictor:
     """Create the next version of a predictor as ``queued`` (and enqueue its training on commit).
 
@@ -174,6 +235,9 @@ def request_predictor(
     line on the server); a team member's is the team's own, like one of a lab device, which trains
     on ``team``'s timings: only that team sees it and only that team's predictions use it. So no
     team can change another team's answers. Versions are counted per owner.
+
+    A phone's predictor is for one ``delegate`` (cpu, xnnpack, gpu) and trains on that
+    delegate's jobs only; ``cores`` may name one of its clusters (``big``), as a job's may.
     """
     if method not in PredictorMethod.values:
         raise ValidationError({"method": f"unknown method {method!r}; the methods are {PredictorMethod.values}"})
@@ -183,19 +247,22 @@ def request_predictor(
         raise ValidationError({"overhead": f"unknown overhead model {overhead!r}; use one of {list(OVERHEADS)}"})
     threads = _check_int("threads", threads, 1)
     seed = _check_int("seed", seed, 0)
-    cores = [_check_int("cores", c, 0) for c in (cores or [])]
-    source, scenario = _scenario(device, threads, cores, precision)
+    cores = [_check_int("cores", c, 0) for c in _core_ids(device, cores)]
+    if not isinstance(delegate, str) or (delegate and delegate not in DELEGATES):
+        raise ValidationError({"delegate": f"unknown delegate {delegate!r}; the delegates are {list(DELEGATES)}"})
+    source, scenario = _scenario(device, threads, cores, precision, delegate)
     lab_admin = user is None or bool(getattr(user, "is_staff", False))
     owner = None if source == PredictorSource.QED and lab_admin else team
     if owner is None and source == PredictorSource.TIMINGS:
         raise ValidationError({"team": "a predictor trained on profiling jobs needs the team whose jobs it reads"})
     if owner is None and source == PredictorSource.QED and team is None and not lab_admin:
         raise ValidationError({"team": "only a lab admin can train a shared predictor"})
-    _data_check(owner, device, source, threads, cores, precision)
+    _data_check(owner, device, source, threads, cores, precision, delegate)
     params = {
         "threads": threads,
         "cores": cores,
         "precision": scenario.precision,
+        **({"delegate": delegate} if delegate else {}),
         "seed": seed,
         "search": search,
         "overhead": overhead,

@@ -177,9 +177,14 @@ def loaded(row: Predictor) -> LoadedPredictor:
 
 
 def resolve(
-    team: Team, device_id: int | None = None, predictor_id: int | None = None, method: str | None = None
+    team: Team,
+    device_id: int | None = None,
+    predictor_id: int | None = None,
+    method: str | None = None,
+    backend: str | None = None,
 ) -> Predictor:
-    """The ready predictor that answers for ``team``: the one named, else the device's best."""
+    """The ready predictor that answers for ``team``: the one named, else the device's best
+    (optionally of one ``method`` and one scenario ``backend``, e.g. ``tflite_gpu``)."""
     visible = _light(Predictor.objects.visible_to(team))
     if predictor_id is not None:
         row = visible.filter(pk=predictor_id).first()
@@ -201,9 +206,11 @@ def resolve(
     ready = Predictor.objects.visible_to(team).ready().filter(device=device)
     if method is not None:
         ready = ready.filter(method=method)
+    if backend is not None:
+        ready = ready.filter(scenario__backend=backend)
     row = _light(ready.best_first()).first()
     if row is None:
-        which = f"{method} " if method else ""
+        which = "".join(f"{x} " for x in (method, backend) if x)
         raise PredictorUnavailable(
             f"device {device.name!r} (#{device.pk}) has no ready {which}predictor you can use; "
             "train one with POST /api/predictors/"

@@ -1,11 +1,17 @@
 """Training a predictor row: its data, the paper's evaluation, the final predictor.
 
 Data comes from one of two places: a team's stored timings of one device and scenario (host
-CPU or OpenCL; ``records.scenario_records``), or the measurements imported for a qed phone
-(``qed_import.qed_samples``). The kernel deducer follows the scenario's backend
-(``devicelab.predict.deducers.learn_deducer``: the host CPU runtime's rules learned from its
-records, with the probe graphs when the team profiled them; the OpenCL backend's own plan), and
-a qed phone's TFLite GPU delegate is deduced for its GPU family (``TfliteGpuDeducer``).
+CPU, OpenCL, or one delegate of a phone; ``records.scenario_records``), or the measurements
+imported for a qed phone (``qed_import.qed_samples``). The kernel deducer follows the scenario's
+backend (``devicelab.predict.deducers.learn_deducer``: the host CPU runtime's rules learned from
+its records, with the probe graphs when the team profiled them; the OpenCL backend's own plan; a
+phone's TFLite CPU rules learned from its records; the TFLite GPU deduction for the phone's GPU
+family), and a qed phone's TFLite GPU delegate is deduced for its GPU family (``TfliteGpuDeducer``).
+
+A phone's GPU delegate times whole partitions, not kernels: the samples' kernel latencies are
+shares of the partitions' measured times (``devicelab.predict.tflite_gpu_records``), so such a
+predictor's evaluation has no kernel MAPE (``kernel_latencies`` says why); its end-to-end error
+is measured like any other.
 
 The evaluation is ``devicelab.predict.evaluate``'s protocol, the one the accuracy benchmark runs:
 
@@ -27,7 +33,7 @@ from typing import Any
 
 from devicelab.predict import qed
 from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer
-from devicelab.predict.deducers import RecordDeducer, learn_deducer
+from devicelab.predict.deducers import RecordDeducer, kernels_measured, learn_deducer
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.evaluate import (
     CV_FOLDS,
@@ -52,6 +58,11 @@ from server.predictors.records import is_probe, merged_by_network, scenario_reco
 MIN_NETWORKS = 5  # fewer leaves nothing to hold out
 QED_OVERHEAD_KINDS = qed.OVERHEAD_KINDS  # kernel kinds the qed data leaves in the overhead
 POINTS_LIMIT = 2000  # predicted vs measured points kept in the evaluation
+APPORTIONED = (
+    "not measured: the GPU delegate times whole partitions; each kernel's latency is its share of its "
+    "partition's measured time (a share model fitted on the training networks), so only the end-to-end "
+    "error is a measured error"
+)
 
 Progress = Callable[[str], object]
 
@@ -117,6 +128,7 @@ def train_from_timings(row: Predictor, progress: Progress) -> Outcome:
         int(params.get("threads", 1)),
         [int(c) for c in params.get("cores", [])],
         str(params.get("precision", "fp32")),
+        str(params.get("delegate", "")),
     )
     probes = [s.record for s in stored.records if is_probe(s.record)]
     data = merged_by_network([s for s in stored.records if not is_probe(s.record)])
@@ -131,7 +143,7 @@ def train_from_timings(row: Predictor, progress: Progress) -> Outcome:
     fit = fitter(row, scenario)
 
     def learn(records: Sequence[ProfileRecord]) -> RecordDeducer:
-        return learn_deducer(scenario.backend, records, probes, seed=seed)
+        return learn_deducer(scenario.backend, records, probes, seed=seed, gpu=scenario.gpu)
 
     order, test_ids = holdout_split([s.model_id for s in data], seed)
     by_model = {s.model_id: s.record for s in data}  # one merged record per network
@@ -145,6 +157,11 @@ def train_from_timings(row: Predictor, progress: Progress) -> Outcome:
         reports.append((step, evaluate(fit(step.train, step.deducer), step.held_out["test"], on_missing="zero")))
     final, report = reports[-1]  # trained on every training network
     evaluation = _report_dict(report, "holdout 20%")
+    if not kernels_measured(final.deducer):
+        # the "measured" kernels are shares of a partition's time: an error against them is no
+        # measured error, so none is reported
+        evaluation["kernel_mape"] = {}
+        evaluation["kernel_latencies"] = APPORTIONED
     agreement = final.agreement("test")
     if agreement is not None:
         evaluation["deduction"] = agreement
@@ -169,6 +186,8 @@ def train_from_timings(row: Predictor, progress: Progress) -> Outcome:
         "skipped": stored.skipped,
         "runtime": stored.runtime,
     }
+    if not kernels_measured(final_deducer):
+        meta["kernel_latencies"] = APPORTIONED
     return Outcome(predictor, evaluation, meta, len(samples))
 
 

@@ -77,14 +77,19 @@ def build_training_set(
     user: Any = None,
     progress: Callable[[int, int], object] | None = None,
     rounds: int = 1,
+    delegate: str = "",
 ) -> TrainingSet:
     """Upload the networks and queue ``rounds`` profiling jobs per network, less those it already
     has with these settings. Jobs go out round by round (every network once, then every network
     again), so the rounds of one network are measured minutes apart and training merges them
-    (``records.merged_by_network``): a burst of interference rarely hits all of them."""
-    if device.kind not in (DeviceKind.CPU, DeviceKind.OPENCL):
+    (``records.merged_by_network``): a burst of interference rarely hits all of them. On a phone,
+    ``delegate`` says which of its delegates measures the set (its predictor is for that delegate)."""
+    if device.kind not in (DeviceKind.CPU, DeviceKind.OPENCL, DeviceKind.ANDROID):
         raise ValidationError(
-            {"device": f"device {device.name!r} is a {device.kind} device; a training set is profiled on cpu or opencl"}
+            {
+                "device": f"device {device.name!r} is a {device.kind} device; a training set is profiled on cpu, "
+                "opencl or android"
+            }
         )
     if synthetic < 0:
         raise ValidationError({"synthetic": f"the number of synthetic samples must be >= 0, got {synthetic}"})
@@ -92,9 +97,10 @@ def build_training_set(
         raise ValidationError({"rounds": f"rounds must be >= 1, got {rounds}"})
     if probes is None:
         probes = device.kind == DeviceKind.CPU
-    settings = validate_settings(device, {"threads": threads, "runs": runs, "warmup_runs": warmup_runs})
+    chosen = {"delegate": delegate} if delegate else {}
+    settings = validate_settings(device, {"threads": threads, "runs": runs, "warmup_runs": warmup_runs, **chosen})
     # One timed run is enough for a probe: it only shows which kernels ran.
-    probe_settings = validate_settings(device, {"threads": threads, "runs": 1, "warmup_runs": 0})
+    probe_settings = validate_settings(device, {"threads": threads, "runs": 1, "warmup_runs": 0, **chosen})
     graphs = training_graphs(synthetic, zoo_names, seed)
     from devicelab.predict.cpu_probes import probe_graphs
 

@@ -131,7 +131,10 @@ def op_timings(
                 partitions.append(row)
                 continue
             executed.add(node.index)
-            _cover(covered, node.ir_ops, row)
+            if node.ir_ops:
+                _cover(covered, node.ir_ops, row)
+            else:  # a node no graph operator owns (fp16 weights' DEQUANTIZE): its time is kept
+                runtime_rows.append(row)
         elif row.name.startswith("Delegate/"):
             per_op.append(row)
         else:
@@ -143,7 +146,7 @@ def op_timings(
         for row in per_op:
             want = max(1, row.times_called)
             cats = _categories(row.node_type)
-            picked = [n for n in pending if cats is None or graph.operators[n.ir_ops[0]].category in cats][:want]
+            picked = [n for n in pending if cats is None or _node_category(n, graph) in cats][:want]
             if not picked and pending:
                 picked = pending[:1]
             if not picked:
@@ -193,6 +196,17 @@ def op_timings(
         "op_rows_shared_by_several_operators": shared,
     }
     return rows, notes
+
+
+# A helper node our writer adds to one graph operator (``conv::pad``, ``swish::sigmoid``) runs a
+# kernel of its own kind, not the graph operator's.
+_HELPER_CATEGORIES = {"PAD": "pad", "PADV2": "pad", "MIRROR_PAD": "pad", "RESHAPE": "reshape", "TRANSPOSE": "reshape"}
+
+
+def _node_category(node: ModelNode, graph: Graph) -> str:
+    if "::" in node.name:
+        return _HELPER_CATEGORIES.get(node.builtin, "elementwise")
+    return graph.operators[node.ir_ops[0]].category
 
 
 def _is_partition(row: OperatorRow) -> bool:

@@ -106,3 +106,23 @@ def test_a_row_no_node_explains_is_kept_as_runtime() -> None:
     runtime = [r for r in rows if r.index is None]
     assert [r.type for r in runtime] == ["runtime"]
     assert runtime[0].name == "[y]:12"
+
+
+def test_helper_kernels_add_to_their_operator_and_unowned_rows_are_kept() -> None:
+    g, nodes = small_net()
+    conv = nodes[0]
+    helper = ModelNode(0, "PAD", "conv1::pad", (conv.ir_ops[0],))
+    shifted = [ModelNode(n.index + 2, n.builtin, n.name, n.ir_ops) for n in nodes]
+    dequant = ModelNode(1, "DEQUANTIZE", "w::dequantize", ())
+    p = profile(
+        row("DEQUANTIZE", "[w]:1", 0.03),
+        row("PAD", "[conv1::pad]:0", 0.1),
+        row("CONV_2D", "[conv1]:2", 0.5),
+        row("DEPTHWISE_CONV_2D", "[dw1]:3", 0.2),
+    )
+    rows, _ = op_timings(g, [helper, dequant, *shifted], p, runs=3)
+    conv_row = rows[0]
+    assert conv_row.kernel == "PAD+CONV_2D" and abs(conv_row.stats.mean - 0.6) < 1e-12
+    assert rows[1].fused_into == "conv1"
+    runtime = [r for r in rows if r.index is None]
+    assert [(r.kernel, r.stats.mean) for r in runtime] == [("DEQUANTIZE", 0.03)]
