@@ -39,6 +39,7 @@ def add_parsers(sub: Any) -> None:
         help="zoo models, comma-separated ('all' or no value: the whole zoo)",
     )
     build.add_argument("--threads", type=int, default=1)
+    build.add_argument("--delegate", default="", help="phones: the delegate the jobs run on (cpu, xnnpack, gpu)")
     build.add_argument("--runs", type=int, default=10, help="timed runs per network (default: %(default)s)")
     build.add_argument("--warmup-runs", type=int, default=2)
     build.add_argument(
@@ -60,6 +61,11 @@ def add_parsers(sub: Any) -> None:
     train.add_argument("--method", choices=["lasso", "rf", "gbdt", "mlp"], default="gbdt")
     train.add_argument("--team", help="the team whose timings it trains on (not needed for imported devices)")
     train.add_argument("--threads", type=int, default=1)
+    train.add_argument("--cores", help="the pinned cores of the scenario: ids (6,7) or a phone's cluster name (big)")
+    train.add_argument("--precision", default="fp32", choices=["fp32", "fp16", "int8"])
+    train.add_argument(
+        "--delegate", default="", help="phones: the delegate whose jobs it trains on (cpu, xnnpack, gpu)"
+    )
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--search", choices=["paper", "fast"], default="paper", help="hyper-parameter search")
     train.add_argument("--overhead", choices=["constant", "affine", "calibrated"], default="constant")
@@ -160,6 +166,7 @@ def trainset_build(args: argparse.Namespace) -> int:
             seed=args.seed,
             probes=False if args.no_probes else None,
             rounds=args.rounds,
+            delegate=args.delegate,
             progress=lambda n, total: _progress_line(f"uploading and submitting {n}/{total}"),
         )
     except (ValidationError, LookupError, GraphError) as exc:
@@ -195,6 +202,16 @@ def _wait_jobs(ids: list[int]) -> int:
         time.sleep(1)
 
 
+def _cores(text: str | None) -> list[int] | str | None:
+    """``--cores``: core ids (``6,7``) or a cluster name (``big``)."""
+    if not text:
+        return None
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if all(p.isdigit() for p in parts):
+        return [int(p) for p in parts]
+    return text.strip()
+
+
 def predictors_train(args: argparse.Namespace) -> int:
     """``latencylab predictors train --device D --method M [--inline]``."""
     _django()
@@ -210,6 +227,9 @@ def predictors_train(args: argparse.Namespace) -> int:
             device,
             method=args.method,
             threads=args.threads,
+            cores=_cores(args.cores),
+            precision=args.precision,
+            delegate=args.delegate,
             seed=args.seed,
             search=args.search,
             overhead=args.overhead,
