@@ -21,24 +21,30 @@ from devicelab.backends.android.adb import PhoneLink
 CPU_DIR = "/sys/devices/system/cpu"
 THERMAL_DIR = "/sys/class/thermal"
 _MARK = "@@latencylab@@"
+MAX_COMMAND_BYTES = 3_000
 # Cluster names by count of distinct max frequencies, slowest first.
 CLUSTER_NAMES = {1: ("all",), 2: ("little", "big"), 3: ("little", "mid", "big"), 4: ("little", "mid", "big", "prime")}
 # Thermal zones that speak for the CPU and SoC (the cool-down waits on these and the battery).
-_CPU_ZONE = re.compile(r"cpu|cluster|soc|big|little|mid|prime|tsens|mtktscpu|ap", re.IGNORECASE)
+_CPU_ZONE = re.compile(r"cpu|cluster|soc|big|little|mid|prime|tsens|mtktscpu|(?:^|[-_])ap(?:[-_]|$)", re.IGNORECASE)
 
 
 def read_files(link: PhoneLink, paths: Sequence[str]) -> dict[str, str | None]:
-    """Each path's content (stripped), or None where it cannot be read; one shell command."""
-    if not paths:
-        return {}
-    parts = [f"echo {_MARK}{i}; cat {p} 2>/dev/null" for i, p in enumerate(paths)]
-    out = link.run("; ".join(parts)).stdout
+    """Each path's content (stripped), or None where it cannot be read; one shell command per
+    ``MAX_COMMAND_BYTES`` of command line (older adbd refuses service requests past 4 KiB)."""
     values: dict[str, str | None] = dict.fromkeys(paths)
-    for chunk in out.split(_MARK)[1:]:
-        head, _, body = chunk.partition("\n")
-        if head.strip().isdigit() and int(head) < len(paths):
-            text = body.strip()
-            values[paths[int(head)]] = text if text else None
+    parts = [f"echo {_MARK}{i}; cat {p} 2>/dev/null" for i, p in enumerate(paths)]
+    batch: list[str] = []
+    for part in [*parts, None]:
+        if part is not None and (not batch or sum(len(b) + 2 for b in batch) + len(part) < MAX_COMMAND_BYTES):
+            batch.append(part)
+            continue
+        if batch:
+            for chunk in link.run("; ".join(batch)).stdout.split(_MARK)[1:]:
+                head, _, body = chunk.partition("\n")
+                if head.strip().isdigit() and int(head) < len(paths):
+                    text = body.strip()
+                    values[paths[int(head)]] = text if text else None
+        batch = [part] if part is not None else []
     return values
 
 

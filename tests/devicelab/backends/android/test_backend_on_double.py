@@ -204,3 +204,15 @@ def test_a_phone_unplugged_mid_run_is_a_lost_device(farm: AdbDouble) -> None:
     t.join(60)
     assert len(errors) == 1 and isinstance(errors[0], DeviceLost)
     assert "PIXEL7-1" in str(errors[0])
+
+
+def test_many_files_are_read_in_commands_short_enough_for_any_adbd(farm: AdbDouble) -> None:
+    from devicelab.backends.android import adb, phone_state
+
+    _, phone = pixel(farm)
+    paths = [f"/sys/devices/system/cpu/cpu{c % 8}/cpufreq/cpuinfo_max_freq" for c in range(200)] + ["/nope"]
+    before = len(phone.history)
+    values = phone_state.read_files(adb.PhoneLink(adb.client(), "PIXEL7-1"), paths)
+    assert values["/nope"] is None and values[paths[7]] == "2850000" and values[paths[0]] == "1803000"
+    commands = phone.history[before:]
+    assert len(commands) > 1 and all(len(c) < 4096 for c in commands)
