@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('devices', '0003_device_capabilities'),
+        ("devices", "0003_device_capabilities"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='device',
-            name='offline_reason',
-            field=models.CharField(blank=True, help_text="Why the device went offline: no heartbeat, unplugged, adb 'offline', 'unauthorized'.", max_length=300),
+            model_name="device",
+            name="offline_reason",
+            field=models.CharField(
+                blank=True,
+                help_text="Why the device went offline: no heartbeat, unplugged, adb 'offline', 'unauthorized'.",
+                max_length=300,
+            ),
         ),
     ]

@@ -4,58 +4,75 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiling', '0002_profilingjob_sent_at'),
+        ("profiling", "0002_profilingjob_sent_at"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='operatortiming',
-            name='optiming_stats_all_or_none',
+            model_name="operatortiming",
+            name="optiming_stats_all_or_none",
         ),
         migrations.AddField(
-            model_name='jobresult',
-            name='flags',
-            field=models.JSONField(blank=True, default=list, help_text='Why the measurement should not be trusted as is, beside noisy: measured hot, throttled.'),
+            model_name="jobresult",
+            name="flags",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="Why the measurement should not be trusted as is, beside noisy: measured hot, throttled.",
+            ),
         ),
         migrations.AddField(
-            model_name='jobresult',
-            name='peak_memory_mb',
-            field=models.FloatField(blank=True, help_text="The runtime's peak memory footprint while it ran (MB), where it reports one.", null=True),
+            model_name="jobresult",
+            name="peak_memory_mb",
+            field=models.FloatField(
+                blank=True,
+                help_text="The runtime's peak memory footprint while it ran (MB), where it reports one.",
+                null=True,
+            ),
         ),
         migrations.AlterField(
-            model_name='jobresult',
-            name='e2e_cv',
+            model_name="jobresult",
+            name="e2e_cv",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='jobresult',
-            name='e2e_max',
+            model_name="jobresult",
+            name="e2e_max",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='jobresult',
-            name='e2e_median',
+            model_name="jobresult",
+            name="e2e_median",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='jobresult',
-            name='e2e_min',
+            model_name="jobresult",
+            name="e2e_min",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='jobresult',
-            name='e2e_p90',
+            model_name="jobresult",
+            name="e2e_p90",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='jobresult',
-            name='e2e_std',
+            model_name="jobresult",
+            name="e2e_std",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddConstraint(
-            model_name='operatortiming',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('mean__isnull', True), ('median__isnull', True), ('n__isnull', True), ('std__isnull', True)), models.Q(('mean__isnull', False), ('n__isnull', False)), _connector='OR'), name='optiming_stats_mean_n_or_none', violation_error_message='mean and n are set (median and std where reported), or all four are null.'),
+            model_name="operatortiming",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(
+                        ("mean__isnull", True), ("median__isnull", True), ("n__isnull", True), ("std__isnull", True)
+                    ),
+                    models.Q(("mean__isnull", False), ("n__isnull", False)),
+                    _connector="OR",
+                ),
+                name="optiming_stats_mean_n_or_none",
+                violation_error_message="mean and n are set (median and std where reported), or all four are null.",
+            ),
         ),
     ]
