@@ -513,7 +513,7 @@ def fail_jobs_waiting_too_long(now: datetime | None = None) -> list[int]:
             continue
         why = f" ({device.offline_reason})" if device.offline_reason else ""
         reason = (
-            f"device {device.name!r} (#{device.pk}) has been offline{why} since {since.isoformat(timespec='seconds')}, "
+            f"device {device.name!r} (#{device.pk}) has been offline since {since.isoformat(timespec='seconds')}{why}, "
             f"longer than the {limit} s team {job.team.name!r} lets a job wait for it, "
             "and no equivalent device came online"
         )
