@@ -52,6 +52,7 @@ class Launch:
     kernel: cl.Kernel
     global_size: tuple[int, int]
     local_size: tuple[int, int]
+    args: tuple[Any, ...] = ()  # the values set on ``kernel``, in order (``devicelab.fusion`` binds them again)
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ class GraphRunner:
                 raise BackendError(
                     f"opencl backend: arguments of kernel {pk.name!r} ({pk.kernel}) were refused: {e}"
                 ) from e
-            self.launches.append(Launch(pk, kernel, pk.launch_size, local))
+            self.launches.append(Launch(pk, kernel, pk.launch_size, local, tuple(args)))
         self.plan: list[PlannedKernel] = [launch.planned for launch in self.launches]  # kept after release()
         self.queue.finish()  # weight uploads done: they belong to the set-up, not to the first run
         self.load = LoadReport(built, cached, build_ms, self._buffer_bytes, self._weight_bytes)

@@ -1,0 +1,25 @@
+"""ParallelFusion: independent OpenCL kernels fused source-to-source into one (seed paper 000,
+section 4.2). See docs/fusion.md.
+
+``parse`` (preprocessing and pycparser), ``rewrite`` (renaming, table 2), ``fuse`` (the fused
+kernel, figures 5 and 6) and ``launch`` (section 4.2's rounding) need no OpenCL driver;
+``cache``, ``run`` and ``graph_launches`` do (pyopencl), and are imported from their modules.
+"""
+
+from __future__ import annotations
+
+from devicelab.fusion.errors import FusionError
+from devicelab.fusion.fuse import FusedKernel, SubKernel, fuse
+from devicelab.fusion.launch import FusedLayout, fused_offsets, fused_work_size, plan_layout, rounding_unit
+
+__all__ = [
+    "FusedKernel",
+    "FusedLayout",
+    "FusionError",
+    "SubKernel",
+    "fuse",
+    "fused_offsets",
+    "fused_work_size",
+    "plan_layout",
+    "rounding_unit",
+]
