@@ -4,6 +4,9 @@ section 4.2). See docs/fusion.md.
 ``parse`` (preprocessing and pycparser), ``rewrite`` (renaming, table 2), ``fuse`` (the fused
 kernel, figures 5 and 6) and ``launch`` (section 4.2's rounding) need no OpenCL driver;
 ``cache``, ``run`` and ``graph_launches`` do (pyopencl), and are imported from their modules.
+Sweeps (section 5): ``kinds`` (the paper's operator kinds and MFLOPs, no driver), ``pool``
+(networks loaded on a device), ``compare`` (private outputs, the output check, interleaved
+timing) and ``sweep`` (``plan_sweep``, ``run_sweep``), also imported from their modules.
 """
 
 from __future__ import annotations

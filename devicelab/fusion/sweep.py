@@ -1,0 +1,513 @@
+"""Fusion sweeps (seed paper 000, section 5, figures 8 to 10): combinations of operator kinds, and
+N identical operators, each measured sequential against fused, with and without wave rounding.
+
+``plan_sweep`` decides what to measure, from an ``OperatorPool`` (networks loaded on a device,
+``pool``) and a ``SweepSpec``, deterministically for a seed:
+
+* **Representatives.** For each kind (``kinds``) up to ``representatives`` operators are drawn,
+  spread over the networks (round-robin over the networks in a seeded order).
+* **Combinations of kinds.** Every 2- and 3-combination (``sizes``) of the kinds the pool has,
+  with repetition by default (figure 8a's diagonal, and the paper's triples of squeezes). Where
+  a size has more than ``max_combinations``, that many are sampled with the seed, and the result
+  says so. Each combination is measured ``instances`` times, each time with operators drawn from
+  the representatives (distinct ones where the kind has enough), by a generator seeded with the
+  seed and the combination, so a combination's operators do not depend on which others were
+  sampled.
+* **Identical operators** (figure 9): from each network, ``identical_per_model`` operators, each
+  fused with copies of itself, N = ``identical_counts`` (1 to 8).
+
+``run_sweep`` measures each planned set (``compare``): its sub-kernels get private outputs, each
+fused variant (rounded to the wave or not) is checked once against the sequential run, then the
+sequential launches and every fused variant run interleaved, ``warmup`` rounds dropped and
+``runs`` kept. Each (set, variant) is one ``FusionRow``: the operators with their MFLOPs, both
+sides' samples and statistics, the throughput relative to sequential (the median over rounds of
+sequential time / fused time of the same round, on the device clock; the host clock's beside it)
+and its noise (the standard deviation of those per-round ratios), and the output check. A set
+the fuser refuses becomes rows with ``error`` set. The sets run in a seeded order, so a sweep
+stopped by ``time_budget_s`` has measured a seeded sample, and says so.
+
+Progress goes to a callback (fraction, message) as backends take it; the callback may raise to
+stop the sweep (the exception propagates, the private buffers are freed, the pool stays loaded).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from devicelab.backends.opencl.devices import context_for
+from devicelab.fusion.compare import (
+    OutputCheck,
+    PrivateOutputs,
+    SideTiming,
+    check_outputs,
+    paired_ratios,
+    time_interleaved,
+)
+from devicelab.fusion.errors import FusionError
+from devicelab.fusion.fuse import FusedKernel, fuse
+from devicelab.fusion.kinds import KINDS, check_kinds, kind_order
+from devicelab.fusion.pool import OperatorPool, OperatorRef, PoolOperator
+from devicelab.fusion.run import ready_fused, ready_subkernel
+from devicelab.measure.harness import Progress, ReportFn
+from devicelab.measure.stats import summarize
+
+COMBINATION = "combination"
+IDENTICAL = "identical"
+VARIANTS = {True: "rounded", False: "unrounded"}
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What a sweep measures and how (see the module docstring)."""
+
+    sizes: tuple[int, ...] = (2, 3)  # how many operators a combination of kinds fuses
+    kinds: tuple[str, ...] = KINDS
+    repeats: bool = True  # a kind may appear more than once in a combination
+    representatives: int = 3  # operators drawn per kind
+    instances: int = 1  # operator draws per combination of kinds
+    max_combinations: int | None = None  # per size; more are sampled with the seed
+    identical_counts: tuple[int, ...] = tuple(range(1, 9))  # figure 9's N; () skips it
+    identical_per_model: int = 1
+    warmup: int = 5  # dropped rounds (the paper: 5 warm-up iterations)
+    runs: int = 30  # kept rounds (the paper averages 100 inferences)
+    rounding: tuple[bool, ...] = (True, False)  # fused variants: rounded to the wave, not rounded
+    wave_size: int | None = None  # None: the device's preferred work-group size multiple
+    time_budget_s: float | None = None  # stop starting new sets after this long
+    seed: int = 0
+
+    def checked(self) -> SweepSpec:
+        """The spec with its kinds in canonical order; ``ValueError`` for what cannot run."""
+        if any(s < 1 for s in self.sizes) or any(n < 1 for n in self.identical_counts):
+            raise ValueError("combination sizes and identical counts must be at least 1")
+        if self.runs < 1 or self.warmup < 0:
+            raise ValueError(f"need runs >= 1 and warmup >= 0, not runs={self.runs}, warmup={self.warmup}")
+        if self.representatives < 1 or self.instances < 1 or self.identical_per_model < 0:
+            raise ValueError("representatives and instances must be at least 1, identical_per_model at least 0")
+        if self.max_combinations is not None and self.max_combinations < 1:
+            raise ValueError(f"max_combinations must be at least 1, not {self.max_combinations}")
+        if not self.rounding or len(set(self.rounding)) != len(self.rounding):
+            raise ValueError(f"rounding must list True and/or False once each, not {self.rounding}")
+        if self.wave_size is not None and self.wave_size < 1:
+            raise ValueError(f"wave size must be at least 1, not {self.wave_size}")
+        return SweepSpec(**{**asdict(self), "kinds": check_kinds(self.kinds)})
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        d = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+
+@dataclass(frozen=True)
+class SweepUnit:
+    """One set of operators to measure sequential against fused."""
+
+    experiment: str  # COMBINATION or IDENTICAL
+    kinds: tuple[str, ...]  # the operators' kinds, in order
+    instance: int  # which draw of this combination (which operator of the network, for IDENTICAL)
+    operators: tuple[PoolOperator, ...]
+
+    @property
+    def label(self) -> str:
+        """What it fuses, for progress messages."""
+        if self.experiment == IDENTICAL:
+            return f"{len(self.operators)} x {self.operators[0].ref.model}/{self.operators[0].ref.name}"
+        return " + ".join(self.kinds)
+
+
+@dataclass(frozen=True)
+class CombinationCount:
+    """How many combinations of kinds of one size there are, and how many the sweep plans."""
+
+    size: int
+    total: int
+    planned: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep will measure, decided from the pool and the spec alone."""
+
+    spec: SweepSpec
+    units: tuple[SweepUnit, ...]  # in measuring order (seeded)
+    representatives: dict[str, tuple[PoolOperator, ...]]
+    operators_per_kind: dict[str, int]
+    combinations: tuple[CombinationCount, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def sampled(self) -> bool:
+        """Whether combinations were sampled rather than all planned."""
+        return any(c.planned < c.total for c in self.combinations)
+
+
+@dataclass(frozen=True)
+class FusionRow:
+    """One set of operators and one fused variant, measured (``error`` empty) or refused."""
+
+    experiment: str
+    kinds: tuple[str, ...]
+    instance: int
+    variant: str  # "rounded" or "unrounded"
+    wave_size: int
+    operators: tuple[OperatorRef, ...]
+    fused_global_size: tuple[int, ...] | None = None
+    fused_local_size: tuple[int, ...] | None = None
+    padding: int | None = None  # work-items of the fused launch that belong to no operator
+    sequential: SideTiming | None = None
+    fused: SideTiming | None = None
+    throughput: float | None = None  # median over rounds of sequential / fused device time
+    throughput_noise: float | None = None  # standard deviation of those per-round ratios
+    throughput_wall: float | None = None  # the same on the host clock
+    check: OutputCheck | None = None
+    error: str = ""
+
+    @property
+    def size(self) -> int:
+        """How many operators are fused."""
+        return len(self.operators)
+
+    @property
+    def rounded(self) -> bool:
+        """Whether parts and offsets were rounded to the wave."""
+        return self.variant == VARIANTS[True]
+
+    @property
+    def mflops(self) -> tuple[float, ...]:
+        """Each operator's MFLOPs."""
+        return tuple(op.mflops for op in self.operators)
+
+    @property
+    def padding_fraction(self) -> float | None:
+        """The share of the fused launch's work-items that belong to no operator."""
+        if self.padding is None or self.fused_global_size is None:
+            return None
+        return self.padding / math.prod(self.fused_global_size)
+
+    @property
+    def correct(self) -> bool | None:
+        """Whether the fused kernel computed what the sequential run did (None: not run)."""
+        return None if self.check is None else self.check.correct
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON: one stored row."""
+        return {
+            "experiment": self.experiment,
+            "kinds": list(self.kinds),
+            "size": self.size,
+            "instance": self.instance,
+            "variant": self.variant,
+            "rounded": self.rounded,
+            "wave_size": self.wave_size,
+            "operators": [op.as_dict() for op in self.operators],
+            "mflops": list(self.mflops),
+            "total_mflops": sum(self.mflops),
+            "fused_global_size": None if self.fused_global_size is None else list(self.fused_global_size),
+            "fused_local_size": None if self.fused_local_size is None else list(self.fused_local_size),
+            "padding": self.padding,
+            "padding_fraction": self.padding_fraction,
+            "sequential": None if self.sequential is None else self.sequential.as_dict(),
+            "fused": None if self.fused is None else self.fused.as_dict(),
+            "throughput": self.throughput,
+            "throughput_noise": self.throughput_noise,
+            "throughput_wall": self.throughput_wall,
+            "correct": self.correct,
+            "check": None if self.check is None else self.check.as_dict(),
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A finished sweep: where and what it measured, and one row per set and variant."""
+
+    device: str
+    wave_size: int
+    precision: str
+    models: tuple[str, ...]
+    spec: SweepSpec
+    operators_per_kind: dict[str, int]
+    representatives: dict[str, tuple[OperatorRef, ...]]
+    combinations: tuple[CombinationCount, ...]
+    sampled: bool  # combinations sampled, or stopped early by the time budget
+    notes: tuple[str, ...]
+    rows: tuple[FusionRow, ...]
+    planned_units: int
+    measured_units: int
+    elapsed_s: float
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return {
+            "device": self.device,
+            "wave_size": self.wave_size,
+            "precision": self.precision,
+            "models": list(self.models),
+            "spec": self.spec.as_dict(),
+            "operators_per_kind": dict(self.operators_per_kind),
+            "representatives": {k: [r.as_dict() for r in refs] for k, refs in self.representatives.items()},
+            "combinations": [c.as_dict() for c in self.combinations],
+            "sampled": self.sampled,
+            "notes": list(self.notes),
+            "rows": [r.as_dict() for r in self.rows],
+            "planned_units": self.planned_units,
+            "measured_units": self.measured_units,
+            "elapsed_s": self.elapsed_s,
+            "environment": dict(self.environment),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Planning
+
+
+def _rng(seed: int, *parts: object) -> random.Random:
+    """A generator seeded by the sweep's seed and what it draws for (string seeds are stable)."""
+    return random.Random(":".join(str(p) for p in (seed, *parts)))
+
+
+def _representatives(pool: OperatorPool, kind: str, count: int, seed: int) -> tuple[PoolOperator, ...]:
+    """Up to ``count`` operators of a kind, round-robin over the networks in a seeded order."""
+    rng = _rng(seed, "representatives", kind)
+    per_model = [[op for op in pool.of_model(m) if op.kind == kind] for m in pool.models]
+    per_model = [ops for ops in per_model if ops]
+    rng.shuffle(per_model)
+    for ops in per_model:
+        rng.shuffle(ops)
+    picked: list[PoolOperator] = []
+    for layer in itertools.zip_longest(*per_model):
+        picked.extend(op for op in layer if op is not None)
+    return tuple(picked[:count])
+
+
+def _draw(
+    kinds: tuple[str, ...], reps: dict[str, tuple[PoolOperator, ...]], seed: int, instance: int
+) -> tuple[PoolOperator, ...]:
+    """Operators for one combination of kinds: distinct ones per kind where there are enough."""
+    rng = _rng(seed, "draw", "+".join(kinds), instance)
+    chosen: dict[str, list[PoolOperator]] = {}
+    for kind, count in Counter(kinds).items():
+        options = list(reps[kind])
+        chosen[kind] = rng.sample(options, count) if len(options) >= count else rng.choices(options, k=count)
+    return tuple(chosen[k].pop() for k in kinds)
+
+
+def plan_sweep(pool: OperatorPool, spec: SweepSpec) -> SweepPlan:
+    """What ``run_sweep`` will measure for this pool and spec (the same for the same seed)."""
+    spec = spec.checked()
+    by_kind = pool.by_kind()
+    counts = {k: len(by_kind[k]) for k in spec.kinds}
+    available = tuple(k for k in spec.kinds if counts[k])
+    notes: list[str] = []
+    missing = [k for k in spec.kinds if not counts[k]]
+    if missing:
+        notes.append(f"no operator of kind {', '.join(missing)} in {', '.join(pool.models)}: left out")
+    reps = {k: _representatives(pool, k, spec.representatives, spec.seed) for k in available}
+
+    units: list[SweepUnit] = []
+    combos: list[CombinationCount] = []
+    for size in spec.sizes:
+        make = itertools.combinations_with_replacement if spec.repeats else itertools.combinations
+        every = list(make(available, size))
+        chosen = every
+        if spec.max_combinations is not None and len(every) > spec.max_combinations:
+            picked = _rng(spec.seed, "sample", size).sample(range(len(every)), spec.max_combinations)
+            chosen = [every[i] for i in sorted(picked)]
+            notes.append(f"sampled {len(chosen)} of {len(every)} {size}-combinations of kinds with seed {spec.seed}")
+        combos.append(CombinationCount(size, len(every), len(chosen)))
+        for kinds in chosen:
+            for instance in range(spec.instances):
+                units.append(SweepUnit(COMBINATION, kinds, instance, _draw(kinds, reps, spec.seed, instance)))
+
+    if spec.identical_counts and spec.identical_per_model:
+        for model in pool.models:
+            candidates = [op for op in pool.of_model(model) if op.kind in available]
+            rng = _rng(spec.seed, "identical", model)
+            for instance, op in enumerate(rng.sample(candidates, min(spec.identical_per_model, len(candidates)))):
+                for n in spec.identical_counts:
+                    units.append(SweepUnit(IDENTICAL, (op.kind,) * n, instance, (op,) * n))
+
+    _rng(spec.seed, "order").shuffle(units)  # a sweep stopped early has measured a seeded sample
+    return SweepPlan(spec, tuple(units), reps, counts, tuple(combos), tuple(notes))
+
+
+# ---------------------------------------------------------------------------------------------
+# Measuring
+
+
+@dataclass
+class _Bench:
+    """What every measured set shares: the device, its queue and the reporting."""
+
+    pool: OperatorPool
+    spec: SweepSpec
+    queue: cl.CommandQueue
+    wave_size: int
+    dtype: np.dtype[Any]
+    progress: Progress
+
+
+def _rows_refused(bench: _Bench, unit: SweepUnit, why: str) -> list[FusionRow]:
+    refs = tuple(op.ref for op in unit.operators)
+    return [
+        FusionRow(unit.experiment, unit.kinds, unit.instance, VARIANTS[r], bench.wave_size, refs, error=why)
+        for r in bench.spec.rounding
+    ]
+
+
+def _measure(bench: _Bench, unit: SweepUnit, at: tuple[float, float]) -> list[FusionRow]:
+    """Check and time one set: sequential against every fused variant, interleaved."""
+    found, spec = bench.pool.found, bench.spec
+    private = PrivateOutputs(found, [op.sub for op in unit.operators], bench.queue)
+    try:
+        try:
+            fused: dict[bool, FusedKernel] = {
+                r: fuse(private.subs, bench.wave_size, round_to_wave=r) for r in spec.rounding
+            }
+            sequential = [ready_subkernel(found, s) for s in private.subs]
+            ready = {r: ready_fused(found, f) for r, f in fused.items()}
+            checks = {r: check_outputs(bench.queue, sequential, ready[r], private.buffers, bench.dtype) for r in ready}
+            sides = time_interleaved(
+                bench.queue,
+                [sequential, *([launch] for launch in ready.values())],
+                spec.warmup,
+                spec.runs,
+                bench.progress,
+                at,
+                unit.label,
+            )
+        except (FusionError, cl.Error) as e:
+            return _rows_refused(bench, unit, f"{type(e).__name__}: {str(e).strip()[:2000]}")
+    finally:
+        private.release()
+    seq, refs = sides[0], tuple(op.ref for op in unit.operators)
+    rows = []
+    for (r, f), side in zip(fused.items(), sides[1:], strict=True):
+        ratios = paired_ratios(seq.device_samples_ms, side.device_samples_ms)
+        walls = paired_ratios(seq.wall_samples_ms, side.wall_samples_ms)
+        ratio = summarize(ratios) if ratios else None
+        rows.append(
+            FusionRow(
+                unit.experiment,
+                unit.kinds,
+                unit.instance,
+                VARIANTS[r],
+                bench.wave_size,
+                refs,
+                fused_global_size=f.global_size,
+                fused_local_size=ready[r].local_size,
+                padding=f.padding,
+                sequential=seq,
+                fused=side,
+                throughput=None if ratio is None else ratio.median,
+                throughput_noise=None if ratio is None else ratio.std,
+                throughput_wall=float(np.median(walls)) if walls else None,
+                check=checks[r],
+            )
+        )
+    return rows
+
+
+def _row_order(row: FusionRow) -> tuple[Any, ...]:
+    return (
+        row.experiment != COMBINATION,
+        row.size,
+        [kind_order(k) for k in row.kinds],
+        row.operators[0].model if row.experiment == IDENTICAL else "",
+        row.instance,
+        not row.rounded,
+    )
+
+
+def run_sweep(pool: OperatorPool, spec: SweepSpec | None = None, progress: ReportFn | None = None) -> SweepResult:
+    """Plan and measure a sweep on the pool's device (see the module docstring)."""
+    t0 = time.monotonic()
+    plan = plan_sweep(pool, spec or SweepSpec())
+    spec = plan.spec
+    found = pool.found
+    report = Progress(progress)
+    queue = cl.CommandQueue(context_for(found), found.device, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    bench = _Bench(pool, spec, queue, spec.wave_size or found.limits.wave_size, pool.dtype, report)
+    notes = list(plan.notes)
+    rows: list[FusionRow] = []
+    n = len(plan.units)
+    measured = 0
+    report(0.0, f"{n} sets of operators to measure")
+    for i, unit in enumerate(plan.units):
+        if spec.time_budget_s is not None and time.monotonic() - t0 > spec.time_budget_s:
+            notes.append(
+                f"time budget of {spec.time_budget_s:g} s reached: measured {i} of {n} sets "
+                f"(a seeded sample, seed {spec.seed})"
+            )
+            break
+        rows.extend(_measure(bench, unit, (i / n, (i + 1) / n)))
+        measured += 1
+        report((i + 1) / n, f"{unit.label}: measured ({i + 1}/{n})")
+    report(1.0, "done")
+    refused = sum(1 for r in rows if r.error)
+    wrong = sum(1 for r in rows if r.correct is False)
+    if refused:
+        notes.append(f"{refused} rows were refused by the fuser or the driver (see their error)")
+    if wrong:
+        notes.append(f"{wrong} fused kernels did not compute what the sequential run did")
+    return SweepResult(
+        device=found.limits.name,
+        wave_size=bench.wave_size,
+        precision=pool.precision,
+        models=pool.models,
+        spec=spec,
+        operators_per_kind=plan.operators_per_kind,
+        representatives={k: tuple(op.ref for op in ops) for k, ops in plan.representatives.items()},
+        combinations=plan.combinations,
+        sampled=plan.sampled or measured < n,
+        notes=tuple(notes),
+        rows=tuple(sorted(rows, key=_row_order)),
+        planned_units=n,
+        measured_units=measured,
+        elapsed_s=time.monotonic() - t0,
+        environment={
+            "platform": found.limits.platform,
+            "driver_version": found.limits.driver_version,
+            "device_wave_size": found.limits.wave_size,
+            "time_definition": "device: first kernel start to last kernel end of one side's launches on one "
+            "in-order profiling queue; wall: host clock around the enqueue and queue.finish()",
+            "throughput_definition": "median over timed rounds of sequential time / fused time of the same round",
+            "noise_definition": "standard deviation of the per-round ratios",
+        },
+    )
+
+
+def mean_throughput(rows: Sequence[FusionRow]) -> float:
+    """The mean throughput of measured rows (NaN when none was measured): figure 8's averages."""
+    values = [r.throughput for r in rows if r.throughput is not None]
+    return float(np.mean(values)) if values else math.nan
+
+
+__all__ = [
+    "COMBINATION",
+    "IDENTICAL",
+    "VARIANTS",
+    "CombinationCount",
+    "FusionRow",
+    "SweepPlan",
+    "SweepResult",
+    "SweepSpec",
+    "SweepUnit",
+    "mean_throughput",
+    "plan_sweep",
+    "run_sweep",
+]
