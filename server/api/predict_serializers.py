@@ -169,13 +169,48 @@ class PredictRequest(TypedDict):
     breakdown: bool
 
 
-class PredictRequestSerializer(serializers.Serializer):
+def _breakdown_field() -> StrictBooleanField:
+    return StrictBooleanField(
+        default=False,
+        help_text="Also return each kernel's predicted latency.",
+        error_messages={
+            "invalid": "breakdown must be true or false, got {value!r}",
+            "null": "breakdown must be true or false, got None",
+        },
+    )
+
+
+class _ObjectRequestSerializer(serializers.Serializer):
+    """A request body that must be a JSON object with no keys but the serializer's fields."""
+
+    default_error_messages = {"invalid": "the request body must be a JSON object, got {datatype}"}
+    expected_keys: str | None = None  # how the unknown-key error names the keys (default: the fields)
+
+    def run_validation(self, data: Any = empty) -> Any:
+        """The request; a null body is refused like any body that is not an object."""
+        if data is None:
+            raise serializers.ValidationError(
+                {api_settings.NON_FIELD_ERRORS_KEY: [self.error_messages["invalid"].format(datatype="null")]}
+            )
+        return super().run_validation(data)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        """Refuse keys the request does not have (a typo must not be ignored) before checking the others."""
+        if isinstance(data, Mapping):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                expected = self.expected_keys or str(sorted(self.fields))
+                raise serializers.ValidationError(
+                    {api_settings.NON_FIELD_ERRORS_KEY: [f"unknown key(s) {unknown}; expected {expected}"]}
+                )
+        return dict(super().to_internal_value(data))
+
+
+class PredictRequestSerializer(_ObjectRequestSerializer):
     """A batch of architectures to predict, for a device or a named predictor."""
 
     # ``validated_data`` is a ``PredictRequest``. Which device or predictor the ids name, and
     # whether it is ready, is the service's answer (404, 409).
-
-    default_error_messages = {"invalid": "the request body must be a JSON object, got {datatype}"}
 
     device = IdField("device", allow_null=True, default=None, help_text="A device: its best ready predictor answers.")
     predictor = IdField("predictor", allow_null=True, default=None, help_text="A predictor id (GET /api/predictors/).")
@@ -187,36 +222,13 @@ class PredictRequestSerializer(serializers.Serializer):
         error_messages={"invalid_choice": f"unknown method {{input!r}}; expected one of {PredictorMethod.values}"},
     )
     architectures = ArchitecturesField(help_text="At most LATENCYLAB_PREDICT_MAX_BATCH architectures (maxItems).")
-    breakdown = StrictBooleanField(
-        default=False,
-        help_text="Also return each kernel's predicted latency.",
-        error_messages={
-            "invalid": "breakdown must be true or false, got {value!r}",
-            "null": "breakdown must be true or false, got None",
-        },
-    )
+    breakdown = _breakdown_field()
+
+    expected_keys = "device or predictor, method, architectures, breakdown"
 
     def run_validation(self, data: Any = empty) -> PredictRequest:
         """The request; errors by key, the body's own under ``non_field_errors`` (as ``is_valid`` has them)."""
-        if data is None:
-            raise serializers.ValidationError(
-                {api_settings.NON_FIELD_ERRORS_KEY: [self.error_messages["invalid"].format(datatype="null")]}
-            )
         return cast(PredictRequest, super().run_validation(data))
-
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        """Refuse keys the request does not have (a typo must not be ignored) before checking the others."""
-        if isinstance(data, Mapping):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {
-                        api_settings.NON_FIELD_ERRORS_KEY: [
-                            f"unknown key(s) {unknown}; expected device or predictor, method, architectures, breakdown"
-                        ]
-                    }
-                )
-        return dict(super().to_internal_value(data))
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """A device or a predictor must say who answers."""
@@ -295,13 +307,11 @@ class SideBySideArchitecturesField(ArchitecturesField):
         return super().to_internal_value(data)
 
 
-class SideBySideRequestSerializer(serializers.Serializer):
+class SideBySideRequestSerializer(_ObjectRequestSerializer):
     """A device (a phone, measured or imported), optionally architectures to predict on it and on
     every other phone of its model."""
 
     # ``validated_data`` is a ``SideBySideRequest``.
-
-    default_error_messages = {"invalid": "the request body must be a JSON object, got {datatype}"}
 
     device = IdField("device", help_text="A device; with a phone, every phone of its model (measured or qed) too.")
     architectures = SideBySideArchitecturesField(
@@ -326,32 +336,11 @@ class SideBySideRequestSerializer(serializers.Serializer):
         "with the qed phone's).",
         error_messages={"invalid_choice": f"unknown backend {{input!r}}; expected one of {list(BACKENDS)}"},
     )
-    breakdown = StrictBooleanField(
-        default=False,
-        help_text="Also return each kernel's predicted latency.",
-        error_messages={
-            "invalid": "breakdown must be true or false, got {value!r}",
-            "null": "breakdown must be true or false, got None",
-        },
-    )
+    breakdown = _breakdown_field()
 
     def run_validation(self, data: Any = empty) -> SideBySideRequest:
         """The request; a null body is refused like any body that is not an object."""
-        if data is None:
-            raise serializers.ValidationError(
-                {api_settings.NON_FIELD_ERRORS_KEY: [self.error_messages["invalid"].format(datatype="null")]}
-            )
         return cast(SideBySideRequest, super().run_validation(data))
-
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        """Refuse keys the request does not have before checking the others."""
-        if isinstance(data, Mapping):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {api_settings.NON_FIELD_ERRORS_KEY: [f"unknown key(s) {unknown}; expected {sorted(self.fields)}"]}
-                )
-        return dict(super().to_internal_value(data))
 
 
 class PhoneDeviceSerializer(serializers.Serializer):

@@ -245,10 +245,9 @@ class _Cooldown:
 class _RunProgress:
     """Progress while the tool runs: by the phases its output shows, and creeping with time."""
 
-    def __init__(self, h: Harness, warmup: int, runs: int) -> None:
+    def __init__(self, h: Harness) -> None:
         self.h = h
         self.t0 = time.monotonic()
-        self.floor = 0.15
         self.text = ""
         self.counts = 0
 
@@ -310,7 +309,7 @@ def profile(
     )
     link.run(f"rm -f {csv_path}")
     h.report(0.1, "benchmark_model starting")
-    run_progress = _RunProgress(h, settings.warmup_runs, settings.runs)
+    run_progress = _RunProgress(h)
     timeout = RUN_TIMEOUT_BASE_S + RUN_TIMEOUT_PER_RUN_S * (settings.runs + settings.warmup_runs)
     out = link.stream(cmd.command, run_progress.output, run_progress.tick, timeout)
     tool_run.check_exit(out, serial, graph.name)
