@@ -42,6 +42,7 @@ CENTRAL_IS_MEAN = ExpressionWrapper(
 _JOB_LIST_FIELDS = (
     "id",
     "team_id",
+    "kind",
     "state",
     "progress",
     "progress_message",
@@ -157,7 +158,17 @@ def fleet(team: Team) -> list[FleetRow]:
     for job in (
         ProfilingJob.objects.running()
         .select_related("model")
-        .only("id", "team_id", "device_id", "progress", "progress_message", "started_at", "model__name")
+        .only(
+            "id",
+            "team_id",
+            "device_id",
+            "kind",
+            "settings",
+            "progress",
+            "progress_message",
+            "started_at",
+            "model__name",
+        )
         .order_by("started_at")
     ):
         running.setdefault(job.device_id, job)
@@ -207,7 +218,7 @@ def running_job(device: Device) -> ProfilingJob | None:
         ProfilingJob.objects.running()
         .on_device(device)
         .select_related("model")
-        .only("id", "team_id", "progress", "progress_message", "model__name")
+        .only("id", "team_id", "kind", "settings", "progress", "progress_message", "model__name")
         .order_by("started_at")
         .first()
     )

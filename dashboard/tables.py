@@ -154,7 +154,7 @@ def fleet_rows(rows: list[FleetRow]) -> SafeString:
             job = r.current_job
             percent = round(job.progress * 100)
             current = (
-                f'<a href="{job_url[0]}{job.pk}{job_url[1]}">#{job.pk} {escape(job.model.name)}</a>'
+                f'<a href="{job_url[0]}{job.pk}{job_url[1]}">#{job.pk} {escape(job.title)}</a>'
                 f'<div class="progress mini" role="progressbar" aria-label="progress of job {job.pk}" '
                 f'aria-valuemin="0" aria-valuemax="100" aria-valuenow="{percent}" data-job-id="{job.pk}" '
                 f'data-active="1"><div class="fill" style="width: {percent}%"></div></div>'

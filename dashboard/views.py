@@ -355,7 +355,7 @@ def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _label(job: ProfilingJob) -> str:
-    return f"#{job.pk} {job.model.name} on {job.device.name}"
+    return f"#{job.pk} {job.title} on {job.device.name}"
 
 
 @require_GET

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "server.networks",
     "server.profiling",
     "server.predictors",
+    "server.fusion",
     "server.api",
     "dashboard",
 ]
@@ -58,6 +59,7 @@ MIGRATION_MODULES = {
     "networks": "migrations.networks",
     "profiling": "migrations.profiling",
     "predictors": "migrations.predictors",
+    "fusion": "migrations.fusion",
 }
 
 MIDDLEWARE = [

@@ -16,6 +16,7 @@ from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
 from devicelab.backends.base import BackendError, DeviceInfo, DeviceLost, ModelFile, ProfileSettings
+from devicelab.fusion.errors import FusionError
 from devicelab.graph import GraphError, graph_from_dict
 from server.taskqueue import PROFILING_TASK
 from workers.celery_app import app
@@ -170,20 +171,58 @@ def _uploaded_file(model: Any, info: DeviceInfo) -> ModelFile | None:
     return ModelFile(model.format, data, model.filename or model.name)
 
 
-def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> str:
-    """Profile a claimed job and store the outcome through the services."""
-    from devicelab.backends.registry import BackendUnavailable, backend_for
+def _profile(job: Any, info: DeviceInfo, progress: _ProgressReporter) -> bool:
+    """Profile the job's model; whether its result was stored for this run."""
+    from devicelab.backends.registry import backend_for
     from server.networks.services import import_limits
-    from server.profiling.services import fail_job, ingest_result, retry_job
+    from server.profiling.services import ingest_result
+
+    # within the server's import limits: a model stored before they existed cannot make the
+    # device allocate what its shapes declare
+    graph = graph_from_dict(job.model.graph, import_limits())
+    settings = ProfileSettings.from_dict(job.settings)
+    backend = backend_for(info.kind)
+    result = backend.profile(info, graph, settings, progress, _uploaded_file(job.model, info))
+    return ingest_result(job.pk, progress.token, result) is not None
+
+
+def _fusion_sweep(job: Any, info: DeviceInfo, progress: _ProgressReporter) -> bool:
+    """Run a fusion sweep over the job's networks; whether its rows were stored for this run."""
+    from devicelab.fusion.on_device import sweep_on_device
+    from server.fusion.services import graphs_for_job, ingest_sweep
+
+    s = job.settings
+    result = sweep_on_device(info, graphs_for_job(job), s["spec"], s.get("precision", "fp32"), progress)
+    return ingest_sweep(job.pk, progress.token, result) is not None
+
+
+def _fusion_plan(job: Any, info: DeviceInfo, progress: _ProgressReporter) -> bool:
+    """Plan and run fusion for the job's networks together; whether the comparison was stored."""
+    from devicelab.fusion.on_device import plan_on_device
+    from server.fusion.services import graphs_for_job, ingest_plan, sweep_rows_for_plan
+
+    s = job.settings
+    comparison = plan_on_device(
+        info, graphs_for_job(job), s.get("options", {}), sweep_rows_for_plan(job), s.get("precision", "fp32"), progress
+    )
+    return ingest_plan(job.pk, progress.token, comparison) is not None
+
+
+# What each kind of job runs (``ProfilingJob.kind``).
+RUNS = {"profile": _profile, "fusion_sweep": _fusion_sweep, "fusion_plan": _fusion_plan}
+
+
+def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> str:
+    """Run a claimed job by its kind and store the outcome through the services."""
+    from devicelab.backends.registry import BackendUnavailable
+    from server.profiling.services import fail_job, retry_job
 
     progress = _ProgressReporter(job.pk, token)
     try:
-        # within the server's import limits: a model stored before they existed cannot make the
-        # device allocate what its shapes declare
-        graph = graph_from_dict(job.model.graph, import_limits())
-        settings = ProfileSettings.from_dict(job.settings)
-        backend = backend_for(info.kind)
-        result = backend.profile(info, graph, settings, progress, _uploaded_file(job.model, info))
+        run = RUNS.get(job.kind)
+        if run is None:
+            raise ValueError(f"this worker does not know jobs of kind {job.kind!r}; known: {sorted(RUNS)}")
+        stored = run(job, info, progress)
     except SoftTimeLimitExceeded:
         fail_job(job.pk, token, f"the job ran past the time limit of {soft_limit} s")
         return "timeout"
@@ -199,17 +238,17 @@ def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> 
             return outcome
         if isinstance(exc, GraphError):
             reason = f"the model cannot be profiled: {exc}"
-        elif isinstance(exc, BackendError | BackendUnavailable):
+        elif isinstance(exc, BackendError | BackendUnavailable | FusionError):
             reason = str(exc)
         elif isinstance(exc, ValueError | LookupError):
             # The backend's own checks: settings it cannot honour, a device it no longer sees.
             reason = f"device {info.name!r} ({info.identity}) cannot run this job: {_readable(exc)}"
         else:
             log.exception("job %s failed with an unexpected error", job.pk)
-            reason = f"internal error while profiling: {_readable(exc)}"
+            reason = f"internal error while running the job: {_readable(exc)}"
         fail_job(job.pk, token, reason)
         return "failed"
-    if ingest_result(job.pk, token, result) is None:
+    if not stored:
         log.info("job %s finished but is no longer this run's (cancelled?): result dropped", job.pk)
         return "stopped"
     return "succeeded"

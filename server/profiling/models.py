@@ -33,6 +33,15 @@ class JobState(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+class JobKind(models.TextChoices):
+    """What a job does on its device. Every kind goes through the same queue, claim, progress,
+    re-routing and failure handling; only the measuring and what is stored differ."""
+
+    PROFILE = "profile", "Profile a model"
+    FUSION_SWEEP = "fusion_sweep", "Fusion sweep"
+    FUSION_PLAN = "fusion_plan", "Fusion plan"
+
+
 ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
 FINISHED_STATES = (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
 
@@ -117,7 +126,9 @@ class ProfilingJobQuerySet(models.QuerySet["ProfilingJob"]):
 
 
 class ProfilingJob(models.Model):
-    """One request to profile a network on a device with given settings.
+    """One request to measure on a device: profile a network with given settings (``kind``
+    ``profile``), or an experiment over several networks (a fusion sweep or plan, whose networks
+    and options are in ``settings``, with ``model`` empty).
 
     The lifecycle methods below are the only writers of ``state``; each returns whether it
     made the move, and refreshes the instance when it did.
@@ -126,7 +137,10 @@ class ProfilingJob(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="profiling_jobs")
     # RESTRICT: measurements outlive a careless model deletion, yet deleting a whole team (which
     # takes its models and jobs together) still works.
-    model = models.ForeignKey(NetworkModel, on_delete=models.RESTRICT, related_name="profiling_jobs")
+    model = models.ForeignKey(
+        NetworkModel, null=True, blank=True, on_delete=models.RESTRICT, related_name="profiling_jobs"
+    )
+    kind = models.CharField(max_length=16, choices=JobKind.choices, default=JobKind.PROFILE)
     device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="profiling_jobs")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -157,6 +171,11 @@ class ProfilingJob(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(state__in=JobState.values), name="profilingjob_state_valid"),
             models.CheckConstraint(
+                condition=~Q(kind=JobKind.PROFILE) | Q(model__isnull=False),
+                name="profilingjob_profile_has_model",
+                violation_error_message="a profiling job needs a model.",
+            ),
+            models.CheckConstraint(
                 condition=Q(progress__gte=0.0, progress__lte=1.0),
                 name="profilingjob_progress_range",
                 violation_error_message="progress must be between 0 and 1.",
@@ -185,6 +204,14 @@ class ProfilingJob(models.Model):
 
     def __str__(self) -> str:
         return f"job #{self.pk} ({self.state})"
+
+    @property
+    def title(self) -> str:
+        """What the job measures, in a few words: its model's name, or its kind and networks."""
+        if self.kind == JobKind.PROFILE:
+            return self.model.name if self.model is not None else "(deleted model)"
+        networks = self.settings.get("models") or self.settings.get("zoo") or []
+        return f"{self.get_kind_display().lower()} of {len(networks)} network{'s' if len(networks) != 1 else ''}"
 
     @property
     def is_finished(self) -> bool:

@@ -29,6 +29,7 @@ from server.networks.models import NetworkModel
 from server.networks.services import model_not_ready_message
 from server.profiling.models import (
     MAX_ATTEMPTS,
+    JobKind,
     JobResult,
     JobState,
     OperatorTiming,
@@ -140,14 +141,9 @@ def _enqueue_on_commit(job_id: int) -> None:
     transaction.on_commit(send, robust=True)
 
 
-def submit_profiling_job(
-    team: Team, model: NetworkModel, device: Device, settings: Any, user: Any = None
-) -> ProfilingJob:
-    """Queue a job that profiles ``model`` on ``device``; it is enqueued when the transaction commits."""
-    if model.team_id != team.pk:
-        raise ValidationError({"model": f"there is no model #{model.pk} in team {team.name!r}"})
-    if not model.is_ready:
-        raise ValidationError({"model": model_not_ready_message(model)})
+def check_device_takes_jobs(device: Device) -> None:
+    """Raise a ``ValidationError`` on ``device`` when no job can be queued on it: a device known
+    only from imported measurements, or one that is offline (or whose heartbeat is stale)."""
     if device.kind == DeviceKind.IMPORTED:
         source = (device.hardware or {}).get("source", "another lab")
         raise ValidationError(
@@ -169,17 +165,43 @@ def submit_profiling_job(
                 "choose an online device (GET /api/devices/)"
             }
         )
-    clean = validate_settings(device, settings)
+
+
+def queue_job(
+    team: Team,
+    device: Device,
+    *,
+    kind: str,
+    settings: dict[str, Any],
+    user: Any = None,
+    model: NetworkModel | None = None,
+) -> ProfilingJob:
+    """Create a queued job of any kind with checked settings; it is enqueued when the
+    transaction commits."""
     with transaction.atomic():
         job = ProfilingJob.objects.create(
             team=team,
             model=model,
+            kind=kind,
             device=device,
-            settings=clean,
+            settings=settings,
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         _enqueue_on_commit(job.pk)
     return job
+
+
+def submit_profiling_job(
+    team: Team, model: NetworkModel, device: Device, settings: Any, user: Any = None
+) -> ProfilingJob:
+    """Queue a job that profiles ``model`` on ``device``; it is enqueued when the transaction commits."""
+    if model.team_id != team.pk:
+        raise ValidationError({"model": f"there is no model #{model.pk} in team {team.name!r}"})
+    if not model.is_ready:
+        raise ValidationError({"model": model_not_ready_message(model)})
+    check_device_takes_jobs(device)
+    clean = validate_settings(device, settings)
+    return queue_job(team, device, kind=JobKind.PROFILE, settings=clean, user=user, model=model)
 
 
 def cancel_job(job: ProfilingJob) -> bool:
@@ -187,7 +209,7 @@ def cancel_job(job: ProfilingJob) -> bool:
     if not job.cancel():
         job.refresh_from_db()
         return False
-    _release_device(job.device_id)
+    release_device(job.device_id)
     return True
 
 
@@ -221,7 +243,7 @@ def fail_job(job_id: int, worker_token: str, reason: str) -> bool:
     job = ProfilingJob.objects.filter(pk=job_id).first()
     if job is None or not job.fail(reason, token=worker_token):
         return False
-    _release_device(job.device_id)
+    release_device(job.device_id)
     return True
 
 
@@ -249,7 +271,7 @@ def retry_job(job_id: int, worker_token: str, reason: str) -> str:
             )
             _enqueue_on_commit(job_id)
             outcome = "retried"
-    _release_device(job.device_id)
+    release_device(job.device_id)
     return outcome
 
 
@@ -419,11 +441,11 @@ def ingest_result(job_id: int, worker_token: str, result: ProfileResult) -> JobR
         _insert_timings(stored.pk, result.ops)
         if not job.succeed(worker_token):  # cannot happen under the row lock; keep the invariant loud
             raise RuntimeError(f"job {job_id} changed state while its result was being stored")
-        _release_device(job.device_id)
+        release_device(job.device_id)
     return stored
 
 
-def _release_device(device_id: int) -> None:
+def release_device(device_id: int) -> None:
     """A busy device with no running job left is idle again."""
     running = ProfilingJob.objects.filter(device=OuterRef("pk"), state=JobState.RUNNING)
     Device.objects.filter(pk=device_id, status=DeviceStatus.BUSY).filter(~Exists(running)).update(
@@ -455,7 +477,7 @@ def requeue_orphaned_jobs(worker_name: str, current_token: str) -> list[Profilin
             if _requeue_or_fail(job, f"worker {worker_name!r} restarted while running the job"):
                 _enqueue_on_commit(job.pk)
                 requeued.append(job)
-        _release_device(job.device_id)
+        release_device(job.device_id)
     return requeued
 
 
