@@ -54,7 +54,8 @@ format: $(STAMP)  ## ruff: format and apply the fixable lint rules
 system-deps:  ## Debian packages the project needs (run as root)
 	apt-get update -q
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-		python3-venv ca-certificates pocl-opencl-icd ocl-icd-libopencl1 clinfo chromium
+		python3-venv ca-certificates pocl-opencl-icd ocl-icd-libopencl1 clinfo chromium \
+		libclblast-dev
 
 clean:
 	rm -rf $(VENV) var/test_* .pytest_cache

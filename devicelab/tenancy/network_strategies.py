@@ -1,0 +1,483 @@
+"""The sharing strategies for R tenants that each run a whole network (figure 3).
+
+Tenant r is a ``GraphRunner`` of the network with its own weights (seed ``seed + r``) and its own
+input (``make_inputs`` with the same seed), all on the device before any step; a step is one
+inference of every tenant: input upload, the kernels, output download.
+
+* ``exclusive``: tenant 0 alone.
+* ``exclusive_batched``: one tenant with a batch of R: the network rebuilt for a batch of R
+  images (``rebatched``), tenant 0's weights, the R tenants' inputs.
+* ``time_only``: the software scheduler runs one tenant's whole inference at a time, round robin.
+  The tenants' runners share the device's one context: the backend builds its programs once per
+  device and context (``programs.PROGRAMS``), so unlike the SGEMM workload a network tenant does
+  not get a context of its own (each still has its own queue and buffers).
+* ``space_only``: R host threads each run their tenant's inference on its own queue, concurrently.
+* ``space_time``: one in-order queue steps through the plan; each step is one batched
+  super-kernel across the tenants where ``network_layers`` says it is a GEMM, else R launches of
+  the backend's kernel. For the batched kernels to reach every tenant's activations, each
+  tensor's buffers of all tenants are regions of one buffer (``ActivationArenas``: sub-buffers
+  that the runners' kernels are re-bound to), so every strategy runs on the same regions.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pyopencl as cl
+
+from devicelab.backends.opencl.devices import FoundDevice, context_for
+from devicelab.backends.opencl.runner import GraphRunner
+from devicelab.graph import ops
+from devicelab.graph.ir import Graph, Tensor
+from devicelab.graph.onnx import operator_weights
+from devicelab.measure.inputs import make_inputs
+from devicelab.tenancy.gemm import FLOAT_BYTES, GemmLaunch, Strided, launch_sizes, strided_launch
+from devicelab.tenancy.memory import Allocations, Footprint, align_up, base_alignment
+from devicelab.tenancy.network_layers import BatchedLayer, LayerPlan, plan_layers
+from devicelab.tenancy.programs import BUILDS, IM2COL_SOURCE
+from devicelab.tenancy.scheduling import (
+    SharingStrategy,
+    StepSample,
+    TenantThreads,
+    device_span_ms,
+    elapsed_ms,
+    round_robin,
+)
+
+PROFILING = cl.command_queue_properties.PROFILING_ENABLE
+
+
+def rebatched(graph: Graph, batch: int) -> Graph:
+    """A copy of ``graph`` whose inputs carry ``batch`` images, every shape inferred again (a
+    ``GraphError`` where an operator fixes the batch, e.g. a reshape to a constant shape)."""
+    g = copy.deepcopy(graph)
+    for name in g.inputs:
+        tensor = g.tensors[name]
+        g.tensors[name] = Tensor(name, (batch, *tensor.shape[1:]), tensor.dtype)
+    for op in g.topological_order():
+        attrs, shapes = ops.normalize_and_infer(op.type, op.attrs, g.input_shapes(op), op.name)
+        op.attrs = attrs
+        for out, shape in zip(op.outputs, shapes, strict=True):
+            g.tensors[out] = Tensor(out, tuple(shape), g.tensors[out].dtype)
+    g.name = f"{graph.name}_batch{batch}"
+    return g.check()
+
+
+def runner_bytes(runner: GraphRunner) -> int:
+    """What one tenant's runner allocated (activations with slack, and weights)."""
+    return runner.load.buffer_bytes + runner.load.weight_bytes
+
+
+def flat_outputs(runner: GraphRunner, outputs: dict[str, np.ndarray]) -> np.ndarray:
+    """A run's outputs in graph order, as one flat array."""
+    return np.concatenate([outputs[name].ravel() for name in runner.graph.outputs])
+
+
+class NetworkTenants:
+    """R tenants of one network: every tenant's input, and a runner with its own weights for the
+    first ``runners`` of them (1 when only the exclusive strategies fit in memory)."""
+
+    def __init__(
+        self, found: FoundDevice, first: GraphRunner, tenants: int, seed: int, runners: int | None = None
+    ) -> None:
+        self.found = found
+        self.seed = seed
+        self.runners: list[GraphRunner] = [first]
+        try:
+            while len(self.runners) < (tenants if runners is None else runners):
+                self.runners.append(GraphRunner(found, first.graph, weight_seed=seed + len(self.runners)))
+        except BaseException:
+            self.release()
+            raise
+        self.feeds = [make_inputs(first.graph, seed=seed + i) for i in range(tenants)]
+
+    @property
+    def tenants(self) -> int:
+        """R: how many tenants have inputs (all of them have runners unless only exclusive fits)."""
+        return len(self.feeds)
+
+    def exclusive_results(self) -> list[np.ndarray]:
+        """Every tenant's outputs (of those with runners) when it runs alone, one after another."""
+        return [flat_outputs(r, r.run(f)) for r, f in zip(self.runners, self.feeds)]
+
+    def release(self) -> None:
+        """Free every runner's buffers."""
+        for r in self.runners:
+            r.release()
+        self.runners.clear()
+
+
+class ActivationArenas:
+    """Every activation buffer of the tenants as a region of one buffer per tensor (aligned to the
+    device's sub-buffer alignment), the runners' kernels and tensors re-bound to those regions."""
+
+    def __init__(self, tenants: NetworkTenants, memory: Allocations, queue: cl.CommandQueue) -> None:
+        runners = tenants.runners
+        align = base_alignment(tenants.found.device)  # sub-buffer origins must be aligned
+        first = runners[0]
+        distinct: list[cl.Buffer] = []
+        for buf in first.buffers.values():
+            if all(buf is not d for d in distinct):
+                distinct.append(buf)
+        self.strides = [align_up(b.size, align) for b in distinct]
+        self.arenas = [memory.new(stride * len(runners), "activations of every tenant") for stride in self.strides]
+        for arena in self.arenas:  # the runners' zeroed slack, for every tenant at once
+            cl.enqueue_fill_buffer(queue, arena, np.zeros(1, np.uint8), 0, arena.size)
+        queue.finish()
+        self.subs: list[cl.Buffer] = []
+        self.index_of_tensor: dict[str, int] = {}
+        for r, runner in enumerate(runners):
+            own: list[cl.Buffer] = []
+            for buf in runner.buffers.values():
+                if all(buf is not d for d in own):
+                    own.append(buf)
+            if [b.size for b in own] != [b.size for b in distinct]:
+                raise ValueError("the tenants' plans differ; their activations cannot be batched")
+            subs = [
+                arena.get_sub_region(r * stride, buf.size)
+                for arena, stride, buf in zip(self.arenas, self.strides, own, strict=True)
+            ]
+            self.subs.extend(subs)
+            slot = {id(buf): j for j, buf in enumerate(own)}
+            for tensor, buf in list(runner.buffers.items()):
+                j = slot[id(buf)]
+                runner.buffers[tensor] = subs[j]
+                if r == 0:
+                    self.index_of_tensor[tensor] = j
+            for launch in runner.launches:
+                for i, value in enumerate(launch.args):
+                    if isinstance(value, cl.Buffer) and id(value) in slot:
+                        launch.kernel.set_arg(i, subs[slot[id(value)]])
+
+    def arena(self, tensor: str) -> tuple[cl.Buffer, int]:
+        """The arena holding ``tensor`` for every tenant, and its stride in elements."""
+        j = self.index_of_tensor[tensor]
+        return self.arenas[j], self.strides[j] // FLOAT_BYTES
+
+    def release(self) -> None:
+        """Free the regions (the arenas belong to the caller's allocations)."""
+        for sub in self.subs:
+            sub.release()
+        self.subs.clear()
+
+
+def arena_bytes(runner: GraphRunner, align: int) -> int:
+    """One tenant's share of the activation arenas."""
+    seen: list[cl.Buffer] = []
+    for buf in runner.buffers.values():
+        if all(buf is not s for s in seen):
+            seen.append(buf)
+    return sum(align_up(b.size, align) for b in seen)
+
+
+def space_time_extra_bytes(runner: GraphRunner, plan: LayerPlan, align: int) -> int:
+    """What space-time allocates per tenant besides the runner: arenas, GEMM weights, scratch."""
+    weights = sum(layer.weight_bytes for layer in plan.batched.values())
+    return arena_bytes(runner, align) + weights + plan.col_elems * FLOAT_BYTES
+
+
+class _BatchedStep:
+    """One batched layer's launches (im2col where needed, then the GEMM) over every tenant; its
+    weights and bias buffers hold every tenant's, filled by ``upload_weights``."""
+
+    def __init__(
+        self,
+        found: FoundDevice,
+        ctx: cl.Context,
+        layer: BatchedLayer,
+        tenants: int,
+        arenas: ActivationArenas,
+        memory: Allocations,
+        col: cl.Buffer | None,
+        col_stride: int,
+    ) -> None:
+        s = layer.shape
+        self.layer = layer
+        self.w = memory.new(tenants * s.m * s.k * FLOAT_BYTES, f"weights of {layer.anchor} for every tenant")
+        self.bias = memory.new(tenants * s.m * FLOAT_BYTES, f"bias of {layer.anchor} for every tenant")
+        x, x_stride = arenas.arena(layer.input_tensor)
+        y, y_stride = arenas.arena(layer.output_tensor)
+        self.launches: list[GemmLaunch] = []
+        if layer.im2col is not None:
+            assert col is not None
+            g = layer.im2col
+            kernel, info = BUILDS.kernel(found, ctx, IM2COL_SOURCE, "im2col_batched", ())
+            grid = (g.oh * g.ow, g.rows, tenants)
+            glob, local = launch_sizes(found, info, grid)
+            kernel.set_args(
+                *[np.int32(v) for v in grid],
+                x,
+                col,
+                np.int64(0),
+                np.int64(x_stride),
+                np.int64(0),
+                np.int64(col_stride),
+                *[np.int32(v) for v in (g.ih, g.iw, g.ow, g.kh, g.kw, g.sh, g.sw, g.pt, g.pl, g.dh, g.dw)],
+            )
+            self.launches.append(GemmLaunch(kernel, glob, local, tenants))
+            b, b_at = col, Strided(0, col_stride)
+        else:
+            b, b_at = x, Strided(0, x_stride)
+        self.launches.append(
+            strided_launch(
+                found,
+                ctx,
+                s,
+                tenants,
+                self.w,
+                b,
+                y,
+                Strided(0, s.m * s.k),
+                b_at,
+                Strided(0, y_stride),
+                bias=self.bias,
+                bias_at=Strided(0, s.m),
+                activation=layer.activation,
+            )
+        )
+
+
+def upload_weights(queue: cl.CommandQueue, steps: list[_BatchedStep], tenants: NetworkTenants) -> None:
+    """Every tenant's folded GEMM weights into the batched layers' buffers, one tenant's weights
+    on the host at a time (R copies of a network's weights would not fit the host at large R)."""
+    for i, runner in enumerate(tenants.runners):
+        weights = operator_weights(runner.graph, seed=tenants.seed + i)
+        for step in steps:
+            w, b = step.layer.weights(weights)
+            cl.enqueue_copy(queue, step.w, w, dst_offset=i * w.nbytes, is_blocking=True)
+            cl.enqueue_copy(queue, step.bias, b, dst_offset=i * b.nbytes, is_blocking=True)
+
+
+class NetExclusive(SharingStrategy):
+    """Tenant 0 alone."""
+
+    name = "exclusive"
+    same_kernel_as_exclusive = True
+
+    def __init__(self, tenants: NetworkTenants) -> None:
+        self.runner = tenants.runners[0]
+        self.feeds = tenants.feeds[0]
+        self.tenants = 1
+        self.launches_per_step = len(self.runner.launches)
+        self.footprint = Footprint(runner_bytes(self.runner), 0, 0)
+        self._last: np.ndarray | None = None
+
+    def step(self, first: int) -> StepSample:
+        t0 = time.perf_counter_ns()
+        out = self.runner.run(self.feeds)
+        ms = elapsed_ms(t0, time.perf_counter_ns())
+        self._last = flat_outputs(self.runner, out)
+        return StepSample(ms, (ms,))
+
+    def outputs(self) -> list[np.ndarray]:
+        assert self._last is not None, "no step has run"
+        return [self._last]
+
+    def release(self) -> None:
+        pass  # the runner belongs to the tenants
+
+
+class NetExclusiveBatched(SharingStrategy):
+    """Tenant 0's network on a batch of the R tenants' inputs."""
+
+    name = "exclusive_batched"
+    same_kernel_as_exclusive = False
+
+    def __init__(self, tenants: NetworkTenants) -> None:
+        self.tenants = tenants.tenants
+        graph = rebatched(tenants.runners[0].graph, self.tenants)
+        self.runner = GraphRunner(tenants.found, graph, weight_seed=tenants.seed)
+        self.feeds = {
+            name: np.concatenate([f[name] for f in tenants.feeds], axis=0) for name in self.runner.graph.inputs
+        }
+        self.launches_per_step = len(self.runner.launches)
+        self.footprint = Footprint(runner_bytes(self.runner), 0, 0)
+        self._last: dict[str, np.ndarray] | None = None
+
+    def step(self, first: int) -> StepSample:
+        t0 = time.perf_counter_ns()
+        self._last = self.runner.run(self.feeds)
+        ms = elapsed_ms(t0, time.perf_counter_ns())
+        return StepSample(ms, (ms,) * self.tenants)
+
+    def outputs(self) -> list[np.ndarray]:
+        assert self._last is not None, "no step has run"
+        out = self._last
+        return [np.concatenate([out[n][i].ravel() for n in self.runner.graph.outputs]) for i in range(self.tenants)]
+
+    def release(self) -> None:
+        self.runner.release()
+
+
+class NetTimeOnly(SharingStrategy):
+    """One tenant's inference at a time, round robin."""
+
+    name = "time_only"
+    same_kernel_as_exclusive = True
+
+    def __init__(self, tenants: NetworkTenants) -> None:
+        self.t = tenants
+        self.tenants = len(tenants.runners)
+        self.launches_per_step = self.tenants * len(tenants.runners[0].launches)
+        self.footprint = Footprint(0, runner_bytes(tenants.runners[0]), 0)
+        self._last: list[np.ndarray | None] = [None] * self.tenants
+
+    def _run(self, i: int) -> None:
+        runner = self.t.runners[i]
+        self._last[i] = flat_outputs(runner, runner.run(self.t.feeds[i]))
+
+    def step(self, first: int) -> StepSample:
+        return round_robin(self._run, self.tenants, first)
+
+    def outputs(self) -> list[np.ndarray]:
+        assert all(o is not None for o in self._last), "no step has run"
+        return [o for o in self._last if o is not None]
+
+    def release(self) -> None:
+        pass
+
+
+class NetSpaceOnly(NetTimeOnly):
+    """Every tenant's inference on its own queue, submitted concurrently from its own thread."""
+
+    name = "space_only"
+
+    def __init__(self, tenants: NetworkTenants) -> None:
+        super().__init__(tenants)
+        self.threads = TenantThreads([self._work(i) for i in range(self.tenants)], "space-only")
+
+    def _work(self, i: int) -> Callable[[], None]:
+        return lambda: self._run(i)
+
+    def step(self, first: int) -> StepSample:
+        return self.threads.step()
+
+    def release(self) -> None:
+        self.threads.close()
+
+
+class NetSpaceTime(SharingStrategy):
+    """Layer by layer on one queue: batched GEMM steps across tenants, the rest per tenant."""
+
+    name = "space_time"
+    same_kernel_as_exclusive = False  # batched layers use the GEMM, not the backend's kernels
+
+    def __init__(self, tenants: NetworkTenants, plan: LayerPlan) -> None:
+        found = tenants.found
+        self.t = tenants
+        self.plan = plan
+        self.tenants = len(tenants.runners)
+        self.ctx = context_for(found)
+        self.queue = cl.CommandQueue(self.ctx, found.device, properties=PROFILING)
+        self.memory = Allocations(self.ctx)
+        first = tenants.runners[0]
+        align = base_alignment(found.device)
+        self.footprint = Footprint(0, runner_bytes(first) + space_time_extra_bytes(first, plan, align), 0)
+        self.arenas: ActivationArenas | None = None
+        try:
+            self.arenas = ActivationArenas(tenants, self.memory, self.queue)
+            col_stride = align_up(plan.col_elems * FLOAT_BYTES, align) // FLOAT_BYTES
+            col = self.memory.new(col_stride * FLOAT_BYTES * self.tenants, "im2col scratch") if col_stride else None
+            self.batched = {
+                i: _BatchedStep(found, self.ctx, layer, self.tenants, self.arenas, self.memory, col, col_stride)
+                for i, layer in plan.batched.items()
+            }
+            upload_weights(self.queue, list(self.batched.values()), tenants)
+        except BaseException:
+            self.release()
+            raise
+        steps = len(first.launches)
+        self.launches_per_step = sum(
+            len(self.batched[i].launches) if i in self.batched else self.tenants for i in range(steps)
+        )
+        self.host_inputs = [
+            {name: np.ascontiguousarray(f[name], np.float32) for name in first.graph.inputs} for f in tenants.feeds
+        ]
+        self._last: list[dict[str, np.ndarray]] = []
+
+    def step(self, first: int) -> StepSample:
+        q = self.queue
+        runners = self.t.runners
+        outputs = [{n: np.empty(r.graph.tensors[n].shape, np.float32) for n in r.graph.outputs} for r in runners]
+        events: list[cl.Event] = []
+        t0 = time.perf_counter_ns()
+        for runner, host in zip(runners, self.host_inputs, strict=True):
+            for name, arr in host.items():
+                cl.enqueue_copy(q, runner.buffers[name], arr, is_blocking=False)
+        for k in range(len(runners[0].launches)):
+            batched = self.batched.get(k)
+            if batched is not None:
+                events.extend(launch.enqueue(q) for launch in batched.launches)
+                continue
+            for runner in runners:
+                launch = runner.launches[k]
+                events.append(cl.enqueue_nd_range_kernel(q, launch.kernel, launch.global_size, launch.local_size))
+        for runner, out in zip(runners, outputs, strict=True):
+            for name, arr in out.items():
+                cl.enqueue_copy(q, arr, runner.buffers[name], is_blocking=False)
+        q.finish()
+        ms = elapsed_ms(t0, time.perf_counter_ns())
+        self._last = outputs
+        return StepSample(ms, (ms,) * self.tenants, device_span_ms(events))
+
+    def outputs(self) -> list[np.ndarray]:
+        return [flat_outputs(r, o) for r, o in zip(self.t.runners, self._last, strict=True)]
+
+    def release(self) -> None:
+        self.queue.finish()
+        if self.arenas is not None:
+            self.arenas.release()
+        self.memory.release()
+
+
+def network_footprint(strategy: str, first: GraphRunner, plan: LayerPlan, align: int, tenants: int) -> Footprint:
+    """What ``strategy`` allocates for ``tenants`` tenants, from the first tenant's runner."""
+    one = runner_bytes(first)
+    if strategy == "exclusive":
+        return Footprint(one, 0, 0)
+    if strategy == "exclusive_batched":  # the weights once, activations per image
+        return Footprint(first.load.weight_bytes, first.load.buffer_bytes, 0)
+    if strategy == "space_time":
+        return Footprint(0, one + space_time_extra_bytes(first, plan, align), 0)
+    return Footprint(0, one, 0)
+
+
+NETWORK_STRATEGIES = ("exclusive", "exclusive_batched", "time_only", "space_only", "space_time")
+
+
+def build_network_strategy(name: str, tenants: NetworkTenants, plan: LayerPlan) -> SharingStrategy:
+    """Set up one strategy on the tenants."""
+    if name == "exclusive":
+        return NetExclusive(tenants)
+    if name == "exclusive_batched":
+        return NetExclusiveBatched(tenants)
+    if name == "time_only":
+        return NetTimeOnly(tenants)
+    if name == "space_only":
+        return NetSpaceOnly(tenants)
+    if name == "space_time":
+        return NetSpaceTime(tenants, plan)
+    raise ValueError(f"no network strategy {name!r}; known: {list(NETWORK_STRATEGIES)}")
+
+
+def batched_references(tenants: NetworkTenants) -> list[np.ndarray]:
+    """What exclusive_batched must give image r: tenant 0's network on tenant r's input."""
+    first = tenants.runners[0]
+    return [flat_outputs(first, first.run(f)) for f in tenants.feeds]
+
+
+__all__ = [
+    "NETWORK_STRATEGIES",
+    "ActivationArenas",
+    "NetworkTenants",
+    "batched_references",
+    "build_network_strategy",
+    "flat_outputs",
+    "network_footprint",
+    "plan_layers",
+    "rebatched",
+    "runner_bytes",
+]

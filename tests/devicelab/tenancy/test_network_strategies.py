@@ -1,0 +1,87 @@
+"""Network tenants: each strategy gives every tenant its exclusive outputs (bitwise where the
+backend's kernels run, within the network tolerance where space-time's batched GEMMs do), and
+the plan says exactly which steps are batched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from devicelab.backends.opencl.devices import FoundDevice
+from devicelab.backends.opencl.runner import GraphRunner
+from devicelab.graph.ir import Graph
+from devicelab.tenancy.checks import NETWORK_TOLERANCE, compare_bitwise, compare_within
+from devicelab.tenancy.network_layers import plan_layers, step_flops
+from devicelab.tenancy.network_strategies import (
+    NETWORK_STRATEGIES,
+    NetworkTenants,
+    batched_references,
+    build_network_strategy,
+    rebatched,
+)
+
+TENANTS = 2
+
+
+def test_plan_batches_the_gemm_steps_only(found: FoundDevice, tiny: Graph) -> None:
+    runner = GraphRunner(found, tiny)
+    try:
+        plan = plan_layers(runner)
+        kernels = [s["kernel"] for s in plan.steps]
+        batched = {s["kernel"] for s in plan.steps if s["batched"]}
+        report = plan.as_dict(step_flops(runner))
+    finally:
+        runner.release()
+    assert "depthwise_conv2d" in kernels and "binary" in kernels and "global_pool" in kernels
+    assert batched <= {"conv2d", "conv2d_flat", "conv2d_1x1", "fully_connected"}
+    assert "fully_connected" in batched and "conv2d_1x1" in batched
+    im2col = [s for s in plan.steps if s["batched"] and s["im2col"]]
+    assert len(im2col) == 2  # the strided and the dilated 3x3 convolutions
+    assert all(s["why"] for s in plan.steps if not s["batched"])
+    assert 0.5 < report["batched_flops_fraction"] < 1.0
+
+
+def test_rebatched_graph_keeps_everything_but_the_batch(tiny: Graph) -> None:
+    g = rebatched(tiny, 3)
+    assert g.tensors[g.inputs[0]].shape[0] == 3 and g.tensors[g.outputs[0]].shape == (3, 10)
+    assert [o.type for o in g.operators] == [o.type for o in tiny.operators]
+
+
+def test_every_strategy_keeps_each_tenants_outputs(found: FoundDevice, tiny: Graph) -> None:
+    first = GraphRunner(found, tiny, weight_seed=5)
+    plan = plan_layers(first)
+    tenants = NetworkTenants(found, first, TENANTS, seed=5)
+    strategies = {}
+    try:
+        for name in sorted(NETWORK_STRATEGIES, key=lambda s: s != "space_time"):  # as the sweep does
+            strategies[name] = build_network_strategy(name, tenants, plan)
+        references = tenants.exclusive_results()
+        assert not np.array_equal(references[0], references[1]), "the tenants have their own weights"
+        batched_refs = batched_references(tenants)
+        for name, strategy in strategies.items():
+            strategy.step(1)
+            got = strategy.outputs()
+            if name == "exclusive_batched":
+                check = compare_within(got, batched_refs, NETWORK_TOLERANCE, "tenant 0 alone")
+            elif name == "space_time":
+                check = compare_within(got, references, NETWORK_TOLERANCE, "exclusive")
+                assert strategy.launches_per_step < TENANTS * len(first.launches)
+            else:
+                check = compare_bitwise(got, references[: len(got)])
+            assert check["correct"], f"{name}: {check}"
+        # the other strategies still give the same bits after space-time re-bound the activations
+        assert compare_bitwise(strategies["time_only"].outputs(), references)["correct"]
+    finally:
+        for s in strategies.values():
+            s.release()
+        tenants.release()
+
+
+def test_unknown_strategy_is_refused(found: FoundDevice, tiny: Graph) -> None:
+    first = GraphRunner(found, tiny)
+    tenants = NetworkTenants(found, first, 1, seed=0)
+    try:
+        with pytest.raises(ValueError, match="no network strategy"):
+            build_network_strategy("space_time_clblast", tenants, plan_layers(first))
+    finally:
+        tenants.release()
