@@ -381,6 +381,7 @@ class NetSpaceTime(SharingStrategy):
             self.arenas = ActivationArenas(tenants, self.memory, self.queue)
             col_stride = align_up(plan.col_elems * FLOAT_BYTES, align) // FLOAT_BYTES
             col = self.memory.new(col_stride * FLOAT_BYTES * self.tenants, "im2col scratch") if col_stride else None
+            self.col, self.col_stride = col, col_stride  # the online scheduler's indexed im2col writes here too
             self.batched = {
                 i: _BatchedStep(found, self.ctx, layer, self.tenants, self.arenas, self.memory, col, col_stride)
                 for i, layer in plan.batched.items()

@@ -111,3 +111,24 @@ __kernel void sgemm_vbatched(const int gs0, const int gs1, const int gs2,
     __global const long* o = offsets + 3 * p;
     gemm_tile(a + o[0], b + o[1], c + o[2], a, m, n, d[2], d[3], d[4], d[5], i1 * TM, i0 * VW, 0, 0);
 }
+
+// sgemm_indexed: the strided batch over a subset of the tenants, for the online scheduler
+// (devicelab/tenancy/online.py): problem p is tenant t = tenants[p], at element offsets
+// a_off + t * sa, b_off + t * sb, c_off + t * sc and bias_off + t * sbias. The tile routine is the
+// one above, so a tenant's elements are the same bits as in sgemm_batched.
+__kernel void sgemm_indexed(const int gs0, const int gs1, const int gs2,
+                            __global const float* a, __global const float* b, __global float* c,
+                            __global const float* bias, __global const int* tenants,
+                            const int m, const int n, const int k, const int lda, const int ldb, const int ldc,
+                            const long a_off, const long b_off, const long c_off, const long bias_off,
+                            const long sa, const long sb, const long sc, const long sbias,
+                            const int has_bias, const int act)
+{
+    const int i0 = get_global_id(0);
+    const int i1 = get_global_id(1);
+    const int p = get_global_id(2);
+    if (i0 >= gs0 || i1 >= gs1 || p >= gs2) return;
+    const long t = tenants[p];
+    gemm_tile(a + a_off + t * sa, b + b_off + t * sb, c + c_off + t * sc, bias + bias_off + t * sbias,
+              m, n, k, lda, ldb, ldc, i1 * TM, i0 * VW, has_bias, act);
+}
