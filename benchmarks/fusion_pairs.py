@@ -3,7 +3,9 @@
 For every pair of operator kinds (C, C_1x1, S, P, DWC, DWC_s1, FC, EW; a kind with itself too)
 it fuses real operators of the six Table-1 networks (``devicelab.fusion.sweep``) and prints the
 fused throughput relative to sequential execution (sequential time / fused time: > 1 means the
-fused kernel is faster), with and without rounding to the wave, with its noise beside it.
+fused kernel is faster), with and without rounding to the wave, in each layout asked for
+(``--layout``: the default ``auto``, which packs wherever that is exact, ``packed``, ``paper``,
+or several, comma-separated, measured interleaved), with its noise beside it.
 
 How it measures:
 
@@ -25,6 +27,7 @@ How it measures:
 Writes ``var/benchmarks/fusion_pairs.json``.
 
     python benchmarks/fusion_pairs.py                        # 6 networks, 3 rounds of 20 runs
+    python benchmarks/fusion_pairs.py --layout auto,paper    # the default layout beside the paper's
     python benchmarks/fusion_pairs.py --rounds 5 --runs 40 --models mobilenet_v2,squeezenet_1_0
 """
 
@@ -45,11 +48,17 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as `python benchmarks/fusion_pairs.py` without an install
     sys.path.insert(0, str(ROOT))
 
+from devicelab.fusion.fuse import LAYOUTS  # noqa: E402
 from devicelab.fusion.kinds import KINDS  # noqa: E402
 from devicelab.fusion.pool import table1_models  # noqa: E402
 
 OUT = ROOT / "var" / "benchmarks" / "fusion_pairs.json"
 VARIANTS = ("rounded", "unrounded")
+
+
+def columns(layouts: list[str]) -> list[str]:
+    """The report's columns: ``<layout asked for>/<variant>``."""
+    return [f"{layout}/{v}" for layout in layouts for v in VARIANTS]
 
 
 def verdict(per_round: list[float]) -> str:
@@ -82,13 +91,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         warmup=args.warmup,
         runs=args.runs,
         seed=args.seed,
+        layouts=tuple(args.layouts),
     )
-    # pair -> variant -> per-round values
+    cols = columns(args.layouts)
+    # pair -> column -> per-round values
     ratios: dict[str, dict[str, list[float]]] = {}
     walls: dict[str, dict[str, list[float]]] = {}
     within: dict[str, dict[str, list[float]]] = {}
     operators: dict[str, list[list[str]]] = {}
     mflops: dict[str, list[list[float]]] = {}
+    used: dict[str, dict[str, set[str]]] = {}  # pair -> column -> the layouts the fuser used
+    padding: dict[str, dict[str, list[float]]] = {}
     incorrect: list[str] = []
     refused: list[str] = []
     rounds_s: list[float] = []
@@ -100,18 +113,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rounds_s.append(time.perf_counter() - t1)
             for row in result.rows:
                 pair = "+".join(row.kinds)
-                where = f"round {rnd + 1}: {pair} {row.variant}"
+                col = f"{row.requested_layout}/{row.variant}"
+                where = f"round {rnd + 1}: {pair} {col}"
                 if row.error:
                     refused.append(f"{where}: {row.error}")
                     continue
                 if row.correct is False:
                     incorrect.append(f"{where}: {row.check.note if row.check else ''}")
                 assert row.throughput is not None and row.throughput_noise is not None
-                ratios.setdefault(pair, {v: [] for v in VARIANTS})[row.variant].append(row.throughput)
-                within.setdefault(pair, {v: [] for v in VARIANTS})[row.variant].append(row.throughput_noise)
+                ratios.setdefault(pair, {c: [] for c in cols})[col].append(row.throughput)
+                within.setdefault(pair, {c: [] for c in cols})[col].append(row.throughput_noise)
                 if row.throughput_wall is not None:
-                    walls.setdefault(pair, {v: [] for v in VARIANTS})[row.variant].append(row.throughput_wall)
-                if rnd == 0 and row.rounded:
+                    walls.setdefault(pair, {c: [] for c in cols})[col].append(row.throughput_wall)
+                used.setdefault(pair, {c: set() for c in cols})[col].add(row.layout)
+                if row.padding_fraction is not None:
+                    padding.setdefault(pair, {c: [] for c in cols})[col].append(row.padding_fraction)
+                if rnd == 0 and row.rounded and col == cols[0]:
                     operators.setdefault(pair, []).append([f"{o.model}/{o.name}" for o in row.operators])
                     mflops.setdefault(pair, []).append(list(row.mflops))
             print(
@@ -122,22 +139,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         per_kind = dict(result.operators_per_kind)
         notes = list(result.notes)
     pairs: dict[str, Any] = {}
-    for pair, by_variant in ratios.items():
+    for pair, by_column in ratios.items():
         entry: dict[str, Any] = {"operators": operators.get(pair, []), "mflops": mflops.get(pair, [])}
-        for v in VARIANTS:
-            values = by_variant[v]
+        for c in cols:
+            values = by_column[c]
             if not values:
                 continue
-            entry[v] = {
+            entry[c] = {
                 "ratio": float(np.median(values)),
                 "rounds": values,  # per round (and instance, with --instances)
                 "min": min(values),
                 "max": max(values),
-                "within_round_sd": float(np.median(within[pair][v])),
-                "wall_ratio": float(np.median(walls[pair][v])) if walls.get(pair, {}).get(v) else None,
+                "within_round_sd": float(np.median(within[pair][c])),
+                "wall_ratio": float(np.median(walls[pair][c])) if walls.get(pair, {}).get(c) else None,
                 "verdict": verdict(values),
+                "layout_used": sorted(used[pair][c]),
+                "padding_fraction": float(np.median(padding[pair][c])) if padding.get(pair, {}).get(c) else None,
             }
         pairs[pair] = entry
+    summary: dict[str, Any] = {}
+    for c in cols:
+        medians = [e[c]["ratio"] for e in pairs.values() if c in e]
+        if medians:
+            summary[c] = {
+                "pairs": len(medians),
+                "median": float(np.median(medians)),
+                "mean": float(np.mean(medians)),
+                "min": min(medians),
+                "max": max(medians),
+                "above_1": sum(1 for m in medians if m > 1.0),
+            }
     return {
         "benchmark": "fusion_pairs",
         "python": platform.python_version(),
@@ -149,6 +180,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "threads_env": devices.runtime_environment().get(devices.THREADS_ENV),
         "models": list(args.models),
         "operators_per_kind": per_kind,
+        "layouts": list(args.layouts),
+        "columns": cols,
         "rounds": args.rounds,
         "runs": args.runs,
         "warmup": args.warmup,
@@ -162,6 +195,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "incorrect": incorrect,
         "refused": refused,
         "notes": notes,
+        "summary": summary,
         "pairs": pairs,
     }
 
@@ -176,7 +210,9 @@ def _cell(entry: dict[str, Any] | None) -> str:
 
 
 def print_report(report: dict[str, Any]) -> None:
-    """One line per pair, then figure 8a's matrix (rounded)."""
+    """One line per pair, figure 8a's matrix (the first layout, rounded), then each column's
+    median and range over pairs."""
+    cols = report["columns"]
     print(
         f"{report['device']} ({report['platform']}), wave {report['wave_size']}; {report['rounds']} rounds x "
         f"{report['runs']} interleaved runs; load average {report['load_average_1min'][0]:.1f} -> "
@@ -184,26 +220,29 @@ def print_report(report: dict[str, Any]) -> None:
     )
     print("throughput relative to sequential = sequential time / fused time (> 1: fusion wins);")
     print("median over rounds [min..max of rounds] ±median within-round SD of per-run ratios, verdict")
-    print(f"{'pair':<14}{'MFLOPs':>16} | {'rounded':^27} | {'unrounded':^27}")
+    print(f"{'pair':<14}{'MFLOPs':>16} | " + " | ".join(f"{c:^27}" for c in cols))
     for pair, entry in report["pairs"].items():
         mf = "+".join(f"{x:.1f}" for x in entry["mflops"][0]) if entry["mflops"] else ""
-        print(f"{pair:<14}{mf:>16} | {_cell(entry.get('rounded'))} | {_cell(entry.get('unrounded'))}")
+        print(f"{pair:<14}{mf:>16} | " + " | ".join(_cell(entry.get(c)) for c in cols))
     kinds = [k for k in KINDS if any(k in p.split("+") for p in report["pairs"])]
-    print("\nfigure 8a (rounded, median over rounds):")
+    print(f"\nfigure 8a ({cols[0]}, median over rounds):")
     print(f"{'':8}" + "".join(f"{k:>8}" for k in kinds))
     for a in kinds:
         cells = []
         for b in kinds:
             i, j = sorted((KINDS.index(a), KINDS.index(b)))
-            entry = report["pairs"].get(f"{KINDS[i]}+{KINDS[j]}", {}).get("rounded")
+            entry = report["pairs"].get(f"{KINDS[i]}+{KINDS[j]}", {}).get(cols[0])
             cells.append(f"{entry['ratio']:8.2f}" if entry else f"{'':>8}")
         print(f"{a:8}" + "".join(cells))
-    counted = [e[v]["verdict"] for e in report["pairs"].values() for v in VARIANTS if v in e]
-    print(
-        f"\nverdicts: {counted.count('gain')} gains, {counted.count('loss')} losses, "
-        f"{counted.count('-')} neither; {len(report['incorrect'])} incorrect fused kernels, "
-        f"{len(report['refused'])} refused"
-    )
+    print()
+    for c, s in report["summary"].items():
+        verdicts = [e[c]["verdict"] for e in report["pairs"].values() if c in e]
+        print(
+            f"{c:<20} over {s['pairs']} pairs: median {s['median']:.2f}, mean {s['mean']:.2f}, "
+            f"range {s['min']:.2f}-{s['max']:.2f}, {s['above_1']} above 1; "
+            f"{verdicts.count('gain')} gains, {verdicts.count('loss')} losses, {verdicts.count('-')} neither"
+        )
+    print(f"{len(report['incorrect'])} incorrect fused kernels, {len(report['refused'])} refused")
     for note in report["notes"]:
         print(f"note: {note}")
 
@@ -218,8 +257,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--representatives", type=int, default=3, help="operators drawn per kind")
     p.add_argument("--instances", type=int, default=1, help="operator draws per pair")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--layout",
+        default="auto",
+        help=f"fused layouts, comma-separated, of {', '.join(LAYOUTS)} (default auto: packed where exact)",
+    )
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
+    args.layouts = [x for x in args.layout.split(",") if x]
+    if not args.layouts or set(args.layouts) - set(LAYOUTS) or len(set(args.layouts)) != len(args.layouts):
+        raise SystemExit(f"--layout takes some of {', '.join(LAYOUTS)}, comma-separated, once each")
     if args.rounds < 2:
         raise SystemExit("--rounds must be at least 2: a verdict needs agreeing rounds")
     known = table1_models()

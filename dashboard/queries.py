@@ -23,7 +23,7 @@ from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind, DeviceStatus
 from server.networks.models import NetworkModel
 from server.networks.services import operator_table
-from server.profiling.models import ACTIVE_STATES, JobResult, JobState, OperatorTiming, ProfilingJob
+from server.profiling.models import ACTIVE_STATES, JobKind, JobResult, JobState, OperatorTiming, ProfilingJob
 
 # A model's graph JSON can be megabytes: lists never load it.
 _HEAVY_MODEL_FIELDS = ("graph", "summary")
@@ -119,8 +119,9 @@ def progress_of(team: Team, ids: list[int]) -> list[dict[str, Any]]:
 
 
 def comparable_jobs(team: Team, limit: int = 200) -> QuerySet[ProfilingJob]:
-    """The team's succeeded jobs, newest first: what a comparison can pick from."""
-    return job_list(team).filter(state=JobState.SUCCEEDED)[:limit]
+    """The team's succeeded profiling jobs, newest first: what a comparison can pick from (a fusion
+    sweep or plan has no end-to-end result to compare)."""
+    return job_list(team).filter(state=JobState.SUCCEEDED, kind=JobKind.PROFILE)[:limit]
 
 
 def team_job_counts(team: Team) -> dict[str, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard import predictor_views, views
+from dashboard import fusion_views, predictor_views, sharing_views, views
 
 app_name = "dashboard"
 
@@ -22,4 +22,12 @@ urlpatterns = [
     path("compare/", views.compare, name="compare"),
     path("predictors/", predictor_views.predictor_list, name="predictors"),
     path("predictors/<int:pk>/", predictor_views.predictor_detail, name="predictor"),
+    path("fusion/", fusion_views.fusion_list, name="fusion"),
+    path("fusion/sweeps/<int:pk>/", fusion_views.sweep_detail, name="fusion_sweep"),
+    path("fusion/sweeps/<int:pk>/result/", fusion_views.sweep_result, name="fusion_sweep_result"),
+    path("fusion/plans/<int:pk>/", fusion_views.plan_detail, name="fusion_plan"),
+    path("fusion/plans/<int:pk>/result/", fusion_views.plan_result, name="fusion_plan_result"),
+    path("sharing/", sharing_views.sharing_list, name="sharing"),
+    path("sharing/sweeps/<int:pk>/", sharing_views.sweep_detail, name="sharing_sweep"),
+    path("sharing/sweeps/<int:pk>/result/", sharing_views.sweep_result, name="sharing_sweep_result"),
 ]

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from dashboard import figures, queries
+from dashboard import figures, job_pages, queries
 from dashboard.access import team_page
 from dashboard.conditions import conditions
 from dashboard.formatting import hardware_rows
@@ -314,6 +314,8 @@ def job_detail(request: HttpRequest, pk: int) -> HttpResponse:
     job = queries.job_for_team(team, pk)
     if job is None:
         raise Http404("no such job in your team")
+    if job_pages.has_page(job):  # a fusion sweep or plan, a sharing sweep: its kind's own page
+        return redirect(job_pages.page_url(job))
     return render(request, "dashboard/job.html", _job_result_context(team, job))
 
 
@@ -325,6 +327,8 @@ def job_result(request: HttpRequest, pk: int) -> HttpResponse:
     job = queries.job_for_team(team, pk)
     if job is None:
         raise Http404("no such job in your team")
+    if job_pages.has_page(job):
+        return redirect(job_pages.result_url(job))
     return render(request, "dashboard/_job_result.html", _job_result_context(team, job))
 
 

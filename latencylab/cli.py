@@ -6,7 +6,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from latencylab.commands import client_cmds, graph_cmds, nas_cmds, predictor_cmds, service_cmds, zoo_cmds
+from latencylab.commands import (
+    client_cmds,
+    fusion_cmds,
+    graph_cmds,
+    nas_cmds,
+    predictor_cmds,
+    service_cmds,
+    sharing_cmds,
+    zoo_cmds,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     service_cmds.add_parsers(sub)
     predictor_cmds.add_parsers(sub)
     client_cmds.add_parsers(sub)
+    fusion_cmds.add_parsers(sub)
+    sharing_cmds.add_parsers(sub)
     return parser
 
 

@@ -1,11 +1,15 @@
 """A Python client of the LatencyLab REST API for scripts and NAS tools: devices, uploads, profiling
-jobs and batch latency predictions.
+jobs, batch latency predictions, fusion sweeps and plans, and sharing sweeps.
 
     from latencylab.client import Client
 
     lab = Client("http://lab:8000", token)          # or LATENCYLAB_URL / LATENCYLAB_TOKEN
     result = lab.profile("net.onnx", device="host-cpu").wait(on_progress=print)
     latencies = lab.predict(["|nor_conv_3x3~0|+|none~0|skip_connect~1|+|...|"], device="pixel4")
+    sweep = lab.fusion_sweep("pocl-cpu", zoo=["mobilenet_v2"], spec={"sizes": [2]}, wait=True)
+    pairs = lab.fusion_rows(sweep, contains=["DWC"], variant="rounded")
+    shared = lab.sharing_sweep("pocl-cpu", spec={"shapes": ["256x128x1152"], "tenants": [1, 2, 4]}, wait=True)
+    table1 = shared.result["table1"]; tails = lab.sharing_rows(shared, strategy="space_time")
 
 Every answer that is not 2xx raises ``ClientError`` carrying the HTTP status and the server's message.
 """
@@ -214,6 +218,8 @@ def _chunks(items: list[dict[str, Any]], max_items: int, max_bytes: int) -> Iter
 class JobHandle:
     """A profiling job on the server: ``refresh()`` it, ``wait()`` for its result, or ``cancel()`` it."""
 
+    resource = "jobs"  # where refresh() reads it: /api/<resource>/<id>/
+
     def __init__(self, client: Client, data: dict[str, Any]) -> None:
         self.client = client
         self.data = data
@@ -259,7 +265,7 @@ class JobHandle:
 
     def refresh(self) -> JobHandle:
         """Read the job's current state from the server."""
-        self.data = self.client._request("GET", f"jobs/{self.id}/")
+        self.data = self.client._request("GET", f"{self.resource}/{self.id}/")
         return self
 
     def cancel(self) -> JobHandle:
@@ -304,6 +310,29 @@ class JobHandle:
                 )
             time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
             self.refresh()
+
+
+class FusionHandle(JobHandle):
+    """A fusion sweep or plan on the server (a job of kind ``fusion_sweep`` / ``fusion_plan``):
+    ``wait()`` returns a sweep's result summary (with ``row_counts``) or a plan's comparison;
+    ``cancel()`` cancels the job."""
+
+    def __init__(self, client: Client, data: dict[str, Any]) -> None:
+        super().__init__(client, data)
+        self.resource = "fusion/plans" if data.get("kind") == "fusion_plan" else "fusion/sweeps"
+
+    @property
+    def kind(self) -> str:
+        """fusion_sweep or fusion_plan."""
+        return str(self.data.get("kind") or "")
+
+
+class SharingHandle(JobHandle):
+    """A sharing sweep on the server (a job of kind ``sharing_sweep``): ``wait()`` returns its
+    result summary (workloads, ceiling, table 1, the largest R, notes, ``complete``,
+    ``not_measured``, ``row_counts``); ``cancel()`` cancels the job."""
+
+    resource = "sharing/sweeps"
 
 
 class Client:
@@ -575,6 +604,252 @@ class Client:
             out.extend(results)
         return out
 
+    # -- fusion ----------------------------------------------------------------------------------
+
+    def _networks(self, zoo: Iterable[str] | str | None, models: Iterable[int] | None) -> dict[str, Any]:
+        """``zoo`` names and ``models`` ids as the request's keys (left out when not given)."""
+        body: dict[str, Any] = {}
+        if zoo is not None:
+            if isinstance(zoo, str):
+                raise InputError(f"zoo= takes a list of zoo names, not the string {zoo!r}; wrap it in [...]")
+            body["zoo"] = list(zoo)
+        if models is not None:
+            ids = list(models)
+            if not all(isinstance(m, int) and not isinstance(m, bool) for m in ids):
+                raise InputError(f"models= takes model ids (integers), got {ids!r}; zoo names go in zoo=")
+            body["models"] = ids
+        return body
+
+    def _wait_fusion(
+        self,
+        handle: FusionHandle,
+        wait: bool,
+        timeout: float | None,
+        on_progress: Callable[[float], Any] | None,
+    ) -> FusionHandle:
+        if wait:
+            handle.wait(timeout=timeout, on_progress=on_progress)
+        return handle
+
+    def fusion_sweep(
+        self,
+        device: int | str | dict[str, Any],
+        *,
+        zoo: Iterable[str] | None = None,
+        models: Iterable[int] | None = None,
+        precision: str | None = None,
+        spec: dict[str, Any] | None = None,
+        wait: bool = False,
+        timeout: float | None = None,
+        on_progress: Callable[[float], Any] | None = None,
+    ) -> FusionHandle:
+        """Queue a fusion sweep on an OpenCL ``device`` (id or name) over zoo networks (names) and
+        your team's models (ids); neither: the six networks of ParallelFusion's table 1. ``spec``
+        holds the sweep's keys (sizes, kinds, representatives, instances, max_combinations,
+        identical_counts, identical_per_model, warmup, runs, rounding, layouts, wave_size,
+        time_budget_s, seed; the rest take their defaults).
+
+        With ``wait=True`` this returns once the sweep succeeded (``handle.result`` is its summary)
+        and raises ``JobFailed`` / ``WaitTimeout`` like ``JobHandle.wait``."""
+        body: dict[str, Any] = {"device": self._device_id(device), **self._networks(zoo, models)}
+        if precision is not None:
+            body["precision"] = precision
+        if spec is not None:
+            body["spec"] = dict(spec)
+        handle = FusionHandle(self, self._request("POST", "fusion/sweeps/", json=body))
+        return self._wait_fusion(handle, wait, timeout, on_progress)
+
+    def fusion_sweeps(self) -> list[dict[str, Any]]:
+        """Your team's fusion sweeps, newest first (state, progress, device, settings)."""
+        return self._list("fusion/sweeps/")
+
+    def fusion_sweep_status(self, sweep: int | FusionHandle) -> FusionHandle:
+        """A sweep as it is now: state, progress, and once it succeeded ``result`` (networks, wave
+        size, spec, combinations, notes, timings, ``row_counts``)."""
+        return FusionHandle(self, self._request("GET", f"fusion/sweeps/{_job_id(sweep)}/"))
+
+    def fusion_rows(
+        self,
+        sweep: int | FusionHandle,
+        *,
+        experiment: str | None = None,
+        size: int | None = None,
+        variant: str | None = None,
+        kinds: Iterable[str] | str | None = None,
+        contains: Iterable[str] | str | None = None,
+        errors: bool | None = None,
+        detail: bool = False,
+    ) -> list[dict[str, Any]]:
+        """A succeeded sweep's rows (every page), filtered: ``experiment`` (combination or
+        identical), ``size``, ``variant`` (rounded or unrounded), the exact ``kinds`` (any order),
+        rows that ``contains`` every given kind, with or without ``errors``. Each row: kinds,
+        variant, layout, total_mflops, throughput (sequential / fused) and its noise, padding, the
+        check; ``detail=True`` adds the whole row (raw samples) as ``data``."""
+        handle = self.fusion_sweep_status(sweep)
+        if handle.state != "succeeded":
+            reason = f": {handle.failure_reason}" if handle.failure_reason else ""
+            raise ClientError(None, f"sweep #{handle.id} is {handle.state}{reason}; it has no rows", handle.data)
+        params: dict[str, Any] = {}
+        for key, value in (("experiment", experiment), ("size", size), ("variant", variant)):
+            if value is not None:
+                params[key] = value
+        for key, listed in (("kinds", kinds), ("contains", contains)):
+            if listed is not None:
+                params[key] = listed if isinstance(listed, str) else ",".join(listed)
+        if errors is not None:
+            params["errors"] = "true" if errors else "false"
+        if detail:
+            params["detail"] = "true"
+        return self._list(f"fusion/sweeps/{handle.id}/rows/", params)
+
+    def fusion_plan(
+        self,
+        device: int | str | dict[str, Any],
+        *,
+        zoo: Iterable[str] | None = None,
+        models: Iterable[int] | None = None,
+        precision: str | None = None,
+        options: dict[str, Any] | None = None,
+        sweep: int | JobHandle | bool | None = None,
+        wait: bool = False,
+        timeout: float | None = None,
+        on_progress: Callable[[float], Any] | None = None,
+    ) -> FusionHandle:
+        """Queue a fusion plan on an OpenCL ``device``: the networks run together (neither ``zoo``
+        nor ``models``: two MobileNet-V2, figure 11), planned from sweep ``sweep``'s measurements
+        (an id or handle; None: the team's newest on the device; False: none, the latency model
+        alone) and compared
+        end to end with sequential and fuse-all runs. ``options``: max_group, warmup, runs,
+        round_to_wave. ``wait=True`` returns once it succeeded (``handle.result``: the comparison)."""
+        body: dict[str, Any] = {"device": self._device_id(device), **self._networks(zoo, models)}
+        if precision is not None:
+            body["precision"] = precision
+        if options is not None:
+            body["options"] = dict(options)
+        if sweep is not None:
+            body["sweep"] = False if sweep is False else _job_id(sweep)  # True: refused by _job_id
+        handle = FusionHandle(self, self._request("POST", "fusion/plans/", json=body))
+        return self._wait_fusion(handle, wait, timeout, on_progress)
+
+    def fusion_plans(self) -> list[dict[str, Any]]:
+        """Your team's fusion plans, newest first."""
+        return self._list("fusion/plans/")
+
+    def fusion_plan_status(self, plan: int | FusionHandle) -> FusionHandle:
+        """A plan as it is now: state, progress, and once it succeeded ``result``."""
+        return FusionHandle(self, self._request("GET", f"fusion/plans/{_job_id(plan)}/"))
+
+    def fusion_plan_result(self, plan: int | FusionHandle) -> dict[str, Any]:
+        """A succeeded plan's comparison: networks, sequential_ms, plan_ms, fuse_all_ms, plan_ratio,
+        fuse_all_ratio (sequential / strategy: > 1 wins), correct, and the whole ``data``."""
+        handle = self.fusion_plan_status(plan)
+        if handle.state != "succeeded" or handle.result is None:
+            reason = f": {handle.failure_reason}" if handle.failure_reason else ""
+            raise ClientError(None, f"plan #{handle.id} is {handle.state}{reason}; it has no result", handle.data)
+        return handle.result
+
+    # -- sharing ---------------------------------------------------------------------------------
+
+    def sharing_sweep(
+        self,
+        device: int | str | dict[str, Any],
+        *,
+        spec: dict[str, Any] | None = None,
+        time_budget_s: float | None = None,
+        wait: bool = False,
+        timeout: float | None = None,
+        on_progress: Callable[[float], Any] | None = None,
+    ) -> SharingHandle:
+        """Queue a sharing sweep on an OpenCL ``device`` (id or name): R tenants sharing it
+        exclusively, time-only, space-only and space-time. ``spec`` holds ``SharingSpec``'s keys
+        (shapes as ``[m, n, k]`` or ``"256x128x1152"``, networks, tenants, strategies, warmup, runs,
+        seed, memory_cap_bytes, ceiling; the rest take their defaults: the paper's three shapes, R
+        from 1 to 120, every strategy but CLBlast's). ``time_budget_s``: stop measuring after this
+        long and keep what was measured (default and most: the server's task limit less 300 s).
+
+        With ``wait=True`` this returns once the sweep succeeded (``handle.result`` is its summary)
+        and raises ``JobFailed`` / ``WaitTimeout`` like ``JobHandle.wait``."""
+        body: dict[str, Any] = {"device": self._device_id(device)}
+        if spec is not None:
+            body["spec"] = _sharing_spec(spec)
+        if time_budget_s is not None:
+            body["time_budget_s"] = time_budget_s
+        handle = SharingHandle(self, self._request("POST", "sharing/sweeps/", json=body))
+        if wait:
+            handle.wait(timeout=timeout, on_progress=on_progress)
+        return handle
+
+    def sharing_sweeps(self) -> list[dict[str, Any]]:
+        """Your team's sharing sweeps, newest first (state, progress, device, settings)."""
+        return self._list("sharing/sweeps/")
+
+    def sharing_sweep_status(self, sweep: int | SharingHandle) -> SharingHandle:
+        """A sweep as it is now: state, progress, and once it succeeded ``result`` (device, spec,
+        workloads, ceiling, table1, largest_tenants, notes, complete, not_measured, elapsed_s,
+        ``row_counts``)."""
+        return SharingHandle(self, self._request("GET", f"sharing/sweeps/{_job_id(sweep)}/"))
+
+    def sharing_rows(
+        self,
+        sweep: int | SharingHandle,
+        *,
+        workload: str | None = None,
+        strategy: str | None = None,
+        tenants: int | None = None,
+        status: str | None = None,
+        detail: bool = False,
+    ) -> list[dict[str, Any]]:
+        """A succeeded sweep's rows (every page) in the order they were measured, filtered by
+        ``workload`` (``"256x128x1152"`` or a network's name), ``strategy``, ``tenants`` (R) and
+        ``status`` (ok, memory_bound, unsupported, error). Each row: throughput_gflops,
+        throughput_per_s, latency_p50_ms, latency_p99_ms, straggler_gap_ms and its ratio,
+        memory_bytes, correct, error; ``detail=True`` adds the whole row (samples) as ``data``."""
+        handle = self.sharing_sweep_status(sweep)
+        if handle.state != "succeeded":
+            reason = f": {handle.failure_reason}" if handle.failure_reason else ""
+            raise ClientError(None, f"sweep #{handle.id} is {handle.state}{reason}; it has no rows", handle.data)
+        params: dict[str, Any] = {}
+        for key, value in (("workload", workload), ("strategy", strategy), ("tenants", tenants), ("status", status)):
+            if value is not None:
+                params[key] = value
+        if detail:
+            params["detail"] = "true"
+        return self._list(f"sharing/sweeps/{handle.id}/rows/", params)
+
+
+_SHAPE = re.compile(r"^\s*([0-9]+)\s*x\s*([0-9]+)\s*x\s*([0-9]+)\s*$")
+
+
+def _sharing_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A sharing spec as the API takes it: shapes given as ``"MxNxK"`` become ``[m, n, k]``."""
+    if not isinstance(spec, dict):
+        raise InputError(f"spec= takes a dict of SharingSpec keys, not {spec!r}")
+    out = dict(spec)
+    shapes = out.get("shapes")
+    if isinstance(shapes, str):
+        raise InputError(f"spec['shapes'] takes a list of shapes, not the string {shapes!r}; wrap it in [...]")
+    if isinstance(shapes, list | tuple):
+        normalized: list[Any] = []
+        for shape in shapes:
+            if isinstance(shape, str):
+                match = _SHAPE.match(shape)
+                if match is None:
+                    raise InputError(f"a shape is MxNxK (256x128x1152) or [m, n, k], not {shape!r}")
+                normalized.append([int(v) for v in match.groups()])
+            else:
+                normalized.append(list(shape) if isinstance(shape, tuple) else shape)
+        out["shapes"] = normalized
+    return out
+
+
+def _job_id(job: int | JobHandle) -> int:
+    """The id of a job given as an id or a handle."""
+    if isinstance(job, JobHandle):
+        return job.id
+    if isinstance(job, bool) or not isinstance(job, int):
+        raise InputError(f"a job is an id (an integer) or a handle, not {job!r}")
+    return job
+
 
 def _shifted(exc: ClientError, offset: int) -> ClientError:
     """A refused chunk's error with indices counted from the start of the whole batch."""
@@ -591,11 +866,13 @@ def _shifted(exc: ClientError, offset: int) -> ClientError:
 __all__ = [
     "Client",
     "ClientError",
+    "FusionHandle",
     "InputError",
     "JobFailed",
     "JobHandle",
     "ModelFailed",
     "Predictions",
+    "SharingHandle",
     "WaitTimeout",
     "encode_architecture",
 ]

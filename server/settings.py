@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "server.profiling",
     "server.predictors",
     "server.fusion",
+    "server.tenancy",
     "server.api",
     "dashboard",
 ]
@@ -60,6 +61,7 @@ MIGRATION_MODULES = {
     "profiling": "migrations.profiling",
     "predictors": "migrations.predictors",
     "fusion": "migrations.fusion",
+    "tenancy": "migrations.tenancy",
 }
 
 MIDDLEWARE = [
@@ -410,6 +412,11 @@ SPECTACULAR_SETTINGS = {
     # Two models have a "state" (jobs, predictors): name their choice sets explicitly.
     "ENUM_NAME_OVERRIDES": {
         "JobStateEnum": "server.profiling.models.JobState",
+        "JobKindEnum": "server.profiling.models.JobKind",  # devices have a kind too
+        "PrecisionEnum": "devicelab.backends.base.PRECISIONS",
+        "FusionPrecisionEnum": "devicelab.fusion.on_device.PRECISIONS",  # fusion runs no int8
+        "ZooEnum": "server.api.sharing_requests.ZOO_NAMES",  # fusion's zoo, sharing's networks
+        "SharingStrategyEnum": "devicelab.tenancy.sweep.STRATEGIES",  # a spec's strategies, a row's strategy
         "ModelStateEnum": "server.networks.models.ModelState",
         "PredictorStateEnum": "server.predictors.models.PredictorState",
         "PredictorMethodEnum": "server.predictors.models.PredictorMethod",

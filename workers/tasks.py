@@ -208,8 +208,23 @@ def _fusion_plan(job: Any, info: DeviceInfo, progress: _ProgressReporter) -> boo
     return ingest_plan(job.pk, progress.token, comparison) is not None
 
 
+def _sharing_sweep(job: Any, info: DeviceInfo, progress: _ProgressReporter) -> bool:
+    """Run a sharing sweep within the job's time budget; whether its rows were stored for this run."""
+    from devicelab.tenancy.on_device import sharing_on_device
+    from server.tenancy.services import ingest_sharing
+
+    s = job.settings
+    result = sharing_on_device(info, s["spec"], progress, time_budget_s=s.get("time_budget_s"))
+    return ingest_sharing(job.pk, progress.token, result) is not None
+
+
 # What each kind of job runs (``ProfilingJob.kind``).
-RUNS = {"profile": _profile, "fusion_sweep": _fusion_sweep, "fusion_plan": _fusion_plan}
+RUNS = {
+    "profile": _profile,
+    "fusion_sweep": _fusion_sweep,
+    "fusion_plan": _fusion_plan,
+    "sharing_sweep": _sharing_sweep,
+}
 
 
 def _measure(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> str:

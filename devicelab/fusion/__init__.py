@@ -7,6 +7,10 @@ kernel, figures 5 and 6) and ``launch`` (section 4.2's rounding) need no OpenCL 
 Sweeps (section 5): ``kinds`` (the paper's operator kinds and MFLOPs, no driver), ``pool``
 (networks loaded on a device), ``compare`` (private outputs, the output check, interleaved
 timing) and ``sweep`` (``plan_sweep``, ``run_sweep``), also imported from their modules.
+The planner (beyond the paper): ``plan`` (which ready kernels to fuse at each step),
+``plan_model`` (the latency model and measured benefits), ``plan_load``, ``plan_calibrate`` and
+``plan_run`` (``compare_plan``: sequential vs the plan vs fuse-all, outputs checked).
+``on_device`` is what a worker calls for a sweep or plan job.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Fused programs, built once per device and combination and then reused.
 
-A fused kernel's source depends only on which kernels (and compile-time variants) it fuses,
-never on their sizes or arguments, so the key is the device and the source's digest with the
-build options: every instance of a combination on a device shares one program. Sub-kernels run
+A fused kernel's source depends only on which kernels (and compile-time variants) it fuses and
+on its layout (packed or the paper's), never on their sizes or arguments, so the key is the
+device and the source's digest with the build options: every instance of a combination in one
+layout on a device shares one program, and the two layouts of a combination are two programs. Sub-kernels run
 on their own (the sequential side of a comparison) go through the same cache, by their source.
 The backend's own ``ProgramCache`` is keyed by kernel file; this one by any source text.
 """

@@ -27,7 +27,23 @@ their exact sizes, offsets are the plain prefix sums, and only the total is roun
 the two variants differ only in where the boundaries fall.
 
 Other dimensions are not concatenated: the fused extent is the largest sub-kernel's, and each
-sub-kernel skips the work-items past its own (figure 6's ``SKIP_ID``).
+sub-kernel skips the work-items past its own (figure 6's ``SKIP_ID``). That is the **paper
+layout** (``plan_layout``).
+
+**The packed layout** (``plan_packed_layout``) removes the padding the paper layout leaves in
+the other dimensions. The fused launch is 1-D, and each sub-kernel's whole N-D range is
+linearised into its part of dimension 0: part ``i`` holds ``W_i = prod_d size_d_i`` work-items,
+and its body recovers its own ids from ``l = get_global_id(0) - offset_i`` (``l % size0``,
+``l / size0 % size1``...). The two formulas read with ``W_i`` for ``global_work_size_i``::
+
+    global_work_size = sum_i u_i * ceil(W_i / u_i)
+    offset_i         = sum_{j<i} u_j * ceil(W_j / u_j)
+
+and the unit ``u_i`` is the larger of the wave size and the number of work-items of the
+sub-kernel's own work-group (its width once linearised, ``prod_d local_d_i``). The fused work-
+group is ``(gcd(u_i),)``, so, rounded, no work-group and no wave holds two parts, and a sub-
+kernel whose own work-group is ``(L0, 1, ...)`` with ``L0`` equal to it keeps its work-groups.
+Without rounding the parts touch at ``W_i`` and only the total is rounded to the work-group.
 """
 
 from __future__ import annotations
@@ -53,6 +69,12 @@ def rounding_unit(wave_size: int, local_size: Sequence[int] | None) -> int:
     return math.lcm(wave_size, own)
 
 
+def packed_rounding_unit(wave_size: int, local_size: Sequence[int] | None) -> int:
+    """The packed layout's unit: the larger of the wave size and the number of work-items of the
+    sub-kernel's own work-group, which is its width once linearised (their least common multiple)."""
+    return rounding_unit(wave_size, (math.prod(int(x) for x in local_size),) if local_size else None)
+
+
 def fused_work_size(sizes: Sequence[int], units: Sequence[int]) -> int:
     """Section 4.2, formula 1: the fused kernel's work along dimension 0."""
     return sum(round_up(g, u) for g, u in zip(sizes, units, strict=True))
@@ -63,6 +85,10 @@ def fused_offsets(sizes: Sequence[int], units: Sequence[int]) -> tuple[int, ...]
     return tuple(fused_work_size(sizes[:i], units[:i]) for i in range(len(sizes)))
 
 
+PAPER = "paper"
+PACKED = "packed"
+
+
 @dataclass(frozen=True)
 class FusedLayout:
     """The fused kernel's launch and each sub-kernel's part of it."""
@@ -70,9 +96,13 @@ class FusedLayout:
     global_size: tuple[int, ...]
     local_size: tuple[int, ...]
     offsets: tuple[int, ...]  # along dimension 0
-    regions: tuple[tuple[int, ...], ...]  # per sub-kernel, its extent in each dimension
+    # per sub-kernel, the extent in each dimension its body sees (its ``global_size_dim*``): the
+    # rounded part in the paper layout, its own range in the packed one
+    regions: tuple[tuple[int, ...], ...]
     units: tuple[int, ...]  # per sub-kernel, its rounding unit (also when rounding is off)
     rounded: bool
+    parts: tuple[int, ...]  # per sub-kernel, the extent of its part along dimension 0
+    kind: str = PAPER  # PAPER or PACKED
 
 
 def plan_layout(
@@ -81,14 +111,9 @@ def plan_layout(
     wave_size: int,
     round_to_wave: bool = True,
 ) -> FusedLayout:
-    """The layout of sub-kernels with these logical work sizes and work-groups on a device with
-    this wave size (see the module docstring)."""
-    if not global_sizes:
-        raise ValueError("no sub-kernels to lay out")
-    dims = max(len(g) for g in global_sizes)
-    sizes = [tuple(int(x) for x in g) + (1,) * (dims - len(g)) for g in global_sizes]
-    if any(x < 1 for g in sizes for x in g):
-        raise ValueError(f"work sizes must be positive: {[list(g) for g in global_sizes]}")
+    """The paper's layout of sub-kernels with these logical work sizes and work-groups on a device
+    with this wave size (see the module docstring)."""
+    dims, sizes = _padded(global_sizes)
     units = tuple(rounding_unit(wave_size, ls) for ls in local_sizes)
     group = math.gcd(*units)
     dim0 = [g[0] for g in sizes]
@@ -108,27 +133,82 @@ def plan_layout(
         regions=regions,
         units=units,
         rounded=round_to_wave,
+        parts=tuple(firsts),
+        kind=PAPER,
     )
 
 
-def fit_local_size(local_size: Sequence[int], max_work_group_size: int) -> tuple[int, ...]:
+def plan_packed_layout(
+    global_sizes: Sequence[Sequence[int]],
+    local_sizes: Sequence[Sequence[int] | None],
+    wave_size: int,
+    round_to_wave: bool = True,
+) -> FusedLayout:
+    """The packed layout (see the module docstring): a 1-D launch in which part ``i`` holds the
+    ``prod(global_sizes[i])`` work-items of sub-kernel ``i``'s linearised range."""
+    dims, sizes = _padded(global_sizes)
+    units = tuple(packed_rounding_unit(wave_size, ls) for ls in local_sizes)
+    group = math.gcd(*units)
+    work = [math.prod(g) for g in sizes]
+    if round_to_wave:
+        offsets = fused_offsets(work, units)
+        parts = tuple(round_up(w, u) for w, u in zip(work, units, strict=True))
+        total = fused_work_size(work, units)
+    else:
+        ones = [1] * len(work)
+        offsets, parts, total = fused_offsets(work, ones), tuple(work), round_up(sum(work), group)
+    return FusedLayout(
+        global_size=(total,),
+        local_size=(group,),
+        offsets=offsets,
+        regions=tuple(sizes),
+        units=units,
+        rounded=round_to_wave,
+        parts=parts,
+        kind=PACKED,
+    )
+
+
+def _padded(global_sizes: Sequence[Sequence[int]]) -> tuple[int, list[tuple[int, ...]]]:
+    """The largest dimension count, and every size padded with 1s to it (checked positive)."""
+    if not global_sizes:
+        raise ValueError("no sub-kernels to lay out")
+    dims = max(len(g) for g in global_sizes)
+    sizes = [tuple(int(x) for x in g) + (1,) * (dims - len(g)) for g in global_sizes]
+    if any(x < 1 for g in sizes for x in g):
+        raise ValueError(f"work sizes must be positive: {[list(g) for g in global_sizes]}")
+    return dims, sizes
+
+
+def fit_local_size(
+    local_size: Sequence[int], max_work_group_size: int, max_work_items_dim0: int | None = None
+) -> tuple[int, ...]:
     """The work-group narrowed (halved along dimension 0) until a kernel allowing
-    ``max_work_group_size`` work-items per group takes it; a half of ``L0`` still divides every
+    ``max_work_group_size`` work-items per group takes it, and ``L0`` is within the device's
+    largest work-group extent along dimension 0 when given; a half of ``L0`` still divides every
     offset. Refuses when an odd ``L0`` would have to shrink."""
     l0, rest = int(local_size[0]), tuple(int(x) for x in local_size[1:])
-    while l0 * math.prod(rest) > max_work_group_size:
+    widest = l0 if max_work_items_dim0 is None else max_work_items_dim0
+    while l0 * math.prod(rest) > max_work_group_size or l0 > widest:
         if l0 % 2:
-            raise ValueError(f"work-group {list(local_size)} exceeds the kernel's {max_work_group_size} work-items")
+            raise ValueError(
+                f"work-group {list(local_size)} exceeds the kernel's {max_work_group_size} work-items "
+                f"(or {widest} along dimension 0)"
+            )
         l0 //= 2
     return (l0, *rest)
 
 
 __all__ = [
+    "PACKED",
+    "PAPER",
     "FusedLayout",
     "fit_local_size",
     "fused_offsets",
     "fused_work_size",
+    "packed_rounding_unit",
     "plan_layout",
+    "plan_packed_layout",
     "round_up",
     "rounding_unit",
 ]

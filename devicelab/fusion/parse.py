@@ -101,9 +101,23 @@ GROUP_BUILTINS = frozenset(
     }
 )
 # A barrier in one branch of a fused kernel waits for work-items that never come; the linear
-# ids and collectives span the whole ND-range, which no longer is the sub-kernel's.
-REFUSED_BUILTINS = frozenset({"barrier", "work_group_barrier", "sub_group_barrier", "get_global_linear_id"})
-REFUSED_PREFIXES = ("work_group_", "sub_group_")
+# ids and collectives span the whole ND-range, which no longer is the sub-kernel's. Sub-groups
+# (cl_khr_subgroups) and the asynchronous copies, which every work-item of a group must reach,
+# are collectives too.
+REFUSED_BUILTINS = frozenset(
+    {
+        "barrier",
+        "work_group_barrier",
+        "sub_group_barrier",
+        "get_global_linear_id",
+        "get_num_sub_groups",
+        "get_max_sub_group_size",
+        "get_enqueued_num_sub_groups",
+        "wait_group_events",
+    }
+)
+REFUSED_PREFIXES = ("work_group_", "sub_group_", "get_sub_group_", "async_work_group_", "intel_sub_group_")
+LOCAL_MEMORY_WORDS = frozenset({"__local", "local"})
 
 
 @dataclass(frozen=True)
@@ -178,6 +192,7 @@ class ParsedKernel:
     builtins: tuple[BuiltinCall, ...]
     identifiers: frozenset[str]  # every identifier token of the text
     kernel_attributes: bool  # the kernel carries an __attribute__ (a fused kernel would lose it)
+    local_memory: bool = False  # the text declares __local memory (shared within a work-group)
 
     @property
     def file_scope_names(self) -> frozenset[str]:
@@ -187,6 +202,12 @@ class ParsedKernel:
     def builtins_used(self) -> frozenset[str]:
         """The work-item built-ins the kernel calls."""
         return frozenset(c.builtin for c in self.builtins)
+
+    def group_dependence(self) -> tuple[str, ...]:
+        """What lets the kernel tell which work-items share its work-group: the work-group
+        built-ins it calls, and ``__local`` memory (empty: any grouping computes the same)."""
+        used = sorted(self.builtins_used() & GROUP_BUILTINS)
+        return (*used, "__local memory") if self.local_memory else tuple(used)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -492,6 +513,7 @@ def parse_kernel(source: str, options: tuple[str, ...], name: str) -> ParsedKern
         builtins=tuple(builtins),
         identifiers=frozenset(t.value for t in tokens if t.kind == "ID"),
         kernel_attributes=attrs,
+        local_memory=any(t.kind == "ID" and t.value in LOCAL_MEMORY_WORDS for t in tokens),
     )
 
 
@@ -543,6 +565,7 @@ __all__ = [
     "BuiltinCall",
     "GROUP_BUILTINS",
     "Item",
+    "LOCAL_MEMORY_WORDS",
     "Name",
     "OPENCL_QUALIFIERS",
     "OPENCL_TYPES",

@@ -29,6 +29,31 @@ Other dimensions are not offset, so ``get_global_id(d)`` and ``get_group_id(d)``
 stay as they are, and so do ``get_local_id`` and ``get_local_size``. Every rewrite keeps the
 built-in's ``size_t`` type. The group-relative rows are exact only when each offset is a
 multiple of the work-group size, which ``fuse`` checks before it lets a sub-kernel use them.
+
+**Table 2 in the packed layout** (``launch.plan_packed_layout``: a 1-D launch, each sub-kernel's
+range linearised into its part). The branch of ``k_i`` first recovers its own ids, as ``uint``,
+from its linear id ``l = get_global_id(0) - offset_i`` (``global_id0_i = l % global_size_dim0_i``,
+``global_id1_i = l / global_size_dim0_i % global_size_dim1_i``..., the last without the ``%``):
+
+==================  ====================================================
+OpenCL              fused, packed
+==================  ====================================================
+get_global_id(d)    (size_t)global_id{d}_i (0 for ``d`` past its own dimensions)
+get_global_size(d)  global_size_dim{d}_i
+get_num_groups(d)   global_size_dim{d}_i / get_local_size(d)
+get_group_id(d)     (size_t)global_id{d}_i / get_local_size(d)
+get_work_dim()      the sub-kernel's own number of dimensions
+==================  ====================================================
+
+A dimension in which the sub-kernel's range has extent 1 takes no part: its id is the constant
+0. A range of one row, ``(n, 1)``, recovers only ``global_id0_i``, the linear id itself, with no
+division, and its row id is a constant the compiler sees is the same for the whole work-group
+(a CPU compiler then computes what depends on it once per work-group).
+
+``get_local_id`` and ``get_local_size`` stay: in a 1-D launch they read 0 and 1 past dimension
+0, which is what a sub-kernel whose own work-group is ``(L0, 1, ...)`` sees, and along dimension
+0 they are its own when the fused work-group is ``L0`` and its linearised rows are a multiple of
+``L0`` long (``fuse`` checks both before it lets a sub-kernel that uses them be packed).
 """
 
 from __future__ import annotations
@@ -37,6 +62,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from devicelab.fusion.errors import FusionError
+from devicelab.fusion.launch import PACKED, PAPER
 from devicelab.fusion.parse import REFUSED_BUILTINS, REFUSED_PREFIXES, BuiltinCall, ParsedKernel
 
 
@@ -58,15 +84,27 @@ class FusedNames:
         return f"{self.prefix}global_size_dim{d}_{i}"
 
     def macro(self, what: str) -> str:
-        """Figure 6's macros: GLOBAL_SIZE, GLOBAL_ID_CONDITION, SKIP_ID, for this many dimensions."""
+        """Figure 6's macros (GLOBAL_SIZE, GLOBAL_ID_CONDITION, SKIP_ID) and the packed layout's
+        (WORK_ITEMS), for this many dimensions."""
         return f"{self.prefix}{what}_{self.dims}_DIMS"
 
+    def linear_id(self, i: int) -> str:
+        """Packed layout, local variable: sub-kernel ``i``'s linear id within its part."""
+        return f"{self.prefix}linear_id_{i}"
+
+    def global_id(self, d: int, i: int) -> str:
+        """Packed layout, local variable: sub-kernel ``i``'s own global id in dimension ``d``."""
+        return f"{self.prefix}global_id{d}_{i}"
+
     def all_for(self, count: int) -> set[str]:
-        """Every name added for ``count`` sub-kernels."""
-        names = {self.kernel, *(self.macro(m) for m in ("GLOBAL_SIZE", "GLOBAL_ID_CONDITION", "SKIP_ID"))}
+        """Every name added for ``count`` sub-kernels (in either layout)."""
+        macros = ("GLOBAL_SIZE", "GLOBAL_ID_CONDITION", "SKIP_ID", "WORK_ITEMS")
+        names = {self.kernel, *(self.macro(m) for m in macros)}
         for i in range(count):
             names.add(self.offset(i))
+            names.add(self.linear_id(i))
             names.update(self.size(d, i) for d in range(self.dims))
+            names.update(self.global_id(d, i) for d in range(self.dims))
         return names
 
 
@@ -154,8 +192,18 @@ def _fresh(base: str, taken: set[str]) -> str:
 # Table 2
 
 
-def rewrite_builtin(call: BuiltinCall, i: int, own_dims: int, names: FusedNames) -> str | None:
-    """What replaces one built-in call in sub-kernel ``i`` (None: it stays as written)."""
+def rewrite_builtin(
+    call: BuiltinCall,
+    i: int,
+    own_dims: int,
+    names: FusedNames,
+    layout: str = PAPER,
+    live_dims: tuple[int, ...] | None = None,
+) -> str | None:
+    """What replaces one built-in call in sub-kernel ``i`` (None: it stays as written), by table 2
+    in the paper layout or in the packed one (see the module docstring). In the packed layout,
+    ids are recovered in the ``live_dims`` (by default all its own dimensions) and are 0 in the
+    others."""
     b, d = call.builtin, call.dim
     if b in REFUSED_BUILTINS or b.startswith(REFUSED_PREFIXES):
         raise FusionError(f"{b}() cannot run in a fused kernel (its work-items no longer form the sub-kernel's range)")
@@ -165,6 +213,12 @@ def rewrite_builtin(call: BuiltinCall, i: int, own_dims: int, names: FusedNames)
         return None  # local ids and sizes: the work-group is the sub-kernel's own
     if d is None:
         raise FusionError(f"{b}() needs a constant dimension to be rewritten by table 2")
+    if layout == PACKED and b in ("get_global_id", "get_group_id"):
+        if d not in (range(own_dims) if live_dims is None else live_dims):
+            return "((size_t)0)"  # OpenCL: 0 beyond the work dimensions
+        if b == "get_global_id":
+            return f"((size_t){names.global_id(d, i)})"
+        return f"((size_t){names.global_id(d, i)} / get_local_size({d}))"
     if b == "get_global_id":
         return f"(get_global_id(0) - (size_t){names.offset(i)})" if d == 0 else None
     if b == "get_group_id":
@@ -198,19 +252,26 @@ def rename_edits(parsed: ParsedKernel, item: int, renames: Mapping[str, str]) ->
     ]
 
 
-def builtin_edits(parsed: ParsedKernel, i: int, own_dims: int, names: FusedNames) -> list[Edit]:
-    """Table 2's edits in the kernel function; a work-item built-in in a helper is refused (a
-    helper cannot see the kernel's offsets)."""
+def builtin_edits(
+    parsed: ParsedKernel,
+    i: int,
+    own_dims: int,
+    names: FusedNames,
+    layout: str = PAPER,
+    live_dims: tuple[int, ...] | None = None,
+) -> list[Edit]:
+    """Table 2's edits in the kernel function, for the paper or the packed layout; a work-item
+    built-in in a helper is refused (a helper cannot see the kernel's offsets)."""
     edits = []
     for call in parsed.builtins:
         if call.item != parsed.kernel_item:
-            if rewrite_builtin(call, i, own_dims, names) is not None:
+            if rewrite_builtin(call, i, own_dims, names, layout, live_dims) is not None:
                 raise FusionError(
                     f"kernel {parsed.name!r}: helper {parsed.items[call.item].name!r} calls {call.builtin}(); "
                     "only the kernel function may, so that it can be rewritten"
                 )
             continue
-        new = rewrite_builtin(call, i, own_dims, names)
+        new = rewrite_builtin(call, i, own_dims, names, layout, live_dims)
         if new is not None:
             edits.append(Edit(call.offset, call.end, new))
     return edits

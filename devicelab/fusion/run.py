@@ -50,6 +50,7 @@ def _ready(
     global_size: tuple[int, ...],
     local_size: tuple[int, ...] | None,
     label: str,
+    work_group_fixed: bool = False,
 ) -> ReadyLaunch:
     limit = found.limits.max_parameter_size
     if _argument_bytes(found, args) > limit:
@@ -64,7 +65,14 @@ def _ready(
     except cl.Error as e:
         raise FusionError(f"{label}: arguments refused: {e}") from e
     if local_size is not None:
-        local_size = fit_local_size(local_size, built.limits.max_work_group_size)
+        widest = found.limits.max_work_item_sizes[0] if found.limits.max_work_item_sizes else None
+        fitted = fit_local_size(local_size, built.limits.max_work_group_size, widest)
+        if work_group_fixed and fitted != tuple(local_size):
+            raise FusionError(
+                f"{label}: a sub-kernel tells its work-group {list(local_size)}, and the built fused kernel "
+                f"allows only {built.limits.max_work_group_size} work-items per group"
+            )
+        local_size = fitted
     return ReadyLaunch(kernel, global_size, local_size, built, fresh, label)
 
 
@@ -76,7 +84,9 @@ def ready_subkernel(found: FoundDevice, sub: SubKernel) -> ReadyLaunch:
 
 
 def ready_fused(found: FoundDevice, fused: FusedKernel) -> ReadyLaunch:
-    """A fused kernel ready to launch (its work-group narrowed if the built kernel allows fewer)."""
+    """A fused kernel ready to launch, in either layout. Its work-group is narrowed if the built
+    kernel (or the device, along dimension 0) allows fewer work-items, unless a sub-kernel tells
+    its work-group (``FusedKernel.work_group_fixed``): then it is refused."""
     return _ready(
         found,
         fused.source,
@@ -86,6 +96,7 @@ def ready_fused(found: FoundDevice, fused: FusedKernel) -> ReadyLaunch:
         fused.global_size,
         fused.local_size,
         " + ".join(fused.labels),
+        fused.work_group_fixed,
     )
 
 

@@ -17,14 +17,17 @@ N identical operators, each measured sequential against fused, with and without 
   fused with copies of itself, N = ``identical_counts`` (1 to 8).
 
 ``run_sweep`` measures each planned set (``compare``): its sub-kernels get private outputs, each
-fused variant (rounded to the wave or not) is checked once against the sequential run, then the
-sequential launches and every fused variant run interleaved, ``warmup`` rounds dropped and
-``runs`` kept. Each (set, variant) is one ``FusionRow``: the operators with their MFLOPs, both
+fused variant (rounded to the wave or not, in each of the spec's ``layouts``: ``"auto"`` by
+default, the packed layout wherever it is exact; ``"paper"`` beside it for comparison) is checked
+once against the sequential run, then the sequential launches and every fused variant run
+interleaved, ``warmup`` rounds dropped and ``runs`` kept. Each (set, layout, variant) is one
+``FusionRow``: the operators with their MFLOPs, the layout asked for and the one used, both
 sides' samples and statistics, the throughput relative to sequential (the median over rounds of
 sequential time / fused time of the same round, on the device clock; the host clock's beside it)
-and its noise (the standard deviation of those per-round ratios), and the output check. A set
-the fuser refuses becomes rows with ``error`` set. The sets run in a seeded order, so a sweep
-stopped by ``time_budget_s`` has measured a seeded sample, and says so.
+and its noise (the standard deviation of those per-round ratios), and the output check. A
+variant the fuser refuses becomes a row with ``error`` set (every variant of the set, when the
+driver refuses). The sets run in a seeded order, so a sweep stopped by ``time_budget_s`` has
+measured a seeded sample, and says so.
 
 Progress goes to a callback (fraction, message) as backends take it; the callback may raise to
 stop the sweep (the exception propagates, the private buffers are freed, the pool stays loaded).
@@ -54,7 +57,7 @@ from devicelab.fusion.compare import (
     time_interleaved,
 )
 from devicelab.fusion.errors import FusionError
-from devicelab.fusion.fuse import FusedKernel, fuse
+from devicelab.fusion.fuse import AUTO, LAYOUTS, FusedKernel, fuse
 from devicelab.fusion.kinds import KINDS, check_kinds, kind_order
 from devicelab.fusion.pool import OperatorPool, OperatorRef, PoolOperator
 from devicelab.fusion.run import ready_fused, ready_subkernel
@@ -81,6 +84,7 @@ class SweepSpec:
     warmup: int = 5  # dropped rounds (the paper: 5 warm-up iterations)
     runs: int = 30  # kept rounds (the paper averages 100 inferences)
     rounding: tuple[bool, ...] = (True, False)  # fused variants: rounded to the wave, not rounded
+    layouts: tuple[str, ...] = (AUTO,)  # fused layouts, each with every rounding: "auto", "packed", "paper"
     wave_size: int | None = None  # None: the device's preferred work-group size multiple
     time_budget_s: float | None = None  # stop starting new sets after this long
     seed: int = 0
@@ -97,6 +101,8 @@ class SweepSpec:
             raise ValueError(f"max_combinations must be at least 1, not {self.max_combinations}")
         if not self.rounding or len(set(self.rounding)) != len(self.rounding):
             raise ValueError(f"rounding must list True and/or False once each, not {self.rounding}")
+        if not self.layouts or len(set(self.layouts)) != len(self.layouts) or set(self.layouts) - set(LAYOUTS):
+            raise ValueError(f"layouts must list some of {list(LAYOUTS)} once each, not {self.layouts}")
         if self.wave_size is not None and self.wave_size < 1:
             raise ValueError(f"wave size must be at least 1, not {self.wave_size}")
         return SweepSpec(**{**asdict(self), "kinds": check_kinds(self.kinds)})
@@ -174,6 +180,8 @@ class FusionRow:
     throughput_wall: float | None = None  # the same on the host clock
     check: OutputCheck | None = None
     error: str = ""
+    requested_layout: str = AUTO  # the layout ``fuse`` was asked for: "auto", "packed" or "paper"
+    layout: str = ""  # the layout it used: "packed" or "paper" ("" when it refused the set)
 
     @property
     def size(self) -> int:
@@ -211,6 +219,8 @@ class FusionRow:
             "instance": self.instance,
             "variant": self.variant,
             "rounded": self.rounded,
+            "requested_layout": self.requested_layout,
+            "layout": self.layout,
             "wave_size": self.wave_size,
             "operators": [op.as_dict() for op in self.operators],
             "mflops": list(self.mflops),
@@ -361,26 +371,48 @@ class _Bench:
     progress: Progress
 
 
-def _rows_refused(bench: _Bench, unit: SweepUnit, why: str) -> list[FusionRow]:
+def _rows_refused(bench: _Bench, unit: SweepUnit, why: dict[tuple[str, bool], str]) -> list[FusionRow]:
+    """Rows for the (layout, rounding) variants of a set that were refused, and why."""
     refs = tuple(op.ref for op in unit.operators)
     return [
-        FusionRow(unit.experiment, unit.kinds, unit.instance, VARIANTS[r], bench.wave_size, refs, error=why)
-        for r in bench.spec.rounding
+        FusionRow(
+            unit.experiment,
+            unit.kinds,
+            unit.instance,
+            VARIANTS[r],
+            bench.wave_size,
+            refs,
+            error=error,
+            requested_layout=layout,
+        )
+        for (layout, r), error in why.items()
     ]
 
 
+def _error(e: Exception) -> str:
+    return f"{type(e).__name__}: {str(e).strip()[:2000]}"
+
+
 def _measure(bench: _Bench, unit: SweepUnit, at: tuple[float, float]) -> list[FusionRow]:
-    """Check and time one set: sequential against every fused variant, interleaved."""
+    """Check and time one set: sequential against every fused variant (layout and rounding) the
+    fuser takes, interleaved; a variant it refuses is a row with ``error`` set."""
     found, spec = bench.pool.found, bench.spec
     private = PrivateOutputs(found, [op.sub for op in unit.operators], bench.queue)
+    refused: dict[tuple[str, bool], str] = {}
     try:
         try:
-            fused: dict[bool, FusedKernel] = {
-                r: fuse(private.subs, bench.wave_size, round_to_wave=r) for r in spec.rounding
-            }
+            fused: dict[tuple[str, bool], FusedKernel] = {}
+            for layout in spec.layouts:
+                for r in spec.rounding:
+                    try:
+                        fused[layout, r] = fuse(private.subs, bench.wave_size, round_to_wave=r, layout=layout)
+                    except FusionError as e:
+                        refused[layout, r] = _error(e)
+            if not fused:
+                return _rows_refused(bench, unit, refused)
             sequential = [ready_subkernel(found, s) for s in private.subs]
-            ready = {r: ready_fused(found, f) for r, f in fused.items()}
-            checks = {r: check_outputs(bench.queue, sequential, ready[r], private.buffers, bench.dtype) for r in ready}
+            ready = {v: ready_fused(found, f) for v, f in fused.items()}
+            checks = {v: check_outputs(bench.queue, sequential, ready[v], private.buffers, bench.dtype) for v in ready}
             sides = time_interleaved(
                 bench.queue,
                 [sequential, *([launch] for launch in ready.values())],
@@ -391,12 +423,13 @@ def _measure(bench: _Bench, unit: SweepUnit, at: tuple[float, float]) -> list[Fu
                 unit.label,
             )
         except (FusionError, cl.Error) as e:
-            return _rows_refused(bench, unit, f"{type(e).__name__}: {str(e).strip()[:2000]}")
+            variants = [(layout, r) for layout in spec.layouts for r in spec.rounding]
+            return _rows_refused(bench, unit, {v: refused.get(v, _error(e)) for v in variants})
     finally:
         private.release()
     seq, refs = sides[0], tuple(op.ref for op in unit.operators)
-    rows = []
-    for (r, f), side in zip(fused.items(), sides[1:], strict=True):
+    rows = _rows_refused(bench, unit, refused)
+    for ((layout, r), f), side in zip(fused.items(), sides[1:], strict=True):
         ratios = paired_ratios(seq.device_samples_ms, side.device_samples_ms)
         walls = paired_ratios(seq.wall_samples_ms, side.wall_samples_ms)
         ratio = summarize(ratios) if ratios else None
@@ -409,14 +442,16 @@ def _measure(bench: _Bench, unit: SweepUnit, at: tuple[float, float]) -> list[Fu
                 bench.wave_size,
                 refs,
                 fused_global_size=f.global_size,
-                fused_local_size=ready[r].local_size,
+                fused_local_size=ready[layout, r].local_size,
                 padding=f.padding,
                 sequential=seq,
                 fused=side,
                 throughput=None if ratio is None else ratio.median,
                 throughput_noise=None if ratio is None else ratio.std,
                 throughput_wall=float(np.median(walls)) if walls else None,
-                check=checks[r],
+                check=checks[layout, r],
+                requested_layout=layout,
+                layout=f.layout,
             )
         )
     return rows
@@ -429,6 +464,7 @@ def _row_order(row: FusionRow) -> tuple[Any, ...]:
         [kind_order(k) for k in row.kinds],
         row.operators[0].model if row.experiment == IDENTICAL else "",
         row.instance,
+        LAYOUTS.index(row.requested_layout),
         not row.rounded,
     )
 

@@ -364,7 +364,7 @@ def _wait_for_jobs(jobs: list[Any], service: Service, timeout: float = 1800) -> 
     last = ""
     while True:
         rows = list(ProfilingJob.objects.filter(pk__in=ids).select_related("model").order_by("pk"))
-        line = "  ".join(f"{j.model.name}: {j.state} {int(j.progress * 100)}%" for j in rows)
+        line = "  ".join(f"{j.title}: {j.state} {int(j.progress * 100)}%" for j in rows)
         if line != last:
             print(line, flush=True)
             last = line

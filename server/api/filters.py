@@ -19,7 +19,7 @@ from drf_spectacular.utils import extend_schema_field
 from server.api.fields import MAX_ID
 from server.devices.models import Device, DeviceKind, DeviceQuerySet, DeviceStatus
 from server.predictors.models import Predictor, PredictorMethod, PredictorState
-from server.profiling.models import JobState, ProfilingJob
+from server.profiling.models import JobKind, JobState, ProfilingJob
 
 
 class _IdField(forms.IntegerField):
@@ -115,15 +115,16 @@ class DeviceFilterSet(StrictFilterSet):
 
 
 class JobFilterSet(StrictFilterSet):
-    """``GET /api/jobs/?state=&device=&model=``."""
+    """``GET /api/jobs/?state=&device=&model=&kind=``."""
 
     state = choice_filter("state", JobState.choices, "only jobs in this state")
     device = id_filter("device", "only jobs on this device")
     model = id_filter("model", "only jobs of this model")
+    kind = choice_filter("kind", JobKind.choices, "only jobs of this kind (profiles, fusion sweeps, ...)")
 
     class Meta:
         model = ProfilingJob
-        fields = ["state", "device", "model"]
+        fields = ["state", "device", "model", "kind"]
 
 
 class PredictorFilterSet(StrictFilterSet):

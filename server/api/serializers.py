@@ -492,15 +492,19 @@ class JobResultSerializer(serializers.ModelSerializer):
 
 
 class JobSerializer(serializers.ModelSerializer):
-    """A job's state and progress, as listed."""
+    """A job's state and progress, as listed: a profile of a model, or a fusion sweep or plan (whose
+    ``model`` is null: its networks are in ``settings``, its result at /api/fusion/)."""
 
-    model_name = serializers.CharField(source="model.name", read_only=True)
+    model_name = serializers.CharField(
+        source="model.name", read_only=True, allow_null=True, help_text="null for a job of no model (a fusion sweep)."
+    )
     device_name = serializers.CharField(source="device.name", read_only=True)
 
     class Meta:
         model = ProfilingJob
         fields = [
             "id",
+            "kind",
             "model",
             "model_name",
             "device",
@@ -520,7 +524,8 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class JobDetailSerializer(JobSerializer):
-    """A job with its result and per-operator timings (null until it succeeded)."""
+    """A job with its result and per-operator timings (null until it succeeded, and for a fusion
+    sweep or plan, whose result is at /api/fusion/sweeps/{id}/ or /api/fusion/plans/{id}/)."""
 
     result = serializers.SerializerMethodField()
 

@@ -7,7 +7,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
+from server.api.fusion_views import FusionPlanViewSet, FusionSweepViewSet
 from server.api.predict_views import PredictorViewSet, PredictView, SideBySideView
+from server.api.sharing_views import SharingSweepViewSet
 from server.api.views import DeviceViewSet, JobViewSet, NetworkModelViewSet, not_found
 
 router = DefaultRouter()
@@ -15,6 +17,9 @@ router.register("models", NetworkModelViewSet, basename="model")
 router.register("jobs", JobViewSet, basename="job")
 router.register("devices", DeviceViewSet, basename="device")
 router.register("predictors", PredictorViewSet, basename="predictor")
+router.register("fusion/sweeps", FusionSweepViewSet, basename="fusion-sweep")
+router.register("fusion/plans", FusionPlanViewSet, basename="fusion-plan")
+router.register("sharing/sweeps", SharingSweepViewSet, basename="sharing-sweep")
 
 urlpatterns = [
     path(

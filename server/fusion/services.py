@@ -231,6 +231,14 @@ def _finish(job: ProfilingJob, token: str) -> None:
     release_device(job.device_id)
 
 
+def stored_variant(row: Mapping[str, Any]) -> str:
+    """The variant a row is stored, filtered and drawn under: ``rounded`` / ``unrounded`` for the
+    fuser's default layout, prefixed by the layout a sweep asked for besides it (``paper
+    rounded``), so figures never mix the layouts."""
+    requested = row.get("requested_layout") or "auto"
+    return row["variant"] if requested == "auto" else f"{requested} {row['variant']}"
+
+
 def _row(sweep: FusionSweepResult, row: Mapping[str, Any]) -> FusionMeasurement:
     return FusionMeasurement(
         sweep=sweep,
@@ -238,7 +246,7 @@ def _row(sweep: FusionSweepResult, row: Mapping[str, Any]) -> FusionMeasurement:
         kinds=kinds_key(row["kinds"]),
         size=row["size"],
         instance=row["instance"],
-        variant=row["variant"],
+        variant=stored_variant(row),
         layout=row.get("layout") or "",
         total_mflops=row["total_mflops"],
         throughput=row["throughput"],
@@ -294,15 +302,17 @@ def ingest_plan(job_id: int, token: str, comparison: Mapping[str, Any]) -> Fusio
 
 
 def plan_headline(comparison: Mapping[str, Any]) -> dict[str, Any]:
-    """The columns a plan result is listed by, from the comparison's plain data."""
-    strategies = comparison["strategies"]
+    """The columns a plan result is listed by, from the comparison's plain data (layout version 1
+    of ``plan_run.PlanComparison.as_dict()``: ``timing`` per strategy, ``ratios`` with the
+    median ``throughput`` over rounds)."""
+    timing = comparison["timing"]
     return {
         "networks": list(comparison["models"]),
-        "sequential_ms": strategies["sequential"]["stats"]["median"],
-        "plan_ms": strategies["plan"]["stats"]["median"],
-        "fuse_all_ms": strategies["fuse_all"]["stats"]["median"],
-        "plan_ratio": comparison["ratios"]["plan"]["median"],
-        "fuse_all_ratio": comparison["ratios"]["fuse_all"]["median"],
+        "sequential_ms": timing["sequential"]["device"]["median"],
+        "plan_ms": timing["plan"]["device"]["median"],
+        "fuse_all_ms": timing["fuse_all"]["device"]["median"],
+        "plan_ratio": comparison["ratios"]["plan"]["throughput"],
+        "fuse_all_ratio": comparison["ratios"]["fuse_all"]["throughput"],
         "correct": all(c["correct"] for c in comparison["checks"].values()),
     }
 

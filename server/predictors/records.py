@@ -199,7 +199,7 @@ def scenario_records(
     graphs: dict[int, Any] = {}
     records = []
     for r in kept:
-        model = models[r.job.model_id]
+        model = models[r.job.model_id]  # type: ignore[index]  # a result's job is a profile: it has a model
         graph = graphs.get(model.pk)
         if graph is None:
             graph = graphs[model.pk] = graph_from_dict(model.graph, import_limits())

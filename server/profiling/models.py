@@ -40,6 +40,7 @@ class JobKind(models.TextChoices):
     PROFILE = "profile", "Profile a model"
     FUSION_SWEEP = "fusion_sweep", "Fusion sweep"
     FUSION_PLAN = "fusion_plan", "Fusion plan"
+    SHARING_SWEEP = "sharing_sweep", "Sharing sweep"
 
 
 ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
@@ -125,10 +126,16 @@ class ProfilingJobQuerySet(models.QuerySet["ProfilingJob"]):
         return rows.update(state=to, **changes) == 1
 
 
+def _count(n: int, noun: str) -> str:
+    """``"3 shapes"``, ``"1 network"``; empty for none."""
+    return f"{n} {noun}{'s' if n != 1 else ''}" if n else ""
+
+
 class ProfilingJob(models.Model):
     """One request to measure on a device: profile a network with given settings (``kind``
-    ``profile``), or an experiment over several networks (a fusion sweep or plan, whose networks
-    and options are in ``settings``, with ``model`` empty).
+    ``profile``), or an experiment (a fusion sweep or plan over several networks, a sharing sweep
+    over SGEMM shapes and networks), whose workloads and options are in ``settings``, with
+    ``model`` empty.
 
     The lifecycle methods below are the only writers of ``state``; each returns whether it
     made the move, and refreshes the instance when it did.
@@ -210,6 +217,10 @@ class ProfilingJob(models.Model):
         """What the job measures, in a few words: its model's name, or its kind and networks."""
         if self.kind == JobKind.PROFILE:
             return self.model.name if self.model is not None else "(deleted model)"
+        if self.kind == JobKind.SHARING_SWEEP:
+            spec = self.settings.get("spec") or {}
+            parts = [_count(len(spec.get("shapes") or []), "shape"), _count(len(spec.get("networks") or []), "network")]
+            return f"sharing sweep of {', '.join(p for p in parts if p)}"
         networks = self.settings.get("models") or self.settings.get("zoo") or []
         return f"{self.get_kind_display().lower()} of {len(networks)} network{'s' if len(networks) != 1 else ''}"
 

@@ -2,7 +2,8 @@
 
 Every operation, GETs and POSTs alike, gets a bounded number of generated requests (valid ones,
 and ones the schema refuses), generated deterministically so that every CI run sends the same.
-The rows that id 1 names (a team's model, job and predictor, a device) exist, so that requests
+The rows that id 1 names (a team's model, job and predictor, a device) exist, and an OpenCL device
+2, a fusion sweep 8 with rows, a fusion plan 9 and a sharing sweep 10 with rows, so that requests
 reach the code behind the lookups and the schema's examples succeed; the test also asserts that
 every operation answered 2xx at least once, so a run of refusals only cannot pass. The only
 exceptions to "all checks, everywhere" are in ``schemathesis.toml`` next to this file, each with
@@ -24,8 +25,12 @@ from typing import Any
 
 import pytest
 
+from server.fusion.services import submit_fusion_plan, submit_fusion_sweep
+from server.tenancy.services import submit_sharing_sweep
 from tests.e2e.live_clients import wait_for_request_threads
+from tests.server.fusion_api_factories import finish_plan, finish_sweep
 from tests.server.predictor_data import ready_predictor, store_profiles
+from tests.server.sharing_api_factories import finish_sharing
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, reset_sequences=True)]
 
@@ -62,6 +67,17 @@ def test_the_api_answers_as_its_schema_says(
     jobs = store_profiles(member.team, device)
     predictor = ready_predictor(device, member.team)
     assert device.pk == jobs[0].pk == jobs[0].model_id == predictor.pk == 1
+    # An online OpenCL device 2, the fusion examples' device (a sweep or plan runs on OpenCL only),
+    # a succeeded sweep 8 with rows, a succeeded plan 9 and a succeeded sharing sweep 10 with rows:
+    # schemathesis.toml names them.
+    gpu = make_device("opencl")
+    sweep = submit_fusion_sweep(member.team, gpu, {"zoo": ["mobilenet_v2_0.5"], "spec": {"sizes": [2]}})
+    finish_sweep(sweep)
+    plan = submit_fusion_plan(member.team, gpu, {"sweep": sweep.pk})
+    finish_plan(plan)
+    sharing = submit_sharing_sweep(member.team, gpu, {"spec": {"shapes": [[64, 8, 64]], "tenants": [1, 2]}})
+    finish_sharing(sharing)
+    assert (gpu.pk, sweep.pk, plan.pk, sharing.pk) == (2, 8, 9, 10)
 
     command = [
         str(Path(sys.executable).with_name("st")),

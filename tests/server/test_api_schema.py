@@ -10,6 +10,10 @@ from django.contrib.staticfiles import finders
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from devicelab.fusion.sweep import SweepSpec
+from devicelab.tenancy.sweep import MAX_TENANTS, STRATEGIES, SharingSpec
+from server.fusion.services import PLAN_OPTIONS
+
 pytestmark = pytest.mark.django_db
 
 
@@ -50,13 +54,32 @@ def _schema() -> dict[str, Any]:
 def test_list_filters_are_documented_with_their_choices() -> None:
     from server.devices.models import DeviceKind, DeviceStatus
     from server.predictors.models import PredictorMethod, PredictorState
-    from server.profiling.models import JobState
+    from server.profiling.models import JobKind, JobState
 
     paths = _schema()["paths"]
-    expected = {
+    expected: dict[str, dict[str, Any]] = {
         "/api/devices/": {"kind": DeviceKind.values, "status": DeviceStatus.values},
-        "/api/jobs/": {"state": JobState.values, "device": None, "model": None},
+        "/api/jobs/": {"state": JobState.values, "device": None, "model": None, "kind": JobKind.values},
         "/api/predictors/": {"device": None, "method": PredictorMethod.values, "state": PredictorState.values},
+        "/api/fusion/sweeps/": {"state": JobState.values, "device": None},
+        "/api/fusion/plans/": {"state": JobState.values, "device": None},
+        "/api/fusion/sweeps/{id}/rows/": {
+            "experiment": ["combination", "identical"],
+            "size": None,
+            "variant": ["rounded", "unrounded", "paper rounded", "paper unrounded"],
+            "kinds": "pattern",
+            "contains": "pattern",
+            "errors": "boolean",
+            "detail": "boolean",
+        },
+        "/api/sharing/sweeps/": {"state": JobState.values, "device": None},
+        "/api/sharing/sweeps/{id}/rows/": {
+            "workload": "pattern",
+            "strategy": list(STRATEGIES),
+            "tenants": None,
+            "status": ["ok", "memory_bound", "unsupported", "error"],
+            "detail": "boolean",
+        },
     }
     for path, filters in expected.items():
         params = {p["name"]: p for p in paths[path]["get"]["parameters"] if p["in"] == "query"}
@@ -65,6 +88,10 @@ def test_list_filters_are_documented_with_their_choices() -> None:
             schema = params[name]["schema"]
             if choices is None:
                 assert schema["type"] == "integer", (path, name)
+            elif choices == "pattern":
+                assert schema["type"] == "string" and schema["pattern"].startswith("^"), (path, name)
+            elif choices == "boolean":
+                assert schema["type"] == "boolean", (path, name)
             else:
                 assert sorted(schema["enum"]) == sorted(choices), (path, name)
     assert (
@@ -102,3 +129,20 @@ def test_request_bodies_are_documented_by_their_serializers() -> None:
     graph = body("/api/models/")
     assert {"schema_version", "inputs", "operators"} <= set(graph["required"])
     assert set(body("/api/predictors/")["properties"]) >= {"device", "method", "threads"}
+    sweep = body("/api/fusion/sweeps/")
+    assert set(sweep["properties"]) == {"device", "zoo", "models", "precision", "spec"}
+    assert sweep["required"] == ["device"]
+    spec = components[sweep["properties"]["spec"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
+    assert set(spec["properties"]) == set(SweepSpec.__dataclass_fields__)  # every key the sweep reads
+    assert spec["properties"]["rounding"]["uniqueItems"] is True and spec["properties"]["runs"]["minimum"] == 1
+    plan = body("/api/fusion/plans/")
+    assert set(plan["properties"]) == {"device", "zoo", "models", "precision", "options", "sweep"}
+    options = components[plan["properties"]["options"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
+    assert set(options["properties"]) == set(PLAN_OPTIONS)
+    sharing = body("/api/sharing/sweeps/")
+    assert set(sharing["properties"]) == {"device", "spec", "time_budget_s"} and sharing["required"] == ["device"]
+    sharing_spec = components[sharing["properties"]["spec"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
+    assert set(sharing_spec["properties"]) == set(SharingSpec.__dataclass_fields__)  # every key the sweep reads
+    tenants = sharing_spec["properties"]["tenants"]
+    assert tenants["uniqueItems"] is True and tenants["items"]["maximum"] == MAX_TENANTS
+    assert sharing_spec["properties"]["shapes"]["items"]["minItems"] == 3

@@ -157,3 +157,36 @@ def test_a_sweep_over_a_deleted_model_fails_saying_so(opencl_agent: Any, upload:
     assert run_profiling_job(job.pk) == "failed"
     job.refresh_from_db()
     assert f"model #{model.pk} was deleted after the job was queued" in job.failure_reason
+
+
+def test_a_plan_job_runs_two_networks_together_and_stores_checked_strategies(opencl_agent: Any, upload: Any) -> None:
+    from server.devices.models import Device
+    from server.fusion.models import FusionPlanResult
+    from server.fusion.services import submit_fusion_plan
+
+    model = upload(branchy(f"plan{next(_serial)}"))
+    device = Device.objects.get(pk=opencl_agent.devices[0].pk)
+    job = submit_fusion_plan(
+        model.team,
+        device,
+        {"zoo": [], "models": [model.pk, model.pk], "options": {"runs": 3, "warmup": 1}, "sweep": False},
+    )
+    assert job.kind == "fusion_plan" and job.settings["sweep"] is None
+
+    assert run_profiling_job(job.pk) == "succeeded", job.failure_reason
+
+    plan = FusionPlanResult.objects.get(job=job)
+    assert plan.networks == [model.name, f"{model.name}#2"]
+    assert plan.correct is True
+    assert plan.sequential_ms > 0 and plan.plan_ms > 0 and plan.fuse_all_ms > 0
+    launches = plan.data["launches"]
+    # six kernels in all; fusing everything possible launches fewer than one per kernel
+    assert launches["sequential"] == 6 and launches["fuse_all"] < 6
+
+
+def test_rows_of_a_second_layout_are_stored_under_their_own_variant() -> None:
+    from server.fusion.services import stored_variant
+
+    assert stored_variant({"variant": "rounded", "requested_layout": "auto"}) == "rounded"
+    assert stored_variant({"variant": "unrounded"}) == "unrounded"  # rows from before layouts
+    assert stored_variant({"variant": "rounded", "requested_layout": "paper"}) == "paper rounded"

@@ -116,13 +116,16 @@ def assert_same(got: np.ndarray, want: np.ndarray, what: str) -> None:
 
 @pytest.fixture
 def check_fused(found: FoundDevice, queue: cl.CommandQueue) -> Callable[..., FusedCheck]:  # noqa: F811
-    """Run sub-kernels one after another, then their fused kernel, on the same inputs; assert the
-    fused kernel wrote the same outputs, and that both wrote every output element and nothing
-    past a tensor's end."""
+    """Run sub-kernels one after another, then their fused kernel (in the layout asked for), on the
+    same inputs; assert the fused kernel wrote the same outputs, and that both wrote every output
+    element and nothing past a tensor's end."""
 
-    def check(cases: Sequence[LoadedCase], wave_size: int | None = None, round_to_wave: bool = True) -> FusedCheck:
+    def check(
+        cases: Sequence[LoadedCase], wave_size: int | None = None, round_to_wave: bool = True, layout: str = "auto"
+    ) -> FusedCheck:
         subs = [c.sub for c in cases]
-        fused = fuse(subs, wave_size or found.limits.wave_size, round_to_wave=round_to_wave)
+        fused = fuse(subs, wave_size or found.limits.wave_size, round_to_wave=round_to_wave, layout=layout)
+        assert layout == "auto" or fused.layout == layout
 
         _prepare(queue, cases, SENTINELS[0])
         enqueue_launches(queue, [ready_subkernel(found, s) for s in subs])
@@ -136,7 +139,7 @@ def check_fused(found: FoundDevice, queue: cl.CommandQueue) -> Callable[..., Fus
         tensors = [(c, t) for c in cases for t in c.outputs]
         for (case, t), seq, got in zip(tensors, sequential, fused_out, strict=True):
             n = case.tensor_bytes(t) // case.runner.dtype.itemsize
-            what = f"{case.kernel} ({' + '.join(c.kernel for c in cases)}, rounded={round_to_wave})"
+            what = f"{case.kernel} ({' + '.join(c.kernel for c in cases)}, {fused.layout}, rounded={round_to_wave})"
             assert not (seq[:n] == SENTINELS[0]).any(), f"{what}: the sub-kernel left outputs unwritten"
             assert not (got[:n] == SENTINELS[1]).any(), f"{what}: the fused kernel left outputs unwritten"
             assert_same(got[:n], seq[:n], what)

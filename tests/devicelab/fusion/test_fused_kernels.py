@@ -1,6 +1,7 @@
 """A fused kernel computes what its sub-kernels compute run one after another (issue 20, item 2):
 every kernel of the library in every pair, in seeded triples that cover every kernel, identical
-kernels fused N at a time, with the device's wave size and a GPU-sized one, rounding on and off.
+kernels fused N at a time, with the device's wave size and a GPU-sized one, rounding on and off,
+in the packed layout and in the paper's.
 
 Every work size of the library cases is odd or smaller than a wave, so rounding pads every part
 and, without rounding, every boundary between two parts falls inside a work-group."""
@@ -8,6 +9,7 @@ and, without rounding, every boundary between two parts falls inside a work-grou
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import pytest
@@ -39,8 +41,10 @@ def sampled_pairs(kernels: list[str], core: tuple[str, ...], seed: int, partners
     pairs = set(itertools.combinations(core, 2))
     for k in kernels:
         if k not in core:
-            pairs.update(tuple(sorted((k, other))) for other in rng.sample([o for o in kernels if o != k], partners))
-    return sorted(pairs)  # type: ignore[arg-type]
+            pairs.update(
+                (min(k, other), max(k, other)) for other in rng.sample([o for o in kernels if o != k], partners)
+            )
+    return sorted(pairs)
 
 
 def covering_triples(kernels: list[str], seed: int, extra: int) -> list[tuple[str, str, str]]:
@@ -70,24 +74,38 @@ def test_the_cases_cover_every_kernel_of_the_library() -> None:
     assert all(len(set(t)) == 3 for t in TRIPLES)
 
 
+LAYOUTS = ("packed", "paper")
+
+
+def items(case) -> int:
+    """The work-items of a case's logical range (its part, linearised, in the packed layout)."""
+    return math.prod(case.sub.global_size)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("pair", PAIRS, ids=["+".join(p) for p in PAIRS])
-def test_every_pair_fused_matches_sequential(library, check_fused, pair) -> None:
+def test_every_pair_fused_matches_sequential(library, check_fused, pair, layout) -> None:
     cases = [library[k] for k in pair]
-    rounded = check_fused(cases)
+    rounded = check_fused(cases, layout=layout)
     assert rounded.fused.rounded and all(o % u == 0 for o, u in zip(rounded.fused.offsets, rounded.fused.units))
-    packed = check_fused(cases, round_to_wave=False)
-    assert packed.fused.offsets[1] == cases[0].sub.global_size[0]  # the parts touch: no rounding
-    assert not packed.built_now  # rounding changes sizes and offsets only: the same program
+    touching = check_fused(cases, round_to_wave=False, layout=layout)
+    first = items(cases[0]) if layout == "packed" else cases[0].sub.global_size[0]
+    assert touching.fused.offsets[1] == first  # the parts touch: no rounding
+    assert not touching.built_now  # rounding changes sizes and offsets only: the same program
+    if layout == "packed":
+        assert len(rounded.fused.global_size) == 1 and rounded.fused.sizes[0] == cases[0].sub.global_size
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("triple", TRIPLES, ids=["+".join(t) for t in TRIPLES])
-def test_seeded_triples_fused_match_sequential(library, check_fused, triple) -> None:
+def test_seeded_triples_fused_match_sequential(library, check_fused, triple, layout) -> None:
     cases = [library[k] for k in triple]
-    big = check_fused(cases, wave_size=GPU_WAVE)
+    big = check_fused(cases, wave_size=GPU_WAVE, layout=layout)
     assert all(u % GPU_WAVE == 0 for u in big.fused.units)
     assert big.fused.global_size[0] % GPU_WAVE == 0 and big.fused.local_size[0] == GPU_WAVE
-    packed = check_fused(cases, wave_size=GPU_WAVE, round_to_wave=False)
-    assert packed.fused.offsets == (0, triple_sizes(cases)[0], sum(triple_sizes(cases)[:2]))
+    touching = check_fused(cases, wave_size=GPU_WAVE, round_to_wave=False, layout=layout)
+    sizes = [items(c) for c in cases] if layout == "packed" else triple_sizes(cases)
+    assert touching.fused.offsets == (0, sizes[0], sizes[0] + sizes[1])
 
 
 def triple_sizes(cases) -> list[int]:
@@ -110,19 +128,66 @@ def test_identical_kernels_fused(found, library, check_fused, kernel, n) -> None
             sub = subkernels_for_graph_ops(runner)[0]
             extra.append(LoadedCase(kernel, runner, sub, make_inputs(runner.graph, seed)))
         cases = [library[kernel], *extra]
-        for rounding in (True, False):
-            result = check_fused(cases, round_to_wave=rounding)
-            assert len(result.fused.offsets) == n and len(set(result.sequential[0].tolist())) > 1
+        for layout in LAYOUTS:
+            for rounding in (True, False):
+                result = check_fused(cases, round_to_wave=rounding, layout=layout)
+                assert len(result.fused.offsets) == n and len(set(result.sequential[0].tolist())) > 1
     finally:
         for case in extra:
             case.runner.release()
 
 
-def test_a_combination_is_built_once_per_device(library, check_fused) -> None:
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_combination_is_built_once_per_device_and_layout(library, check_fused, layout) -> None:
     cases = [library["softmax"], library["transpose"]]
-    first = check_fused(cases)
+    first = check_fused(cases, layout=layout)
     before = len(PROGRAMS_BY_SOURCE)
-    again = check_fused(cases, wave_size=GPU_WAVE)  # other sizes, offsets and work-group
+    again = check_fused(cases, wave_size=GPU_WAVE, layout=layout)  # other sizes, offsets and work-group
     assert not again.built_now and len(PROGRAMS_BY_SOURCE) == before
     assert again.fused.source == first.fused.source
     assert again.fused.offsets != first.fused.offsets
+    other = check_fused(cases, layout="paper" if layout == "packed" else "packed")
+    assert other.fused.source != first.fused.source  # the cache keys on the source: one program per layout
+    assert len(PROGRAMS_BY_SOURCE) == before + int(other.built_now)
+
+
+def test_the_default_packs_every_library_kernel(library) -> None:
+    """No kernel of the library tells its work-group, so packing is exact for every one of them
+    and ``layout="auto"`` never falls back to the paper layout for our kernels."""
+    from devicelab.fusion import fuse
+    from devicelab.fusion.parse import parse_kernel
+
+    for kernel, case in library.items():
+        sub = case.sub
+        assert parse_kernel(sub.source, sub.options, sub.name).group_dependence() == (), kernel
+    fused = fuse([case.sub for case in library.values()], 8)
+    assert fused.layout == "packed" and fused.layout_note == "" and not fused.work_group_fixed
+
+
+def test_builtins_read_the_same_packed_as_alone(found, queue) -> None:
+    """Table 2's packed rows on the device: probes that record every work-item built-in (and use
+    the work-group ones, so their groups are kept whole) read the same fused as alone."""
+    import numpy as np
+    import pyopencl as cl
+
+    from devicelab.fusion import fuse
+    from devicelab.fusion.run import enqueue_launches, ready_fused, ready_subkernel
+    from tests.devicelab.fusion.test_table2_on_device import FIELDS, probe, read
+
+    unit = 2 * found.limits.wave_size
+    shapes = [((21, 3), (unit, 1)), ((3 * unit + 5,), (unit,)), ((unit - 1, 2), (unit, 1))]
+    probes = [probe(found, gs, local) for gs, local in shapes]
+    alone = []
+    for s, buf in probes:
+        cl.enqueue_fill_buffer(queue, buf, np.full(1, -1, np.int32), 0, buf.size)
+        enqueue_launches(queue, [ready_subkernel(found, s)])
+        alone.append(read(queue, buf))
+    fused = fuse([s for s, _ in probes], found.limits.wave_size, layout="packed")
+    assert fused.local_size == (unit,) and fused.work_group_fixed
+    assert fused.sizes[0] == (-(-21 // unit) * unit, 3)  # linearised over its launch size: whole groups per row
+    for _, buf in probes:
+        cl.enqueue_fill_buffer(queue, buf, np.full(1, -1, np.int32), 0, buf.size)
+    enqueue_launches(queue, [ready_fused(found, fused)])
+    for (s, buf), want in zip(probes, alone, strict=True):
+        assert (want != -1).all(), f"{s.label}: the launch of its own left work-items out"
+        np.testing.assert_array_equal(read(queue, buf).reshape(-1, FIELDS), want.reshape(-1, FIELDS), err_msg=s.label)

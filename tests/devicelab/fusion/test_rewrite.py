@@ -119,7 +119,53 @@ def test_table_2(builtin, dim, want) -> None:
     assert rewrite_builtin(BuiltinCall(0, 0, builtin, dim, 0), 1, 1, NAMES) == want
 
 
-@pytest.mark.parametrize("builtin", ["barrier", "work_group_barrier", "get_global_linear_id", "work_group_reduce_add"])
+@pytest.mark.parametrize(
+    "builtin,dim,want",
+    [
+        ("get_global_id", 0, "((size_t)global_id0_1)"),
+        ("get_global_id", 1, "((size_t)global_id1_1)"),
+        ("get_global_id", 2, "((size_t)0)"),  # past its own two dimensions
+        ("get_global_size", 0, "((size_t)global_size_dim0_1)"),
+        ("get_global_size", 1, "((size_t)global_size_dim1_1)"),
+        ("get_global_size", 2, "((size_t)1)"),
+        ("get_num_groups", 0, "((size_t)global_size_dim0_1 / get_local_size(0))"),
+        ("get_num_groups", 1, "((size_t)global_size_dim1_1 / get_local_size(1))"),
+        ("get_group_id", 0, "((size_t)global_id0_1 / get_local_size(0))"),
+        ("get_group_id", 1, "((size_t)global_id1_1 / get_local_size(1))"),  # a 1-D launch: get_local_size(1) is 1
+        ("get_group_id", 2, "((size_t)0)"),
+        ("get_local_id", 0, None),
+        ("get_local_size", 1, None),
+        ("get_work_dim", None, "((uint)2)"),
+    ],
+)
+def test_table_2_in_the_packed_layout(builtin, dim, want) -> None:
+    assert rewrite_builtin(BuiltinCall(0, 0, builtin, dim, 0), 1, 2, NAMES, "packed") == want
+
+
+def test_a_dimension_of_extent_1_has_id_0_in_the_packed_layout() -> None:
+    def packed(builtin: str, dim: int, live: tuple[int, ...]) -> str | None:
+        return rewrite_builtin(BuiltinCall(0, 0, builtin, dim, 0), 1, 2, NAMES, "packed", live_dims=live)
+
+    assert packed("get_global_id", 0, (0,)) == "((size_t)global_id0_1)"  # a row
+    assert packed("get_global_id", 1, (0,)) == "((size_t)0)" and packed("get_group_id", 1, (0,)) == "((size_t)0)"
+    assert packed("get_global_size", 1, (0,)) == "((size_t)global_size_dim1_1)"  # 1, its own
+    assert packed("get_global_id", 0, (1,)) == "((size_t)0)"  # a column
+    assert packed("get_global_id", 1, (1,)) == "((size_t)global_id1_1)"
+
+
+@pytest.mark.parametrize(
+    "builtin",
+    [
+        "barrier",
+        "work_group_barrier",
+        "get_global_linear_id",
+        "work_group_reduce_add",
+        "get_sub_group_local_id",
+        "get_num_sub_groups",
+        "async_work_group_copy",
+        "wait_group_events",
+    ],
+)
 def test_builtins_that_cannot_run_fused_are_refused(builtin) -> None:
     with pytest.raises(FusionError, match=builtin):
         rewrite_builtin(BuiltinCall(0, 0, builtin, 0, 0), 0, 2, NAMES)
@@ -136,3 +182,6 @@ def test_fused_names_take_a_prefix_when_a_sub_kernel_spells_one() -> None:
     assert names.prefix == "pf1_" and names.offset(1) == "pf1_offset_1" and names.kernel == "pf1_fused_a"
     assert names.macro("SKIP_ID") == "pf1_SKIP_ID_2_DIMS"
     assert fused_names("fused_a", 2, 2, {"SKIP_ID_2_DIMS"}).prefix == "pf1_"
+    assert fused_names("fused_a", 2, 2, {"linear_id_1"}).linear_id(1) == "pf1_linear_id_1"  # the packed layout's
+    assert fused_names("fused_a", 2, 2, {"global_id1_0"}).global_id(1, 0) == "pf1_global_id1_0"
+    assert fused_names("fused_a", 2, 2, {"WORK_ITEMS_2_DIMS"}).prefix == "pf1_"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from devicelab.fusion.sweep import COMBINATION, IDENTICAL, SweepSpec, plan_sweep
 from devicelab.graph.builder import GraphBuilder
 from devicelab.graph.ir import Graph
 
-QUICK = {"warmup": 1, "runs": 3}
+QUICK: dict[str, Any] = {"warmup": 1, "runs": 3}
 
 
 def branches() -> Graph:
@@ -134,9 +135,35 @@ def test_combination_rows_are_measured_checked_and_plain(pool) -> None:
         )
     rounded, unrounded = result.rows[0], result.rows[1]
     assert rounded.sequential is unrounded.sequential  # one sequential side per set, interleaved with both
+    assert {(r.requested_layout, r.layout) for r in result.rows} == {("auto", "packed")}  # our kernels pack
     plain = json.loads(json.dumps(result.as_dict()))
     assert plain["rows"][0]["kinds"] == list(result.rows[0].kinds) and plain["rows"][0]["correct"] is True
+    assert plain["rows"][0]["layout"] == "packed" and plain["rows"][0]["requested_layout"] == "auto"
     assert plain["operators_per_kind"]["C"] == 3 and plain["spec"]["kinds"] == ["C", "P", "EW"]
+
+
+def test_a_sweep_can_measure_the_paper_layout_beside_the_default(pool) -> None:
+    spec = SweepSpec(sizes=(2,), kinds=("P", "EW"), identical_counts=(), layouts=("auto", "paper"), **QUICK)
+    result = run_sweep(pool, spec)
+    assert len(result.rows) == 3 * 4  # P+P, P+EW, EW+EW; two layouts, two roundings each
+    assert [(r.requested_layout, r.variant) for r in result.rows[:4]] == [
+        ("auto", "rounded"),
+        ("auto", "unrounded"),
+        ("paper", "rounded"),
+        ("paper", "unrounded"),
+    ]
+    for i in range(0, len(result.rows), 4):
+        packed, _, paper, _ = result.rows[i : i + 4]
+        assert packed.layout == "packed" and paper.layout == "paper" and packed.operators == paper.operators
+        assert packed.sequential is paper.sequential  # interleaved with the same sequential runs
+        assert packed.fused_global_size is not None and len(packed.fused_global_size) == 1
+        assert packed.padding is not None and paper.padding is not None and packed.padding <= paper.padding
+    assert all(r.correct is True and not r.error for r in result.rows)
+    assert json.loads(json.dumps(spec.as_dict()))["layouts"] == ["auto", "paper"]
+    with pytest.raises(ValueError, match="layouts must list"):
+        SweepSpec(layouts=("rows",)).checked()
+    with pytest.raises(ValueError, match="layouts must list"):
+        SweepSpec(layouts=()).checked()
 
 
 def test_identical_operators_fused_n_at_a_time(pool) -> None:

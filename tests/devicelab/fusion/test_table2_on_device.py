@@ -57,7 +57,7 @@ def test_builtins_read_the_same_fused_as_alone(found, queue) -> None:
         enqueue_launches(queue, [ready_subkernel(found, s)])
         alone.append(read(queue, buf))
 
-    fused = fuse(subs, found.limits.wave_size)
+    fused = fuse(subs, found.limits.wave_size, layout="paper")
     assert fused.local_size == (unit, 1) and fused.offsets[1] > 0
     for _, buf in probes:
         cl.enqueue_fill_buffer(queue, buf, np.int32(-1), 0, buf.size)

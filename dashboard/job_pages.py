@@ -1,0 +1,40 @@
+"""Which job kinds have a page of their own, and where it is.
+
+A fusion sweep or plan and a sharing sweep are jobs (``ProfilingJob.kind``) drawn by their own
+pages, not by the profiling job page: ``/jobs/<pk>/`` (and its result part, which the live
+progress bar fetches when a job ends) sends such a job to its kind's page. One table for every
+kind, so that a new kind of page is one line here.
+"""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from server.profiling.models import JobKind, ProfilingJob
+
+# kind -> (its page, the result part of its page), as URL names
+_PAGES: dict[str, tuple[str, str]] = {
+    JobKind.FUSION_SWEEP: ("dashboard:fusion_sweep", "dashboard:fusion_sweep_result"),
+    JobKind.FUSION_PLAN: ("dashboard:fusion_plan", "dashboard:fusion_plan_result"),
+    JobKind.SHARING_SWEEP: ("dashboard:sharing_sweep", "dashboard:sharing_sweep_result"),
+}
+
+
+def has_page(job: ProfilingJob) -> bool:
+    """Whether the job's kind has a page of its own."""
+    return job.kind in _PAGES
+
+
+def page_url(job: ProfilingJob) -> str:
+    """The job's page: its kind's own page, else the job page."""
+    name = _PAGES[job.kind][0] if job.kind in _PAGES else "dashboard:job"
+    return reverse(name, args=[job.pk])
+
+
+def result_url(job: ProfilingJob) -> str:
+    """The result part of the job's page, as the live progress bar fetches it when the job ends."""
+    name = _PAGES[job.kind][1] if job.kind in _PAGES else "dashboard:job_result"
+    return reverse(name, args=[job.pk])
+
+
+__all__ = ["has_page", "page_url", "result_url"]

@@ -1,0 +1,387 @@
+"""``latencylab fusion``: fusion sweeps and plans through the API client.
+
+    latencylab fusion sweep --device pocl-cpu --models mobilenet_v2,squeezenet_1_0 --sizes 2,3 --wait
+    latencylab fusion rows 12 --contains DWC --variant rounded
+    latencylab fusion show 12
+    latencylab fusion plan --device pocl-cpu --models mobilenet_v2,mobilenet_v2 --sweep 12 --wait
+
+The server and token come from ``--url`` / ``--token`` or ``LATENCYLAB_URL`` / ``LATENCYLAB_TOKEN``;
+errors are one line on stderr (exit 2 for bad input, 1 otherwise), as for ``latencylab profile``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from latencylab.commands.client_cmds import ProgressBar, _add_server_arguments, _client, _with_client_errors
+from latencylab.commands.output import print_json, print_table
+
+# devicelab.fusion.kinds.KINDS and on_device.PRECISIONS (tests/cli check they agree), written out
+# so that building the parser imports neither numpy nor pyopencl.
+KINDS = ("C", "C_1x1", "S", "P", "DWC", "DWC_s1", "FC", "EW")
+PRECISIONS = ("fp32", "fp16")
+VARIANTS = ("rounded", "unrounded")
+EXPERIMENTS = ("combination", "identical")
+
+
+def _int_list(value: str) -> list[int]:
+    """``--sizes 2,3``: positive integers, comma-separated."""
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a comma-separated list of positive integers (2,3)")
+    return [int(p) for p in parts]
+
+
+def _kind_list(value: str) -> list[str]:
+    """``--kinds C,DWC``: operator kinds, comma-separated."""
+    kinds = [k.strip() for k in value.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in KINDS]
+    if not kinds or unknown:
+        raise argparse.ArgumentTypeError(f"unknown kind(s) {unknown or [value]}; the kinds are {', '.join(KINDS)}")
+    return kinds
+
+
+def _networks_argument(value: str) -> dict[str, list[Any]]:
+    """``--models mobilenet_v2,7``: zoo names and model ids (numbers), mixed, in order."""
+    zoo: list[str] = []
+    ids: list[int] = []
+    for part in (p.strip() for p in value.split(",")):
+        if not part:
+            continue
+        if part.isdigit():
+            ids.append(int(part))
+        else:
+            zoo.append(part)
+    if not zoo and not ids:
+        raise argparse.ArgumentTypeError("name at least one zoo network or model id")
+    return {"zoo": zoo, "models": ids}
+
+
+def _sweep_argument(value: str) -> int | bool:
+    """``--sweep 12`` or ``--sweep none``."""
+    if value.lower() == "none":
+        return False
+    if value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise argparse.ArgumentTypeError(f"{value!r} is neither a sweep id nor 'none'")
+
+
+def add_parsers(sub: Any) -> None:
+    """Register ``fusion`` with ``sweep``, ``rows``, ``show`` and ``plan``."""
+    fusion = sub.add_parser("fusion", help="fusion sweeps and plans of independent OpenCL kernels (ParallelFusion)")
+    fsub = fusion.add_subparsers(dest="fusion_command", required=True, metavar="SUBCOMMAND")
+
+    sweep = fsub.add_parser("sweep", help="queue a sweep of 2- and 3-combinations of operator kinds on a device")
+    sweep.add_argument("--device", required=True, help="an OpenCL device's name or id")
+    sweep.add_argument(
+        "--models",
+        type=_networks_argument,
+        metavar="NETS",
+        help="zoo names and/or model ids, comma-separated (default: the six networks of table 1)",
+    )
+    sweep.add_argument("--sizes", type=_int_list, help="combination sizes (default 2,3)")
+    sweep.add_argument("--kinds", type=_kind_list, help=f"operator kinds to combine (default all: {','.join(KINDS)})")
+    sweep.add_argument("--runs", type=int, help="timed rounds per set (default 30)")
+    sweep.add_argument("--warmup", type=int, help="warm-up rounds per set (default 5)")
+    sweep.add_argument("--seed", type=int, help="seed of the draws and samples (default 0)")
+    sweep.add_argument(
+        "--max-combinations", type=int, metavar="K", help="per size; more are sampled with the seed (default: all)"
+    )
+    sweep.add_argument(
+        "--time-budget", type=float, metavar="SECONDS", help="stop starting new sets after this long (sampled)"
+    )
+    sweep.add_argument("--no-identical", action="store_true", help="skip figure 9's N identical operators")
+    sweep.add_argument("--precision", choices=PRECISIONS, help="default fp32")
+    _add_wait_arguments(sweep)
+    _add_server_arguments(sweep)
+    sweep.set_defaults(func=run_sweep)
+
+    rows = fsub.add_parser("rows", help="a succeeded sweep's rows: throughput of fused vs sequential per set")
+    rows.add_argument("sweep", type=int, metavar="SWEEP_ID")
+    rows.add_argument("--kinds", type=_kind_list, help="exactly this combination (any order), e.g. C,DWC")
+    rows.add_argument("--contains", type=_kind_list, help="rows that contain every one of these kinds")
+    rows.add_argument("--size", type=int, help="rows that fuse this many operators")
+    rows.add_argument("--variant", choices=VARIANTS, help="rounded to the wave or not")
+    rows.add_argument("--experiment", choices=EXPERIMENTS, help="combinations (figure 8) or identical (figure 9)")
+    errors = rows.add_mutually_exclusive_group()
+    errors.add_argument("--errors", dest="errors", action="store_const", const=True, help="only refused sets")
+    errors.add_argument("--no-errors", dest="errors", action="store_const", const=False, help="only measured rows")
+    _add_server_arguments(rows)
+    rows.set_defaults(func=run_rows)
+
+    show = fsub.add_parser("show", help="a sweep's or plan's state and result summary")
+    show.add_argument("id", type=int, metavar="ID", help="the sweep's or plan's (job) id")
+    _add_server_arguments(show)
+    show.set_defaults(func=run_show)
+
+    plan = fsub.add_parser("plan", help="plan fusion for networks run together and compare it end to end")
+    plan.add_argument("--device", required=True, help="an OpenCL device's name or id")
+    plan.add_argument(
+        "--models",
+        type=_networks_argument,
+        metavar="NETS",
+        help="zoo names and/or model ids, comma-separated; repeat one to run it twice (default: "
+        "mobilenet_v2,mobilenet_v2)",
+    )
+    plan.add_argument(
+        "--sweep",
+        type=_sweep_argument,
+        metavar="ID|none",
+        help="the sweep whose measurements the planner uses (default: the newest on the device; none: no sweep)",
+    )
+    plan.add_argument("--runs", type=int, help="timed rounds per strategy")
+    plan.add_argument("--warmup", type=int, help="warm-up rounds per strategy")
+    plan.add_argument("--max-group", type=int, metavar="N", help="most kernels fused into one launch")
+    plan.add_argument("--no-round", action="store_true", help="do not round fused parts to the wave")
+    plan.add_argument("--precision", choices=PRECISIONS, help="default fp32")
+    _add_wait_arguments(plan)
+    _add_server_arguments(plan)
+    plan.set_defaults(func=run_plan)
+
+
+def _add_wait_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wait", action="store_true", help="wait for it to finish, showing progress, and print the result")
+    p.add_argument("--timeout", type=float, help="with --wait: give up waiting after this many seconds")
+
+
+def _positive(args: argparse.Namespace, flags: dict[str, int]) -> None:
+    """Refuse flags below their minimum before asking the server."""
+    from latencylab.client import InputError
+
+    for flag, minimum in flags.items():
+        value = getattr(args, flag.replace("-", "_"))
+        if value is not None and value < minimum:
+            raise InputError(f"--{flag} must be at least {minimum}, got {value}")
+
+
+def _spec(args: argparse.Namespace) -> dict[str, Any]:
+    _positive(args, {"runs": 1, "warmup": 0, "seed": 0, "max-combinations": 1})
+    spec: dict[str, Any] = {}
+    for flag, key in (
+        ("sizes", "sizes"),
+        ("kinds", "kinds"),
+        ("runs", "runs"),
+        ("warmup", "warmup"),
+        ("seed", "seed"),
+        ("max_combinations", "max_combinations"),
+        ("time_budget", "time_budget_s"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            spec[key] = value
+    if args.no_identical:
+        spec["identical_counts"] = []
+    return spec
+
+
+def _networks(args: argparse.Namespace) -> dict[str, Any]:
+    return dict(args.models) if args.models else {}
+
+
+def _wait(handle: Any, args: argparse.Namespace) -> int | None:
+    """Wait with a progress bar on stderr; Ctrl-C cancels. None when done, else the exit status."""
+    bar = ProgressBar(sys.stderr)
+    try:
+        handle.wait(timeout=args.timeout, on_progress=lambda f: bar.update(f, handle.progress_message))
+    except KeyboardInterrupt:
+        bar.close()
+        handle.cancel()
+        print(f"cancelled job #{handle.id}", file=sys.stderr)
+        return 130
+    finally:
+        bar.close()
+    return None
+
+
+def _networks_text(settings: dict[str, Any]) -> str:
+    names = list(settings.get("zoo") or []) + list(settings.get("model_names") or [])
+    return ", ".join(names) or "-"
+
+
+def _ratio(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def print_sweep(job: dict[str, Any]) -> None:
+    """A sweep's state, and once it succeeded what it measured: sets, rows and their checks,
+    throughput per size and variant, notes."""
+    settings = job.get("settings") or {}
+    spec = settings.get("spec") or {}
+    print(
+        f"fusion sweep #{job['id']} {job['state']} on {job.get('device_name')}: {_networks_text(settings)} "
+        f"({settings.get('precision', '?')}, sizes {spec.get('sizes')}, kinds {','.join(spec.get('kinds') or [])})"
+    )
+    if job["state"] in ("queued", "running"):
+        print(f"progress: {job.get('progress', 0.0):.0%} {job.get('progress_message') or ''}".rstrip())
+    if job.get("failure_reason"):
+        print(f"failed: {job['failure_reason']}")
+    result = job.get("result")
+    if not result:
+        return
+    sampled = " (sampled)" if result.get("sampled") else ""
+    print(
+        f"measured {result['measured_units']} of {result['planned_units']} sets in {result['elapsed_s']:.1f} s "
+        f"on {result['device_name']} (wave {result['wave_size']}){sampled}"
+    )
+    combos = "; ".join(f"size {c['size']}: {c['planned']} of {c['total']}" for c in result.get("combinations") or [])
+    if combos:
+        print(f"combinations of kinds: {combos}")
+    counts = result["row_counts"]
+    print(
+        f"rows: {counts['total']} ({counts['correct']} correct, {counts['incorrect']} incorrect, "
+        f"{counts['errors']} refused)"
+    )
+    if result.get("headlines"):
+        print("\nthroughput, sequential / fused time (> 1: fusion wins):")
+        print_table(
+            ["sets", "variant", "n", "median", "mean", "min..max", "above 1"],
+            [
+                (
+                    h["sets"],
+                    h["variant"],
+                    h["count"],
+                    _ratio(h["median"]),
+                    _ratio(h["mean"]),
+                    f"{h['min']:.2f}..{h['max']:.2f}",
+                    f"{h['share_above_1']:.0%}",
+                )
+                for h in result["headlines"]
+            ],
+        )
+    for note in result.get("notes") or ():
+        print(f"note: {note}")
+    print(f"\nrows: latencylab fusion rows {job['id']}")
+
+
+def print_plan(job: dict[str, Any]) -> None:
+    """A plan's state, and once it succeeded the three strategies' end-to-end times."""
+    settings = job.get("settings") or {}
+    sweep = settings.get("sweep")
+    print(
+        f"fusion plan #{job['id']} {job['state']} on {job.get('device_name')}: {_networks_text(settings)} "
+        f"({'sweep #' + str(sweep) if sweep else 'no sweep: the latency model'})"
+    )
+    if job["state"] in ("queued", "running"):
+        print(f"progress: {job.get('progress', 0.0):.0%} {job.get('progress_message') or ''}".rstrip())
+    if job.get("failure_reason"):
+        print(f"failed: {job['failure_reason']}")
+    result = job.get("result")
+    if not result:
+        return
+    print_table(
+        ["strategy", "median ms", "sequential / strategy"],
+        [
+            ("sequential", f"{result['sequential_ms']:.3f}", "1.000"),
+            ("plan", f"{result['plan_ms']:.3f}", _ratio(result["plan_ratio"])),
+            ("fuse all", f"{result['fuse_all_ms']:.3f}", _ratio(result["fuse_all_ratio"])),
+        ],
+    )
+    print("outputs: " + ("both fused strategies match sequential" if result["correct"] else "MISMATCH (see data)"))
+
+
+def _finish(handle: Any, args: argparse.Namespace, printer: Any) -> int:
+    """Print a queued job, or wait for it and print its result."""
+    if args.wait:
+        stopped = _wait(handle, args)
+        if stopped is not None:
+            return stopped
+    if args.json:
+        print_json(handle.data)
+    else:
+        printer(handle.data)
+    return 0
+
+
+@_with_client_errors
+def run_sweep(args: argparse.Namespace) -> int:
+    """``latencylab fusion sweep --device D ...``: queue a sweep (and with --wait, its result)."""
+    spec = _spec(args)
+    with _client(args) as client:
+        handle = client.fusion_sweep(args.device, precision=args.precision, spec=spec, **_networks(args))
+        print(f"fusion sweep #{handle.id} queued on {handle.data.get('device_name', args.device)}", file=sys.stderr)
+        return _finish(handle, args, print_sweep)
+
+
+@_with_client_errors
+def run_plan(args: argparse.Namespace) -> int:
+    """``latencylab fusion plan --device D ...``: queue a plan (and with --wait, its comparison)."""
+    _positive(args, {"runs": 1, "warmup": 0, "max-group": 2})
+    options: dict[str, Any] = {}
+    for flag, key in (("runs", "runs"), ("warmup", "warmup"), ("max_group", "max_group")):
+        if getattr(args, flag) is not None:
+            options[key] = getattr(args, flag)
+    if args.no_round:
+        options["round_to_wave"] = False
+    with _client(args) as client:
+        handle = client.fusion_plan(
+            args.device, precision=args.precision, options=options, sweep=args.sweep, **_networks(args)
+        )
+        print(f"fusion plan #{handle.id} queued on {handle.data.get('device_name', args.device)}", file=sys.stderr)
+        return _finish(handle, args, print_plan)
+
+
+def _check(row: dict[str, Any]) -> str:
+    if row.get("error"):
+        return "refused: " + str(row["error"]).splitlines()[0][:60]
+    return {True: "ok", False: "WRONG", None: "-"}[row.get("correct")]
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    """Rows as a table: kinds (``N x kind`` for identical operators), variant, throughput with its
+    noise, MFLOPs, padding, the check."""
+    table = []
+    for r in rows:
+        throughput = "-" if r.get("throughput") is None else f"{r['throughput']:.3f} ± {r['throughput_noise'] or 0:.3f}"
+        padding = "-" if r.get("padding_fraction") is None else f"{r['padding_fraction']:.0%}"
+        # figure 9's rows fuse N copies of one operator: "2 x C_1x1", not a combination of kinds
+        kinds = f"{r['size']} x {r['kinds'][0]}" if r.get("experiment") == "identical" else "+".join(r["kinds"])
+        table.append((kinds, r["variant"], throughput, f"{r['total_mflops']:.2f}", padding, _check(r)))
+    print_table(["kinds", "variant", "throughput", "MFLOPs", "padding", "check"], table)
+
+
+@_with_client_errors
+def run_rows(args: argparse.Namespace) -> int:
+    """``latencylab fusion rows SWEEP_ID [filters]``: the rows as a table (or JSON)."""
+    with _client(args) as client:
+        rows = client.fusion_rows(
+            args.sweep,
+            experiment=args.experiment,
+            size=args.size,
+            variant=args.variant,
+            kinds=args.kinds,
+            contains=args.contains,
+            errors=args.errors,
+        )
+    if args.json:
+        print_json(rows)
+    elif not rows:
+        print("no rows match", file=sys.stderr)
+    else:
+        print_rows(rows)
+        print(f"\n{len(rows)} rows; throughput = sequential / fused device time, median over rounds ± its std")
+    return 0
+
+
+@_with_client_errors
+def run_show(args: argparse.Namespace) -> int:
+    """``latencylab fusion show ID``: a sweep's or plan's state and result."""
+    from latencylab.client import InputError
+
+    with _client(args) as client:
+        kind = client.job(args.id).data.get("kind")
+        if kind == "fusion_sweep":
+            data, printer = client.fusion_sweep_status(args.id).data, print_sweep
+        elif kind == "fusion_plan":
+            data, printer = client.fusion_plan_status(args.id).data, print_plan
+        else:
+            raise InputError(f"job #{args.id} is a {kind or 'profiling'} job, not a fusion sweep or plan")
+    if args.json:
+        print_json(data)
+    else:
+        printer(data)
+    return 0
+
+
+__all__ = ["add_parsers", "print_plan", "print_rows", "print_sweep", "run_plan", "run_rows", "run_show", "run_sweep"]

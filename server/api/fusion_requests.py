@@ -1,0 +1,371 @@
+"""The request bodies that queue fusion sweeps and plans: one serializer per body that both
+validates it (the view calls ``is_valid``) and documents it in ``/api/schema/``.
+
+They check the wire format: JSON types as sent, bounds, no unknown keys, and a list's items at
+most once where the schema says ``uniqueItems``. Whether the device is an online OpenCL device,
+the model ids the team's ready models, the networks at most ``MAX_NETWORKS`` and the time budget
+within the task's limit is the service's answer (``server.fusion.services``). Either way the
+answer is a 400 whose messages name the field; inside ``spec`` and ``options``, and in the lists,
+they are one flat list naming the key (``spec.sizes[1] must be between 1 and 8, got 9``), as the
+service's are and as ``settings`` errors of profiling jobs are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
+
+from django.conf import settings as django_settings
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.fields import empty
+from rest_framework.settings import api_settings
+
+from devicelab.backends.base import MAX_RUNS, MAX_WARMUP_RUNS
+from devicelab.fusion.fuse import LAYOUTS
+from devicelab.fusion.kinds import KINDS
+from devicelab.fusion.on_device import PRECISIONS
+from devicelab.graph import zoo
+from server.api.fields import MAX_ID, IdField, StrictBooleanField, StrictIntegerField
+from server.api.predict_serializers import _ObjectRequestSerializer
+from server.api.serializers import existing_device
+from server.devices.models import Device
+from server.fusion.services import MAX_NETWORKS, TIME_LIMIT_MARGIN_S
+
+# The most operators one fused kernel takes here: figure 9 fuses up to 8 identical operators,
+# figure 8 pairs and triples.
+MAX_FUSED = 8
+MAX_REPRESENTATIVES = 64
+MAX_INSTANCES = 32
+MAX_COMBINATIONS = 100_000
+MAX_WAVE_SIZE = 4096
+MAX_GROUP = MAX_FUSED
+MAX_SEED = 2**32 - 1
+
+
+def _flat_errors(prefix: str, detail: Any) -> list[str]:
+    """``{"runs": ["must be ..."], "sizes": {0: ["..."]}}`` under ``spec`` as ``["spec.runs must
+    be ...", "spec.sizes[0] ..."]``: one flat list of messages that each name the key, as the
+    service's do; the object's own errors as ``spec: unknown key(s) ...``."""
+    if isinstance(detail, Mapping):
+        out: list[str] = []
+        for key, value in detail.items():
+            if key == api_settings.NON_FIELD_ERRORS_KEY:
+                out.extend(f"{prefix}: {m}" for m in _flat_errors("", value))
+            elif isinstance(key, int) or str(key).isdigit():
+                out.extend(_flat_errors(f"{prefix}[{key}]", value))
+            else:
+                out.extend(_flat_errors(f"{prefix}.{key}", value))
+        return out
+    if isinstance(detail, list):
+        return [m for item in detail for m in _flat_errors(prefix, item)]
+    return [f"{prefix} {detail}" if prefix else str(detail)]
+
+
+class _FlatErrors:
+    """A field whose errors, inside a request, are one flat list of messages naming the key
+    (``spec.runs must be ...``, ``zoo[1] is not ...``) rather than nested by key and index."""
+
+    field_name: str
+    parent: Any
+
+    def run_validation(self, data: Any = empty) -> Any:
+        """The validated value, or a ``ValidationError`` with flat messages."""
+        try:
+            return super().run_validation(data)  # type: ignore[misc]
+        except serializers.ValidationError as exc:
+            # Alone, the errors stay by key; inside a flat field, that field flattens them all.
+            if self.parent is None or isinstance(self.parent, _FlatErrors):
+                raise
+            raise serializers.ValidationError(_flat_errors(self.field_name, exc.detail)) from None
+
+
+class _NestedObjectSerializer(_FlatErrors, _ObjectRequestSerializer):
+    """A JSON object inside a request body (``spec``, ``options``): unknown keys refused, errors
+    flat; keys left out stay out (the service fills in the defaults)."""
+
+    default_error_messages = {"invalid": "must be a JSON object, got {datatype}"}
+
+
+class ListOfField(_FlatErrors, serializers.ListField):
+    """A JSON list in a request body, its errors flat (``zoo[1] is not a zoo model, got 'x'``)."""
+
+    default_error_messages = {
+        "not_a_list": "must be a list, got {input_type}",
+        "empty": "must not be empty",
+        "min_length": "must have at least {min_length} item(s)",
+        "max_length": "must have at most {max_length} items",
+    }
+
+
+class StrictNumberField(serializers.FloatField):
+    """A JSON number (not a bool or a string), within ``min_value`` .. ``max_value``."""
+
+    default_error_messages = {
+        "invalid": "must be a number, got {value!r}",
+        "null": "must be a number, got None",
+        "min_value": "must be >= {min_value}, got {value!r}",
+        "max_value": "must be <= {max_value}, got {value!r}",
+    }
+
+    def to_internal_value(self, data: Any) -> float:
+        """The number, or a ``ValidationError`` that shows the value sent."""
+        if isinstance(data, bool) or not isinstance(data, int | float) or data != data:
+            self.fail("invalid", value=data)
+        if self.min_value is not None and data < self.min_value:
+            self.fail("min_value", min_value=self.min_value, value=data)
+        if self.max_value is not None and data > self.max_value:
+            self.fail("max_value", max_value=self.max_value, value=data)
+        return float(data)
+
+
+class TimeBudgetField(StrictNumberField):
+    """Seconds a sweep may spend measuring: at most the task's time limit less the margin the
+    worker keeps to store the rows (read when the request comes, like every setting)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 1.0)
+        kwargs.setdefault("max_value", float(django_settings.LATENCYLAB_TASK_TIME_LIMIT - TIME_LIMIT_MARGIN_S))
+        super().__init__(**kwargs)
+
+
+class UniqueListField(ListOfField):
+    """A JSON list whose items are distinct (``uniqueItems`` in the schema)."""
+
+    default_error_messages = {"repeated": "lists {value!r} twice"}
+
+    def to_internal_value(self, data: Any) -> list[Any]:
+        """The items, or a ``ValidationError`` naming one given twice."""
+        values = super().to_internal_value(data)
+        seen: list[Any] = []
+        for value in values:
+            # 1 == True in Python: items are compared by type too.
+            if any(type(v) is type(value) and v == value for v in seen):
+                self.fail("repeated", value=value)
+            seen.append(value)
+        return values
+
+
+class UniqueListFieldExtension(OpenApiSerializerFieldExtension):
+    """drf-spectacular's array schema of a ``UniqueListField``, with ``uniqueItems``."""
+
+    target_class = UniqueListField
+
+    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
+        """The list's schema as drf-spectacular maps a ListField, plus ``uniqueItems: true``."""
+        schema: dict[str, Any] = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        schema["uniqueItems"] = True
+        return schema
+
+
+class FusionSpecSerializer(_NestedObjectSerializer):
+    """What a sweep measures and how (``devicelab.fusion.sweep.SweepSpec``); keys left out take
+    their defaults (see docs/fusion.md)."""
+
+    sizes = UniqueListField(
+        child=StrictIntegerField(min_value=1, max_value=MAX_FUSED),
+        required=False,
+        min_length=1,
+        max_length=MAX_FUSED,
+        help_text="How many operators a combination of kinds fuses (default [2, 3]: figure 8's pairs and triples).",
+    )
+    kinds = UniqueListField(
+        child=serializers.ChoiceField(
+            choices=list(KINDS),
+            error_messages={"invalid_choice": f"is not a kind, got {{input!r}}; the kinds are {list(KINDS)}"},
+        ),
+        required=False,
+        min_length=1,
+        help_text="The operator kinds to combine (default: all eight). C, C_1x1, S (squeeze), P (pooling), DWC "
+        "(depthwise, stride > 1), DWC_s1, FC, EW (element-wise).",
+    )
+    repeats = StrictBooleanField(
+        required=False, help_text="A kind may appear more than once in a combination (default true: C+C)."
+    )
+    representatives = StrictIntegerField(
+        required=False, min_value=1, max_value=MAX_REPRESENTATIVES, help_text="Operators drawn per kind (default 3)."
+    )
+    instances = StrictIntegerField(
+        required=False, min_value=1, max_value=MAX_INSTANCES, help_text="Operator draws per combination (default 1)."
+    )
+    max_combinations = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_COMBINATIONS,
+        help_text="Per size; more are sampled with the seed, and the result says so (default null: all).",
+    )
+    identical_counts = UniqueListField(
+        child=StrictIntegerField(min_value=1, max_value=MAX_FUSED),
+        required=False,
+        max_length=MAX_FUSED,
+        help_text="Figure 9's N identical operators fused (default 1..8); [] skips that experiment.",
+    )
+    identical_per_model = StrictIntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_INSTANCES,
+        help_text="Operators per network for figure 9 (default 1).",
+    )
+    warmup = StrictIntegerField(
+        required=False, min_value=0, max_value=MAX_WARMUP_RUNS, help_text="Rounds dropped (default 5)."
+    )
+    runs = StrictIntegerField(required=False, min_value=1, max_value=MAX_RUNS, help_text="Rounds kept (default 30).")
+    rounding = UniqueListField(
+        child=StrictBooleanField(),
+        required=False,
+        min_length=1,
+        max_length=2,
+        help_text="Fused variants: rounded to the wave (true), not rounded (false); default [true, false].",
+    )
+    layouts = UniqueListField(
+        child=serializers.ChoiceField(
+            choices=list(LAYOUTS),
+            error_messages={"invalid_choice": f"is not a layout, got {{input!r}}; the layouts are {list(LAYOUTS)}"},
+        ),
+        required=False,
+        min_length=1,
+        max_length=len(LAYOUTS),
+        help_text="Fused layouts, each with every rounding (default [auto]): paper (parts side by side along "
+        "dimension 0, spanning the largest extent in the others: section 4.2), packed (each part's whole range "
+        "linearised in one dimension: no padding across dimensions), auto (packed where exact, else paper).",
+    )
+    wave_size = StrictIntegerField(
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_WAVE_SIZE,
+        help_text="Override the device's wave size (default null: the device query's).",
+    )
+    time_budget_s = TimeBudgetField(
+        required=False,
+        allow_null=True,
+        help_text="Stop starting new sets after this many seconds (a seeded sample, said so); default and "
+        "maximum: LATENCYLAB_TASK_TIME_LIMIT less 300 s.",
+    )
+    seed = StrictIntegerField(required=False, min_value=0, max_value=MAX_SEED, help_text="Default 0.")
+
+
+class _NetworksRequestSerializer(_ObjectRequestSerializer):
+    """The keys every fusion request has: the device, the networks and the precision. Keys left out
+    stay out of ``validated_data``: the service chooses the default networks only when neither
+    ``zoo`` nor ``models`` is given."""
+
+    device = IdField("device", help_text="Id of an online OpenCL device (GET /api/devices/?kind=opencl).")
+    zoo = ListOfField(
+        child=serializers.ChoiceField(
+            choices=sorted(zoo.entries()),
+            error_messages={"invalid_choice": "is not a zoo model, got {input!r} (`latencylab zoo list` lists them)"},
+        ),
+        required=False,
+        max_length=MAX_NETWORKS,
+        help_text="Zoo networks by name (`latencylab zoo list`); a name may repeat (two networks run together).",
+    )
+    models = ListOfField(
+        child=StrictIntegerField(min_value=1, max_value=MAX_ID),
+        required=False,
+        max_length=MAX_NETWORKS,
+        help_text=f"Ids of your team's ready models. With zoo, 1 to {MAX_NETWORKS} networks in all.",
+    )
+    precision = serializers.ChoiceField(
+        choices=list(PRECISIONS),
+        required=False,
+        help_text="Default fp32.",
+        error_messages={"invalid_choice": f"{{input!r}} is not one of {list(PRECISIONS)}"},
+    )
+
+    def validate_device(self, value: int) -> Device:
+        """A registered device (the service checks it is an online OpenCL one)."""
+        return existing_device(value)
+
+
+class FusionSweepRequest(TypedDict, total=False):
+    """A validated ``POST /api/fusion/sweeps/`` body: the device, and the keys the service reads."""
+
+    device: Device
+    zoo: list[str]
+    models: list[int]
+    precision: str
+    spec: dict[str, Any]
+
+
+class FusionSweepCreateSerializer(_NetworksRequestSerializer):
+    """What a client sends to queue a fusion sweep on an OpenCL device."""
+
+    spec = FusionSpecSerializer(required=False, help_text="What to measure; keys left out take their defaults.")
+
+    def run_validation(self, data: Any = empty) -> FusionSweepRequest:
+        """The request (keys left out stay out: without zoo and models, the six table-1 networks)."""
+        return cast(FusionSweepRequest, super().run_validation(data))
+
+
+class FusionPlanOptionsSerializer(_NestedObjectSerializer):
+    """How the planner groups kernels and how the three strategies are timed."""
+
+    max_group = StrictIntegerField(
+        required=False, min_value=2, max_value=MAX_GROUP, help_text="Most kernels fused into one launch."
+    )
+    warmup = StrictIntegerField(required=False, min_value=0, max_value=MAX_WARMUP_RUNS, help_text="Rounds dropped.")
+    runs = StrictIntegerField(required=False, min_value=1, max_value=MAX_RUNS, help_text="Rounds kept.")
+    round_to_wave = StrictBooleanField(required=False, help_text="Round fused parts to the wave (section 4.2).")
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "integer", "format": "int64", "minimum": 1, "maximum": MAX_ID},
+            {"type": "boolean", "enum": [False]},
+        ],
+        "description": "A succeeded sweep's job id whose measurements the planner uses; false: none (the latency "
+        "model alone); left out: the team's newest succeeded sweep on the device.",
+    }
+)
+class PlanSweepField(serializers.Field):
+    """A sweep's job id, or ``false``."""
+
+    default_error_messages = {"invalid": "sweep must be a sweep's job id (a positive integer) or false, got {value!r}"}
+
+    def to_internal_value(self, data: Any) -> int | bool:
+        """The id, or False."""
+        if data is False:
+            return False
+        if isinstance(data, bool) or not isinstance(data, int) or not 1 <= data <= MAX_ID:
+            self.fail("invalid", value=data)
+        return int(data)
+
+    def to_representation(self, value: Any) -> Any:
+        """As stored."""
+        return value
+
+
+class FusionPlanRequest(TypedDict, total=False):
+    """A validated ``POST /api/fusion/plans/`` body."""
+
+    device: Device
+    zoo: list[str]
+    models: list[int]
+    precision: str
+    options: dict[str, Any]
+    sweep: int | bool
+
+
+class FusionPlanCreateSerializer(_NetworksRequestSerializer):
+    """What a client sends to plan and run fusion for networks run together on an OpenCL device."""
+
+    options = FusionPlanOptionsSerializer(required=False, help_text="Keys left out take the planner's defaults.")
+    sweep = PlanSweepField(required=False)
+
+    def run_validation(self, data: Any = empty) -> FusionPlanRequest:
+        """The request (without zoo and models: two MobileNet-V2, figure 11)."""
+        return cast(FusionPlanRequest, super().run_validation(data))
+
+
+__all__ = [
+    "MAX_FUSED",
+    "FusionPlanCreateSerializer",
+    "FusionPlanRequest",
+    "FusionSpecSerializer",
+    "FusionSweepCreateSerializer",
+    "FusionSweepRequest",
+]

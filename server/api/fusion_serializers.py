@@ -1,0 +1,289 @@
+"""How fusion sweeps and plans look in the API: the job with its links, a sweep's summary and
+rows, a plan's comparison (the request bodies are in ``fusion_requests``).
+
+A sweep or a plan is a job (``ProfilingJob`` of kind ``fusion_sweep`` / ``fusion_plan``): its id,
+state and progress are the job's, and ``POST /api/jobs/{id}/cancel/`` cancels it. What it stored
+is shown once it succeeded; a sweep's rows and headline numbers are counted and summarized by
+``server.fusion.summary``, as the dashboard shows them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.reverse import reverse
+
+from devicelab.fusion.kinds import KINDS
+from server.fusion.models import FusionMeasurement, FusionPlanResult, FusionSweepResult
+from server.fusion.summary import check_counts, headlines
+from server.profiling.models import JobKind, ProfilingJob
+
+
+class FusionLinksSerializer(serializers.Serializer):
+    """Where to read more of a sweep or plan, and how to cancel it."""
+
+    self = serializers.URLField()
+    job = serializers.URLField(help_text="The job (GET /api/jobs/{id}/).")
+    cancel = serializers.URLField(help_text="POST here to cancel it while queued or running.")
+    rows = serializers.URLField(required=False, help_text="A sweep's measured rows.")
+    sweep = serializers.URLField(required=False, allow_null=True, help_text="The sweep a plan reads, if any.")
+
+
+def _url(name: str, pk: int, request: Request | None) -> str:
+    return str(reverse(name, args=[pk], request=request))
+
+
+class FusionJobSerializer(serializers.ModelSerializer):
+    """A sweep or plan as listed: the job's state and progress, its networks and settings."""
+
+    device_name = serializers.CharField(source="device.name", read_only=True)
+    settings = serializers.JSONField(
+        read_only=True,
+        help_text="As checked at submission: zoo, models, model_names, precision, and a sweep's complete spec or a "
+        "plan's options and sweep.",
+    )
+    links = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ProfilingJob
+        fields = [
+            "id",
+            "kind",
+            "title",
+            "state",
+            "progress",
+            "progress_message",
+            "failure_reason",
+            "attempts",
+            "device",
+            "device_name",
+            "settings",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "links",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(FusionLinksSerializer)
+    def get_links(self, obj: ProfilingJob) -> dict[str, Any]:
+        """URLs of this resource, its job, its cancel, and a sweep's rows or a plan's sweep."""
+        request = self.context.get("request")
+        links: dict[str, Any] = {}
+        if obj.kind == JobKind.FUSION_SWEEP:
+            links["self"] = _url("fusion-sweep-detail", obj.pk, request)
+            links["rows"] = _url("fusion-sweep-rows", obj.pk, request)
+        else:
+            links["self"] = _url("fusion-plan-detail", obj.pk, request)
+            sweep = (obj.settings or {}).get("sweep")
+            links["sweep"] = _url("fusion-sweep-detail", sweep, request) if sweep else None
+        links["job"] = _url("job-detail", obj.pk, request)
+        links["cancel"] = _url("job-cancel", obj.pk, request)
+        return links
+
+
+class RowCountsSerializer(serializers.Serializer):
+    """How many rows a sweep stored, and how their checks came out."""
+
+    total = serializers.IntegerField()
+    errors = serializers.IntegerField(help_text="Sets the fuser or the driver refused (their error says why).")
+    correct = serializers.IntegerField(help_text="Fused kernels that computed what the sequential run did.")
+    incorrect = serializers.IntegerField(help_text="Fused kernels whose outputs differed (should be 0).")
+    unchecked = serializers.IntegerField(help_text="Measured rows with no check recorded.")
+
+
+class HeadlineSerializer(serializers.Serializer):
+    """The throughput (sequential / fused) of one combination size in one variant, over its
+    measured rows (``summary.headlines``: figure 8's averages, as the dashboard shows them)."""
+
+    size = serializers.IntegerField()
+    sets = serializers.CharField(help_text="pairs, triples or sets of N.")
+    variant = serializers.CharField()
+    count = serializers.IntegerField()
+    median = serializers.FloatField()
+    mean = serializers.FloatField()
+    min = serializers.FloatField()
+    max = serializers.FloatField()
+    share_above_1 = serializers.FloatField(help_text="The fraction of rows where fusing won.")
+
+
+class FusionSweepSummarySerializer(serializers.ModelSerializer):
+    """What a finished sweep measured: where, what it planned and sampled, how long it took."""
+
+    combinations = serializers.JSONField(help_text="Per size: {size, total, planned} combinations of kinds.")
+    operators_per_kind = serializers.JSONField(help_text="How many operators of each kind the networks hold.")
+    spec = serializers.JSONField(help_text="The complete spec the worker ran.")
+    notes = serializers.ListField(child=serializers.CharField(), help_text="Sampling, kinds left out, refusals.")
+    networks = serializers.ListField(child=serializers.CharField())
+    row_counts = serializers.SerializerMethodField()
+    headlines = serializers.SerializerMethodField()
+
+    class Meta:
+        model = FusionSweepResult
+        fields = [
+            "attempt",
+            "device_name",
+            "networks",
+            "wave_size",
+            "precision",
+            "spec",
+            "operators_per_kind",
+            "representatives",
+            "combinations",
+            "sampled",
+            "notes",
+            "planned_units",
+            "measured_units",
+            "elapsed_s",
+            "environment",
+            "row_counts",
+            "headlines",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(RowCountsSerializer)
+    def get_row_counts(self, obj: FusionSweepResult) -> dict[str, int]:
+        """The sweep's rows counted (``summary.check_counts``, as the dashboard counts them)."""
+        counts = check_counts(obj)
+        return {
+            "total": counts.rows,
+            "errors": counts.errors,
+            "correct": counts.correct,
+            "incorrect": counts.incorrect,
+            "unchecked": counts.unchecked,
+        }
+
+    @extend_schema_field(HeadlineSerializer(many=True))
+    def get_headlines(self, obj: FusionSweepResult) -> list[dict[str, Any]]:
+        """Median, mean, range and share above 1 per combination size and variant."""
+        return [{**dataclasses.asdict(h), "sets": h.sets} for h in headlines(obj)]
+
+
+class FusionSweepDetailSerializer(FusionJobSerializer):
+    """A sweep with its result summary (null until it succeeded); its rows are at ``links.rows``."""
+
+    result = serializers.SerializerMethodField()
+
+    class Meta(FusionJobSerializer.Meta):
+        fields = [*FusionJobSerializer.Meta.fields, "result"]
+        read_only_fields = fields
+
+    @extend_schema_field(FusionSweepSummarySerializer(allow_null=True))
+    def get_result(self, obj: ProfilingJob) -> dict[str, Any] | None:
+        """The stored summary, or None."""
+        try:
+            sweep = obj.fusion_sweep
+        except FusionSweepResult.DoesNotExist:
+            return None
+        return dict(FusionSweepSummarySerializer(sweep).data)
+
+
+class FusionRowSerializer(serializers.ModelSerializer):
+    """One set of operators and one fused variant of a sweep; the whole row in ``data`` only when
+    asked for (``?detail=true``: raw samples make it large)."""
+
+    kinds = serializers.ListField(
+        source="kind_list", child=serializers.ChoiceField(choices=list(KINDS)), help_text="The operators' kinds."
+    )
+    throughput = serializers.FloatField(
+        allow_null=True, help_text="Sequential time / fused time, median over rounds (> 1: fusion wins)."
+    )
+    throughput_noise = serializers.FloatField(allow_null=True, help_text="Standard deviation of the per-round ratios.")
+    throughput_wall = serializers.FloatField(allow_null=True, help_text="The same ratio on the host clock.")
+    padding_fraction = serializers.FloatField(
+        allow_null=True, help_text="Share of the fused launch's work-items that belong to no operator."
+    )
+    correct = serializers.BooleanField(allow_null=True, help_text="Fused output equals sequential (null: not run).")
+    # Not read-only, so that the schema does not require it: it is left out without ?detail=true.
+    data = serializers.JSONField(
+        required=False,
+        help_text="Only with ?detail=true: the whole row (operators with MFLOPs and work sizes, the fused launch, both "
+        "sides' raw samples and statistics, the output check).",
+    )
+
+    class Meta:
+        model = FusionMeasurement
+        fields = [
+            "id",
+            "experiment",
+            "kinds",
+            "size",
+            "instance",
+            "variant",
+            "layout",
+            "total_mflops",
+            "throughput",
+            "throughput_noise",
+            "throughput_wall",
+            "padding_fraction",
+            "correct",
+            "error",
+            "data",
+        ]
+        read_only_fields = [f for f in fields if f != "data"]
+
+    def to_representation(self, instance: FusionMeasurement) -> dict[str, Any]:
+        """The row, with ``data`` only when the context asks for it."""
+        body = dict(super().to_representation(instance))
+        if not self.context.get("detail"):
+            body.pop("data", None)
+        return body
+
+
+class FusionPlanComparisonSerializer(serializers.ModelSerializer):
+    """A finished plan: end-to-end time of the networks run together, three ways."""
+
+    networks = serializers.ListField(child=serializers.CharField())
+    data = serializers.JSONField(
+        help_text="The whole comparison: each strategy's samples and statistics, the plan's steps, the checks."
+    )
+
+    class Meta:
+        model = FusionPlanResult
+        fields = [
+            "attempt",
+            "networks",
+            "sequential_ms",
+            "plan_ms",
+            "fuse_all_ms",
+            "plan_ratio",
+            "fuse_all_ratio",
+            "correct",
+            "data",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class FusionPlanDetailSerializer(FusionJobSerializer):
+    """A plan with its comparison (null until it succeeded)."""
+
+    result = serializers.SerializerMethodField()
+
+    class Meta(FusionJobSerializer.Meta):
+        fields = [*FusionJobSerializer.Meta.fields, "result"]
+        read_only_fields = fields
+
+    @extend_schema_field(FusionPlanComparisonSerializer(allow_null=True))
+    def get_result(self, obj: ProfilingJob) -> dict[str, Any] | None:
+        """The stored comparison, or None."""
+        try:
+            plan = obj.fusion_plan
+        except FusionPlanResult.DoesNotExist:
+            return None
+        return dict(FusionPlanComparisonSerializer(plan).data)
+
+
+__all__ = [
+    "FusionJobSerializer",
+    "FusionPlanComparisonSerializer",
+    "FusionPlanDetailSerializer",
+    "FusionRowSerializer",
+    "FusionSweepDetailSerializer",
+    "FusionSweepSummarySerializer",
+]

@@ -1,0 +1,1 @@
+"""Multi-tenant sharing experiments as jobs: sharing sweeps (issue 21) and what they measured."""

@@ -1,0 +1,253 @@
+"""Sharing sweeps as jobs: submit one, store what the worker measured, read its rows.
+
+A job's settings are ``spec`` (``SharingSpec.as_dict()``, checked and complete: the fields left
+out take the core's defaults) and ``time_budget_s`` (at most the task's time limit less a margin
+to store the rows; the worker stops the sweep there and stores the units it measured). Networks
+are zoo names, built by the worker. Storing is idempotent and only lands for the run that holds
+the job's claim, as for profiling results and fusion sweeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import QuerySet
+
+from devicelab.graph import zoo
+from devicelab.tenancy.on_device import OPENCL
+from devicelab.tenancy.sweep import SharingSpec
+from server.accounts.models import Team
+from server.devices.models import Device
+from server.profiling.models import JobKind, JobState, ProfilingJob
+from server.profiling.services import check_device_takes_jobs, queue_job, release_device
+from server.tenancy.models import SharingMeasurement, SharingSweepResult
+
+# The sweep stops this long before the task's time limit (at most half of it), to store its rows:
+# the longest silent stretch of a unit (setting up R tenants) and the insert fit in it.
+TIME_LIMIT_MARGIN_S = 300
+SETTINGS_KEYS = ("spec", "time_budget_s")
+
+
+def _fail(field: str, message: str) -> ValidationError:
+    return ValidationError({field: message})
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _int_list(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_int(v) for v in value)
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+# The JSON type of each SharingSpec field, and how a wrong one is described.
+_FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "shapes": (lambda v: isinstance(v, list) and all(_int_list(s) for s in v), "a list of [m, n, k] sizes"),
+    "networks": (_str_list, "a list of zoo model names"),
+    "tenants": (_int_list, "a list of tenant counts (integers)"),
+    "strategies": (_str_list, "a list of strategy names"),
+    "warmup": (_is_int, "an integer"),
+    "runs": (_is_int, "an integer"),
+    "seed": (_is_int, "an integer"),
+    "memory_cap_bytes": (lambda v: v is None or _is_int(v), "an integer number of bytes or null"),
+    "ceiling": (lambda v: isinstance(v, bool), "a boolean"),
+}
+# Each field is checked alone by the core's own validate(), so its message can name the field; a
+# shape list is checked with a stand-in network and a network list with a stand-in shape, so that
+# leaving one of them empty is not counted as its fault (needing either is checked on the whole).
+_STAND_INS: dict[str, dict[str, Any]] = {"shapes": {"networks": ["stand-in"]}, "networks": {"shapes": [[1, 1, 1]]}}
+
+
+def _duplicates(values: list[Any]) -> list[Any]:
+    seen: list[Any] = []
+    twice: list[Any] = []
+    for v in values:
+        if v in seen and v not in twice:
+            twice.append(v)
+        seen.append(v)
+    return twice
+
+
+def check_sharing_spec(raw: Any) -> dict[str, Any]:
+    """A sharing spec as given (``SharingSpec``'s fields; any left out take their defaults),
+    checked and complete; a ``ValidationError`` on ``spec`` naming the bad field otherwise."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise _fail("spec", f"spec must be a JSON object, got {type(raw).__name__}")
+    known = sorted(SharingSpec.__dataclass_fields__)
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise _fail("spec", f"unknown spec key(s) {unknown}; known keys: {known}")
+    for key, value in raw.items():
+        is_type, described = _FIELD_TYPES[key]
+        if not is_type(value):
+            raise _fail("spec", f"spec.{key} must be {described}, got {value!r}")
+        if isinstance(value, list) and _duplicates(value):
+            raise _fail("spec", f"spec.{key} names {_duplicates(value)} more than once")
+        try:
+            SharingSpec.from_dict({**_STAND_INS.get(key, {}), key: value})
+        except ValueError as exc:
+            raise _fail("spec", f"spec.{key}: {exc}") from None
+    names = zoo.entries()
+    unknown_networks = [n for n in raw.get("networks", []) if n not in names]
+    if unknown_networks:
+        raise _fail(
+            "spec",
+            f"spec.networks: no zoo model named {unknown_networks}; GET /api/zoo/ or `latencylab zoo list` lists them",
+        )
+    try:
+        spec = SharingSpec.from_dict(raw)
+    except ValueError as exc:
+        raise _fail("spec", f"bad spec: {exc}") from None
+    return spec.as_dict()
+
+
+def time_limit_budget() -> float:
+    """The longest time budget a sweep may have: the task's limit less the margin to store it."""
+    limit = float(django_settings.LATENCYLAB_TASK_TIME_LIMIT)
+    return max(limit - TIME_LIMIT_MARGIN_S, limit / 2)
+
+
+def _time_budget(raw: Any) -> float:
+    limit = time_limit_budget()
+    if raw is None:
+        return limit
+    if not isinstance(raw, int | float) or isinstance(raw, bool) or raw <= 0:
+        raise _fail("time_budget_s", f"time_budget_s must be a positive number of seconds, got {raw!r}")
+    if raw > limit:
+        raise _fail(
+            "time_budget_s",
+            f"time_budget_s {raw} is over what a job may take ({limit:.0f} s: LATENCYLAB_TASK_TIME_LIMIT "
+            f"less {TIME_LIMIT_MARGIN_S} s to store the rows)",
+        )
+    return float(raw)
+
+
+def submit_sharing_sweep(team: Team, device: Device, raw: Mapping[str, Any], user: Any = None) -> ProfilingJob:
+    """Queue a sharing sweep on an OpenCL device. ``raw``: ``spec`` (``SharingSpec``'s fields:
+    shapes, networks, tenants, strategies, warmup, runs, seed, memory_cap_bytes, ceiling; default:
+    the paper's three shapes, R from 1 to 120, every strategy but CLBlast's) and ``time_budget_s``
+    (default and most: the task's time limit less a margin)."""
+    check_device_takes_jobs(device)
+    if device.kind != OPENCL:
+        raise _fail(
+            "device", f"sharing sweeps run on OpenCL devices; {device.name!r} (#{device.pk}) is a {device.kind} device"
+        )
+    unknown = sorted(set(raw) - set(SETTINGS_KEYS))
+    if unknown:
+        raise _fail("settings", f"unknown key(s) {unknown}; known: {sorted(SETTINGS_KEYS)}")
+    settings = {"spec": check_sharing_spec(raw.get("spec")), "time_budget_s": _time_budget(raw.get("time_budget_s"))}
+    return queue_job(team, device, kind=JobKind.SHARING_SWEEP, settings=settings, user=user)
+
+
+# -- the worker's side -------------------------------------------------------------------------
+
+
+def _claimed(job_id: int, token: str) -> ProfilingJob | None:
+    """The job, locked, when it is running under ``token`` and has no sweep stored yet."""
+    job = ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
+    if job is None or SharingSweepResult.objects.filter(job_id=job_id).exists():
+        return None
+    if job.state != JobState.RUNNING or job.claimed_by != token:
+        return None
+    return job
+
+
+def _correct(checks: Mapping[str, Any]) -> bool | None:
+    """Whether every check of a row passed (the exclusive row's own check against numpy too);
+    None when the row was not checked."""
+    if "correct" not in checks:
+        return None
+    nested = [c["correct"] for c in checks.values() if isinstance(c, Mapping) and "correct" in c]
+    return bool(checks["correct"]) and all(nested)
+
+
+def _row(sweep: SharingSweepResult, row: Mapping[str, Any]) -> SharingMeasurement:
+    throughput = row.get("throughput") or {}
+    latency = row.get("latency_ms") or {}
+    straggler = row.get("straggler") or {}
+    return SharingMeasurement(
+        sweep=sweep,
+        workload=row["workload"]["name"],
+        workload_kind=row["workload"]["kind"],
+        tenants=row["tenants"],
+        strategy=row["strategy"],
+        status=row["status"],
+        throughput_gflops=throughput.get("gflops"),
+        throughput_per_s=throughput.get("per_s"),
+        latency_p50_ms=latency.get("p50"),
+        latency_p99_ms=latency.get("p99"),
+        straggler_gap_ms=straggler.get("gap_ms"),
+        straggler_gap_ratio=straggler.get("gap_ratio"),
+        memory_bytes=(row.get("memory") or {}).get("bytes"),
+        correct=_correct(row.get("checks") or {}),
+        error=row.get("error") or "",
+        data=dict(row),
+    )
+
+
+def ingest_sharing(job_id: int, token: str, result: Mapping[str, Any]) -> SharingSweepResult | None:
+    """Store a sweep (``sharing_on_device``'s result) and its rows in one transaction; the job
+    succeeds. The stored sweep when it was stored already; None when the job is not this run's."""
+    with transaction.atomic():
+        job = _claimed(job_id, token)
+        if job is None:
+            return SharingSweepResult.objects.filter(job_id=job_id).first()
+        device = dict(result["device"])
+        spec = dict(result["spec"])
+        sweep = SharingSweepResult.objects.create(
+            job=job,
+            attempt=job.attempts,
+            device_name=device.get("name", ""),
+            device=device,
+            spec=spec,
+            workloads=[f"{m}x{n}x{k}" for m, n, k in spec["shapes"]] + list(spec["networks"]),
+            ceiling=result.get("ceiling"),
+            table1=list(result["table1"]),
+            largest_tenants=list(result["largest_tenants"]),
+            notes=list(result["notes"]),
+            complete=bool(result.get("complete", True)),
+            not_measured=list(result.get("not_measured") or []),
+            time_budget_s=result.get("time_budget_s"),
+            elapsed_s=result["elapsed_s"],
+            environment=dict(device.get("runtime") or {}),
+        )
+        SharingMeasurement.objects.bulk_create((_row(sweep, r) for r in result["rows"]), batch_size=500)
+        if not job.succeed(token):  # cannot happen under the row lock; keep the invariant loud
+            raise RuntimeError(f"job {job.pk} changed state while its result was being stored")
+        release_device(job.device_id)
+    return sweep
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def sharing_rows(
+    sweep: SharingSweepResult,
+    *,
+    workload: str | None = None,
+    strategy: str | None = None,
+    tenants: int | None = None,
+    status: str | None = None,
+) -> QuerySet[SharingMeasurement]:
+    """A sweep's rows in the order they were measured (workload, R, strategy), filtered by
+    workload name, strategy, R and status."""
+    rows = sweep.rows.all()
+    if workload:
+        rows = rows.filter(workload=workload)
+    if strategy:
+        rows = rows.filter(strategy=strategy)
+    if tenants is not None:
+        rows = rows.filter(tenants=tenants)
+    if status:
+        rows = rows.filter(status=status)
+    return rows
