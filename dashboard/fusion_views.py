@@ -15,16 +15,15 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from dashboard import fusion_figures as charts
 from dashboard.access import team_page
 from dashboard.fusion_tables import TableRow, sweep_rows_html
-from dashboard.job_pages import page_url, result_url
+from dashboard.job_pages import page_url, render_kind_page, result_url
 from devicelab.fusion.kinds import KINDS
-from server.accounts.models import Team
 from server.fusion import summary
 from server.fusion.models import FusionMeasurement, FusionPlanResult, FusionSweepResult
 from server.fusion.services import sweep_rows
@@ -103,13 +102,6 @@ def fusion_list(request: HttpRequest) -> HttpResponse:
 
 
 # -- one job -----------------------------------------------------------------------------------
-
-
-def _fusion_job(team: Team, pk: int) -> ProfilingJob:
-    job = ProfilingJob.objects.for_team(team).select_related("device").filter(pk=pk).first()
-    if job is None:
-        raise Http404("no such job in your team")
-    return job
 
 
 @dataclass(frozen=True)
@@ -268,32 +260,27 @@ def _sweep_context(request: HttpRequest, job: ProfilingJob) -> dict[str, Any]:
     return context
 
 
-def _sweep_job(request: HttpRequest, pk: int) -> ProfilingJob | HttpResponse:
-    job = _fusion_job(request.team, pk)  # type: ignore[attr-defined]
-    if job.kind != JobKind.FUSION_SWEEP:
-        return redirect(page_url(job))
-    return job
-
-
 @require_GET
 @team_page
 def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One fusion sweep: live progress while active; then its headline, figures 8a, 8b, 9 and 10,
     its notes and checks, and its rows (filtered by ``?kind=&size=&variant=&experiment=``)."""
-    job = _sweep_job(request, pk)
-    if isinstance(job, HttpResponse):
-        return job
-    return render(request, "dashboard/fusion_sweep.html", _sweep_context(request, job))
+    return render_kind_page(
+        request, pk, JobKind.FUSION_SWEEP, "dashboard/fusion_sweep.html", lambda job: _sweep_context(request, job)
+    )
 
 
 @require_GET
 @team_page
 def sweep_result(request: HttpRequest, pk: int) -> HttpResponse:
     """The result part of a sweep's page alone: swapped in when a watched sweep finishes."""
-    job = _sweep_job(request, pk)
-    if isinstance(job, HttpResponse):
-        return job
-    return render(request, "dashboard/fusion_sweep_result.html", _sweep_context(request, job))
+    return render_kind_page(
+        request,
+        pk,
+        JobKind.FUSION_SWEEP,
+        "dashboard/fusion_sweep_result.html",
+        lambda job: _sweep_context(request, job),
+    )
 
 
 # -- a plan ------------------------------------------------------------------------------------
@@ -321,32 +308,19 @@ def _plan_context(job: ProfilingJob) -> dict[str, Any]:
     }
 
 
-def _plan_job(request: HttpRequest, pk: int) -> ProfilingJob | HttpResponse:
-    job = _fusion_job(request.team, pk)  # type: ignore[attr-defined]
-    if job.kind != JobKind.FUSION_PLAN:
-        return redirect(page_url(job))
-    return job
-
-
 @require_GET
 @team_page
 def plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """One fusion plan run: live progress while active; then sequential, the plan and fuse-all
     end to end, their ratios and output checks, and the plan's steps."""
-    job = _plan_job(request, pk)
-    if isinstance(job, HttpResponse):
-        return job
-    return render(request, "dashboard/fusion_plan.html", _plan_context(job))
+    return render_kind_page(request, pk, JobKind.FUSION_PLAN, "dashboard/fusion_plan.html", _plan_context)
 
 
 @require_GET
 @team_page
 def plan_result(request: HttpRequest, pk: int) -> HttpResponse:
     """The result part of a plan's page alone: swapped in when a watched plan finishes."""
-    job = _plan_job(request, pk)
-    if isinstance(job, HttpResponse):
-        return job
-    return render(request, "dashboard/fusion_plan_result.html", _plan_context(job))
+    return render_kind_page(request, pk, JobKind.FUSION_PLAN, "dashboard/fusion_plan_result.html", _plan_context)
 
 
 __all__ = [

@@ -8,6 +8,11 @@ kind, so that a new kind of page is one line here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 
 from server.profiling.models import JobKind, ProfilingJob
@@ -37,4 +42,23 @@ def result_url(job: ProfilingJob) -> str:
     return reverse(name, args=[job.pk])
 
 
-__all__ = ["has_page", "page_url", "result_url"]
+def team_job(request: HttpRequest, pk: int) -> ProfilingJob:
+    """The caller's team's job ``pk`` with its device; 404 for another team's, as everywhere."""
+    job = ProfilingJob.objects.for_team(request.team).select_related("device").filter(pk=pk).first()  # type: ignore[attr-defined]
+    if job is None:
+        raise Http404("no such job in your team")
+    return job
+
+
+def render_kind_page(
+    request: HttpRequest, pk: int, kind: str, template: str, context: Callable[[ProfilingJob], dict[str, Any]]
+) -> HttpResponse:
+    """The team's job ``pk`` drawn by ``template`` with ``context(job)`` when it is of ``kind``; a
+    job of another kind is sent to its own page."""
+    job = team_job(request, pk)
+    if job.kind != kind:
+        return redirect(page_url(job))
+    return render(request, template, context(job))
+
+
+__all__ = ["has_page", "page_url", "render_kind_page", "result_url", "team_job"]

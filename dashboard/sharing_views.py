@@ -16,16 +16,15 @@ from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from dashboard import sharing_figures as charts
 from dashboard.access import team_page
 from dashboard.formatting import size
-from dashboard.job_pages import page_url, result_url
+from dashboard.job_pages import page_url, render_kind_page, result_url
 from dashboard.sharing_tables import sharing_rows_html
-from server.accounts.models import Team
 from server.profiling.models import JobKind, ProfilingJob
 from server.tenancy import summary
 from server.tenancy.models import SharingSweepResult
@@ -208,16 +207,6 @@ def _sweep_context(request: HttpRequest, job: ProfilingJob) -> dict[str, Any]:
     return context
 
 
-def _sharing_job(request: HttpRequest, pk: int) -> ProfilingJob | HttpResponse:
-    team: Team = request.team  # type: ignore[attr-defined]
-    job = ProfilingJob.objects.for_team(team).select_related("device").filter(pk=pk).first()
-    if job is None:
-        raise Http404("no such job in your team")
-    if job.kind != JobKind.SHARING_SWEEP:
-        return redirect(page_url(job))
-    return job
-
-
 @require_GET
 @team_page
 def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -225,20 +214,22 @@ def sweep_detail(request: HttpRequest, pk: int) -> HttpResponse:
     strategy, numpy's ceiling), figures 3-4 (latency p50/p99, the straggler gap), figure 5
     (memory, the device's and the largest R that fits), table 1 beside the paper's, notes, and
     its rows (``?workload=&strategy=``)."""
-    job = _sharing_job(request, pk)
-    if isinstance(job, HttpResponse):
-        return job
-    return render(request, "dashboard/sharing_sweep.html", _sweep_context(request, job))
+    return render_kind_page(
+        request, pk, JobKind.SHARING_SWEEP, "dashboard/sharing_sweep.html", lambda job: _sweep_context(request, job)
+    )
 
 
 @require_GET
 @team_page
 def sweep_result(request: HttpRequest, pk: int) -> HttpResponse:
     """The result part of a sweep's page alone: swapped in when a watched sweep finishes."""
-    job = _sharing_job(request, pk)
-    if isinstance(job, HttpResponse):
-        return job
-    return render(request, "dashboard/sharing_sweep_result.html", _sweep_context(request, job))
+    return render_kind_page(
+        request,
+        pk,
+        JobKind.SHARING_SWEEP,
+        "dashboard/sharing_sweep_result.html",
+        lambda job: _sweep_context(request, job),
+    )
 
 
 __all__ = ["sharing_list", "sweep_detail", "sweep_result", "workloads_of"]

@@ -15,8 +15,16 @@ import argparse
 import sys
 from typing import Any
 
-from latencylab.commands.client_cmds import ProgressBar, _add_server_arguments, _client, _with_client_errors
-from latencylab.commands.output import print_json, print_table
+from latencylab.commands.client_cmds import _add_server_arguments, _client, _with_client_errors
+from latencylab.commands.experiment_cmds import (
+    add_wait_arguments,
+    check_minimums,
+    print_data,
+    print_found_rows,
+    print_job_state,
+    print_queued,
+)
+from latencylab.commands.output import print_table
 
 # devicelab.fusion.kinds.KINDS and on_device.PRECISIONS (tests/cli check they agree), written out
 # so that building the parser imports neither numpy nor pyopencl.
@@ -94,7 +102,7 @@ def add_parsers(sub: Any) -> None:
     )
     sweep.add_argument("--no-identical", action="store_true", help="skip figure 9's N identical operators")
     sweep.add_argument("--precision", choices=PRECISIONS, help="default fp32")
-    _add_wait_arguments(sweep)
+    add_wait_arguments(sweep)
     _add_server_arguments(sweep)
     sweep.set_defaults(func=run_sweep)
 
@@ -136,28 +144,13 @@ def add_parsers(sub: Any) -> None:
     plan.add_argument("--max-group", type=int, metavar="N", help="most kernels fused into one launch")
     plan.add_argument("--no-round", action="store_true", help="do not round fused parts to the wave")
     plan.add_argument("--precision", choices=PRECISIONS, help="default fp32")
-    _add_wait_arguments(plan)
+    add_wait_arguments(plan)
     _add_server_arguments(plan)
     plan.set_defaults(func=run_plan)
 
 
-def _add_wait_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--wait", action="store_true", help="wait for it to finish, showing progress, and print the result")
-    p.add_argument("--timeout", type=float, help="with --wait: give up waiting after this many seconds")
-
-
-def _positive(args: argparse.Namespace, flags: dict[str, int]) -> None:
-    """Refuse flags below their minimum before asking the server."""
-    from latencylab.client import InputError
-
-    for flag, minimum in flags.items():
-        value = getattr(args, flag.replace("-", "_"))
-        if value is not None and value < minimum:
-            raise InputError(f"--{flag} must be at least {minimum}, got {value}")
-
-
 def _spec(args: argparse.Namespace) -> dict[str, Any]:
-    _positive(args, {"runs": 1, "warmup": 0, "seed": 0, "max-combinations": 1})
+    check_minimums(args, {"runs": 1, "warmup": 0, "seed": 0, "max-combinations": 1})
     spec: dict[str, Any] = {}
     for flag, key in (
         ("sizes", "sizes"),
@@ -180,21 +173,6 @@ def _networks(args: argparse.Namespace) -> dict[str, Any]:
     return dict(args.models) if args.models else {}
 
 
-def _wait(handle: Any, args: argparse.Namespace) -> int | None:
-    """Wait with a progress bar on stderr; Ctrl-C cancels. None when done, else the exit status."""
-    bar = ProgressBar(sys.stderr)
-    try:
-        handle.wait(timeout=args.timeout, on_progress=lambda f: bar.update(f, handle.progress_message))
-    except KeyboardInterrupt:
-        bar.close()
-        handle.cancel()
-        print(f"cancelled job #{handle.id}", file=sys.stderr)
-        return 130
-    finally:
-        bar.close()
-    return None
-
-
 def _networks_text(settings: dict[str, Any]) -> str:
     names = list(settings.get("zoo") or []) + list(settings.get("model_names") or [])
     return ", ".join(names) or "-"
@@ -213,10 +191,7 @@ def print_sweep(job: dict[str, Any]) -> None:
         f"fusion sweep #{job['id']} {job['state']} on {job.get('device_name')}: {_networks_text(settings)} "
         f"({settings.get('precision', '?')}, sizes {spec.get('sizes')}, kinds {','.join(spec.get('kinds') or [])})"
     )
-    if job["state"] in ("queued", "running"):
-        print(f"progress: {job.get('progress', 0.0):.0%} {job.get('progress_message') or ''}".rstrip())
-    if job.get("failure_reason"):
-        print(f"failed: {job['failure_reason']}")
+    print_job_state(job)
     result = job.get("result")
     if not result:
         return
@@ -263,10 +238,7 @@ def print_plan(job: dict[str, Any]) -> None:
         f"fusion plan #{job['id']} {job['state']} on {job.get('device_name')}: {_networks_text(settings)} "
         f"({'sweep #' + str(sweep) if sweep else 'no sweep: the latency model'})"
     )
-    if job["state"] in ("queued", "running"):
-        print(f"progress: {job.get('progress', 0.0):.0%} {job.get('progress_message') or ''}".rstrip())
-    if job.get("failure_reason"):
-        print(f"failed: {job['failure_reason']}")
+    print_job_state(job)
     result = job.get("result")
     if not result:
         return
@@ -281,19 +253,6 @@ def print_plan(job: dict[str, Any]) -> None:
     print("outputs: " + ("both fused strategies match sequential" if result["correct"] else "MISMATCH (see data)"))
 
 
-def _finish(handle: Any, args: argparse.Namespace, printer: Any) -> int:
-    """Print a queued job, or wait for it and print its result."""
-    if args.wait:
-        stopped = _wait(handle, args)
-        if stopped is not None:
-            return stopped
-    if args.json:
-        print_json(handle.data)
-    else:
-        printer(handle.data)
-    return 0
-
-
 @_with_client_errors
 def run_sweep(args: argparse.Namespace) -> int:
     """``latencylab fusion sweep --device D ...``: queue a sweep (and with --wait, its result)."""
@@ -301,13 +260,13 @@ def run_sweep(args: argparse.Namespace) -> int:
     with _client(args) as client:
         handle = client.fusion_sweep(args.device, precision=args.precision, spec=spec, **_networks(args))
         print(f"fusion sweep #{handle.id} queued on {handle.data.get('device_name', args.device)}", file=sys.stderr)
-        return _finish(handle, args, print_sweep)
+        return print_queued(handle, args, print_sweep)
 
 
 @_with_client_errors
 def run_plan(args: argparse.Namespace) -> int:
     """``latencylab fusion plan --device D ...``: queue a plan (and with --wait, its comparison)."""
-    _positive(args, {"runs": 1, "warmup": 0, "max-group": 2})
+    check_minimums(args, {"runs": 1, "warmup": 0, "max-group": 2})
     options: dict[str, Any] = {}
     for flag, key in (("runs", "runs"), ("warmup", "warmup"), ("max_group", "max_group")):
         if getattr(args, flag) is not None:
@@ -319,7 +278,7 @@ def run_plan(args: argparse.Namespace) -> int:
             args.device, precision=args.precision, options=options, sweep=args.sweep, **_networks(args)
         )
         print(f"fusion plan #{handle.id} queued on {handle.data.get('device_name', args.device)}", file=sys.stderr)
-        return _finish(handle, args, print_plan)
+        return print_queued(handle, args, print_plan)
 
 
 def _check(row: dict[str, Any]) -> str:
@@ -354,13 +313,9 @@ def run_rows(args: argparse.Namespace) -> int:
             contains=args.contains,
             errors=args.errors,
         )
-    if args.json:
-        print_json(rows)
-    elif not rows:
-        print("no rows match", file=sys.stderr)
-    else:
-        print_rows(rows)
-        print(f"\n{len(rows)} rows; throughput = sequential / fused device time, median over rounds ± its std")
+    print_found_rows(
+        args, rows, print_rows, "throughput = sequential / fused device time, median over rounds ± its std"
+    )
     return 0
 
 
@@ -377,10 +332,7 @@ def run_show(args: argparse.Namespace) -> int:
             data, printer = client.fusion_plan_status(args.id).data, print_plan
         else:
             raise InputError(f"job #{args.id} is a {kind or 'profiling'} job, not a fusion sweep or plan")
-    if args.json:
-        print_json(data)
-    else:
-        printer(data)
+    print_data(args, data, printer)
     return 0
 
 

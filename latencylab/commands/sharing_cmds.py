@@ -17,8 +17,15 @@ import sys
 from typing import Any
 
 from latencylab.commands.client_cmds import _add_server_arguments, _client, _with_client_errors
-from latencylab.commands.fusion_cmds import _add_wait_arguments, _finish, _positive
-from latencylab.commands.output import print_json, print_table
+from latencylab.commands.experiment_cmds import (
+    add_wait_arguments,
+    check_minimums,
+    print_data,
+    print_found_rows,
+    print_job_state,
+    print_queued,
+)
+from latencylab.commands.output import print_table
 
 # devicelab.tenancy.sweep's STRATEGIES and SharingStatus (tests/cli check they agree), written out
 # so that building the parser imports neither numpy nor pyopencl.
@@ -141,7 +148,7 @@ def add_parsers(sub: Any) -> None:
         metavar="SECONDS",
         help="stop measuring after this long and keep what was measured (default: the server's task limit)",
     )
-    _add_wait_arguments(sweep)
+    add_wait_arguments(sweep)
     _add_server_arguments(sweep)
     sweep.set_defaults(func=run_sweep)
 
@@ -162,7 +169,7 @@ def add_parsers(sub: Any) -> None:
 
 def _spec(args: argparse.Namespace) -> dict[str, Any]:
     """The spec the flags give (keys left out take the server's defaults)."""
-    _positive(args, {"runs": 1, "warmup": 0, "seed": 0})
+    check_minimums(args, {"runs": 1, "warmup": 0, "seed": 0})
     spec: dict[str, Any] = {}
     if args.shapes is not None:
         spec["shapes"] = args.shapes
@@ -201,10 +208,7 @@ def print_sweep(job: dict[str, Any]) -> None:
         f"R {_join(spec.get('tenants'))}; {', '.join(spec.get('strategies') or ())} "
         f"({spec.get('runs')} runs, {spec.get('warmup')} warm-up)"
     )
-    if job["state"] in ("queued", "running"):
-        print(f"progress: {job.get('progress', 0.0):.0%} {job.get('progress_message') or ''}".rstrip())
-    if job.get("failure_reason"):
-        print(f"failed: {job['failure_reason']}")
+    print_job_state(job)
     result = job.get("result")
     if not result:
         return
@@ -287,7 +291,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     with _client(args) as client:
         handle = client.sharing_sweep(args.device, spec=spec, time_budget_s=args.time_budget)
         print(f"sharing sweep #{handle.id} queued on {handle.data.get('device_name', args.device)}", file=sys.stderr)
-        return _finish(handle, args, print_sweep)
+        return print_queued(handle, args, print_sweep)
 
 
 def _number(value: Any, digits: int) -> str:
@@ -348,16 +352,13 @@ def run_rows(args: argparse.Namespace) -> int:
         rows = client.sharing_rows(
             args.sweep, workload=args.workload, strategy=args.strategy, tenants=args.tenants, status=args.status
         )
-    if args.json:
-        print_json(rows)
-    elif not rows:
-        print("no rows match", file=sys.stderr)
-    else:
-        print_rows(rows)
-        print(
-            f"\n{len(rows)} rows; req/s: requests served per second (an SGEMM or an inference each); p50/p99: "
-            "every tenant's latencies pooled; straggler gap: slowest tenant's p50 less the fastest's"
-        )
+    print_found_rows(
+        args,
+        rows,
+        print_rows,
+        "req/s: requests served per second (an SGEMM or an inference each); p50/p99: every tenant's latencies "
+        "pooled; straggler gap: slowest tenant's p50 less the fastest's",
+    )
     return 0
 
 
@@ -371,10 +372,7 @@ def run_show(args: argparse.Namespace) -> int:
         if kind != "sharing_sweep":
             raise InputError(f"job #{args.sweep} is a {kind or 'profiling'} job, not a sharing sweep")
         data = client.sharing_sweep_status(args.sweep).data
-    if args.json:
-        print_json(data)
-    else:
-        print_sweep(data)
+    print_data(args, data, print_sweep)
     return 0
 
 

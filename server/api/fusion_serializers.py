@@ -14,10 +14,9 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.request import Request
-from rest_framework.reverse import reverse
 
 from devicelab.fusion.kinds import KINDS
+from server.api.experiment_jobs import ExperimentJobSerializer, RowSerializer, job_links, stored_result, url_of
 from server.fusion.models import FusionMeasurement, FusionPlanResult, FusionSweepResult
 from server.fusion.summary import check_counts, headlines
 from server.profiling.models import JobKind, ProfilingJob
@@ -33,41 +32,14 @@ class FusionLinksSerializer(serializers.Serializer):
     sweep = serializers.URLField(required=False, allow_null=True, help_text="The sweep a plan reads, if any.")
 
 
-def _url(name: str, pk: int, request: Request | None) -> str:
-    return str(reverse(name, args=[pk], request=request))
-
-
-class FusionJobSerializer(serializers.ModelSerializer):
+class FusionJobSerializer(ExperimentJobSerializer):
     """A sweep or plan as listed: the job's state and progress, its networks and settings."""
 
-    device_name = serializers.CharField(source="device.name", read_only=True)
     settings = serializers.JSONField(
         read_only=True,
         help_text="As checked at submission: zoo, models, model_names, precision, and a sweep's complete spec or a "
         "plan's options and sweep.",
     )
-    links = serializers.SerializerMethodField()
-
-    class Meta:
-        model = ProfilingJob
-        fields = [
-            "id",
-            "kind",
-            "title",
-            "state",
-            "progress",
-            "progress_message",
-            "failure_reason",
-            "attempts",
-            "device",
-            "device_name",
-            "settings",
-            "created_at",
-            "started_at",
-            "finished_at",
-            "links",
-        ]
-        read_only_fields = fields
 
     @extend_schema_field(FusionLinksSerializer)
     def get_links(self, obj: ProfilingJob) -> dict[str, Any]:
@@ -75,15 +47,13 @@ class FusionJobSerializer(serializers.ModelSerializer):
         request = self.context.get("request")
         links: dict[str, Any] = {}
         if obj.kind == JobKind.FUSION_SWEEP:
-            links["self"] = _url("fusion-sweep-detail", obj.pk, request)
-            links["rows"] = _url("fusion-sweep-rows", obj.pk, request)
+            links["self"] = url_of("fusion-sweep-detail", obj.pk, request)
+            links["rows"] = url_of("fusion-sweep-rows", obj.pk, request)
         else:
-            links["self"] = _url("fusion-plan-detail", obj.pk, request)
+            links["self"] = url_of("fusion-plan-detail", obj.pk, request)
             sweep = (obj.settings or {}).get("sweep")
-            links["sweep"] = _url("fusion-sweep-detail", sweep, request) if sweep else None
-        links["job"] = _url("job-detail", obj.pk, request)
-        links["cancel"] = _url("job-cancel", obj.pk, request)
-        return links
+            links["sweep"] = url_of("fusion-sweep-detail", sweep, request) if sweep else None
+        return {**links, **job_links(obj.pk, request)}
 
 
 class RowCountsSerializer(serializers.Serializer):
@@ -176,14 +146,10 @@ class FusionSweepDetailSerializer(FusionJobSerializer):
     @extend_schema_field(FusionSweepSummarySerializer(allow_null=True))
     def get_result(self, obj: ProfilingJob) -> dict[str, Any] | None:
         """The stored summary, or None."""
-        try:
-            sweep = obj.fusion_sweep
-        except FusionSweepResult.DoesNotExist:
-            return None
-        return dict(FusionSweepSummarySerializer(sweep).data)
+        return stored_result(obj, "fusion_sweep", FusionSweepSummarySerializer)
 
 
-class FusionRowSerializer(serializers.ModelSerializer):
+class FusionRowSerializer(RowSerializer):
     """One set of operators and one fused variant of a sweep; the whole row in ``data`` only when
     asked for (``?detail=true``: raw samples make it large)."""
 
@@ -227,13 +193,6 @@ class FusionRowSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = [f for f in fields if f != "data"]
 
-    def to_representation(self, instance: FusionMeasurement) -> dict[str, Any]:
-        """The row, with ``data`` only when the context asks for it."""
-        body = dict(super().to_representation(instance))
-        if not self.context.get("detail"):
-            body.pop("data", None)
-        return body
-
 
 class FusionPlanComparisonSerializer(serializers.ModelSerializer):
     """A finished plan: end-to-end time of the networks run together, three ways."""
@@ -272,11 +231,7 @@ class FusionPlanDetailSerializer(FusionJobSerializer):
     @extend_schema_field(FusionPlanComparisonSerializer(allow_null=True))
     def get_result(self, obj: ProfilingJob) -> dict[str, Any] | None:
         """The stored comparison, or None."""
-        try:
-            plan = obj.fusion_plan
-        except FusionPlanResult.DoesNotExist:
-            return None
-        return dict(FusionPlanComparisonSerializer(plan).data)
+        return stored_result(obj, "fusion_plan", FusionPlanComparisonSerializer)
 
 
 __all__ = [

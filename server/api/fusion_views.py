@@ -11,14 +11,11 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
-from rest_framework.generics import get_object_or_404
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import BaseSerializer
 
+from server.api.experiment_jobs import ExperimentJobViewSet
 from server.api.fusion_filters import FusionJobFilterSet, FusionRowFilterSet
 from server.api.fusion_requests import (
     FusionPlanCreateSerializer,
@@ -32,10 +29,9 @@ from server.api.fusion_serializers import (
     FusionRowSerializer,
     FusionSweepDetailSerializer,
 )
-from server.api.parsers import FastJSONParser
 from server.fusion.models import FusionMeasurement, FusionSweepResult
 from server.fusion.services import submit_fusion_plan, submit_fusion_sweep, sweep_rows
-from server.profiling.models import JobKind, ProfilingJob
+from server.profiling.models import JobKind
 
 # The schema's examples: a small sweep (three kinds, pairs, two networks; a few minutes on a CPU's
 # OpenCL driver) and figure 11's two MobileNet-V2 planned without a sweep.
@@ -51,27 +47,6 @@ BAD_REQUEST = OpenApiResponse(
 )
 
 
-class _FusionJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """The team's jobs of one fusion kind, newest first."""
-
-    job_kind: str = ""
-    parser_classes = [FastJSONParser]  # the bodies are JSON objects: a form could not send them
-    filterset_class = FusionJobFilterSet
-
-    def get_queryset(self) -> QuerySet[ProfilingJob]:
-        """Only the caller's team's jobs of this kind: another team's ids, and other kinds, answer 404."""
-        if getattr(self, "swagger_fake_view", False):  # schema generation has no team
-            return ProfilingJob.objects.none()
-        jobs = ProfilingJob.objects.for_team(self.request.team).filter(kind=self.job_kind).select_related("device")
-        if self.action == "retrieve":
-            jobs = jobs.select_related("fusion_sweep" if self.job_kind == JobKind.FUSION_SWEEP else "fusion_plan")
-        return jobs
-
-    def _created(self, job: ProfilingJob, serializer: type[BaseSerializer]) -> Response:
-        body = serializer(job, context=self.get_serializer_context()).data
-        return Response(body, status=status.HTTP_201_CREATED)
-
-
 @extend_schema_view(
     list=extend_schema(summary="List your team's fusion sweeps", description="Newest first; `?state=`, `?device=`."),
     retrieve=extend_schema(
@@ -81,19 +56,15 @@ class _FusionJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewse
         "`links.rows`.",
     ),
 )
-class FusionSweepViewSet(_FusionJobViewSet):
+class FusionSweepViewSet(ExperimentJobViewSet):
     """Fusion sweeps of your team (seed paper 000, figures 8 to 10)."""
 
     job_kind = JobKind.FUSION_SWEEP
-
-    @property
-    def filterset_class(self) -> type[Any]:  # type: ignore[override]
-        """The rows' parameters on the rows, the list's elsewhere (what the schema documents)."""
-        return FusionRowFilterSet if getattr(self, "action", None) == "rows" else FusionJobFilterSet
-
-    def get_serializer_class(self) -> type[BaseSerializer]:
-        """The result summary on the detail page."""
-        return FusionSweepDetailSerializer if self.action == "retrieve" else FusionJobSerializer
+    result_relation = "fusion_sweep"
+    list_serializer = FusionJobSerializer
+    detail_serializer = FusionSweepDetailSerializer
+    job_filterset = FusionJobFilterSet
+    row_filterset = FusionRowFilterSet
 
     @extend_schema(
         summary="Queue a fusion sweep",
@@ -111,7 +82,7 @@ class FusionSweepViewSet(_FusionJobViewSet):
         data: FusionSweepRequest = incoming.validated_data
         raw = {k: v for k, v in data.items() if k != "device"}
         job = submit_fusion_sweep(request.team, data["device"], raw, user=request.user)
-        return self._created(job, FusionSweepDetailSerializer)
+        return self.created(job, FusionSweepDetailSerializer)
 
     @extend_schema(
         summary="A fusion sweep's rows",
@@ -124,19 +95,11 @@ class FusionSweepViewSet(_FusionJobViewSet):
     @action(detail=True, methods=["get"])
     def rows(self, request: Request, pk: str | None = None) -> Response:
         """The sweep's rows, filtered and paginated."""
-        # Not get_object(): it would run this action's filters (the rows') on the jobs.
-        job = get_object_or_404(self.get_queryset(), pk=pk)
-        self.check_object_permissions(request, job)
-        query = FusionRowFilterSet(request.query_params, queryset=FusionMeasurement.objects.none(), request=request)
-        if not query.is_valid():
-            # A bad ``detail`` parameter's message is the answer's ``detail`` string, as in every
-            # error answer of the API; the other parameters' are lists under their names.
-            raise ValidationError({k: " ".join(v) if k == "detail" else v for k, v in query.errors.items()})
-        sweep = FusionSweepResult.objects.filter(job=job).first()
-        rows = FusionMeasurement.objects.none() if sweep is None else sweep_rows(sweep, **query.sweep_rows_arguments())
-        page = self.paginate_queryset(rows)
-        context = {**self.get_serializer_context(), "detail": query.wants_detail}
-        return self.get_paginated_response(FusionRowSerializer(page, many=True, context=context).data)
+        return self.rows_response(request, pk, FusionSweepResult, FusionRowSerializer)
+
+    def rows_of(self, stored: FusionSweepResult, query: FusionRowFilterSet) -> QuerySet[FusionMeasurement]:
+        """The sweep's rows as the rows' parameters narrow them."""
+        return sweep_rows(stored, **query.sweep_rows_arguments())
 
 
 @extend_schema_view(
@@ -147,14 +110,14 @@ class FusionSweepViewSet(_FusionJobViewSet):
         "together sequentially, as planned and fusing everything possible, the ratios and the output checks.",
     ),
 )
-class FusionPlanViewSet(_FusionJobViewSet):
+class FusionPlanViewSet(ExperimentJobViewSet):
     """Fusion plans of your team: networks run together, kernels grouped by the planner."""
 
     job_kind = JobKind.FUSION_PLAN
-
-    def get_serializer_class(self) -> type[BaseSerializer]:
-        """The comparison on the detail page."""
-        return FusionPlanDetailSerializer if self.action == "retrieve" else FusionJobSerializer
+    result_relation = "fusion_plan"
+    list_serializer = FusionJobSerializer
+    detail_serializer = FusionPlanDetailSerializer
+    job_filterset = FusionJobFilterSet
 
     @extend_schema(
         summary="Queue a fusion plan",
@@ -172,4 +135,4 @@ class FusionPlanViewSet(_FusionJobViewSet):
         data: FusionPlanRequest = incoming.validated_data
         raw = {k: v for k, v in data.items() if k != "device"}
         job = submit_fusion_plan(request.team, data["device"], raw, user=request.user)
-        return self._created(job, FusionPlanDetailSerializer)
+        return self.created(job, FusionPlanDetailSerializer)

@@ -12,10 +12,9 @@ from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
-from rest_framework.request import Request
-from rest_framework.reverse import reverse
 
 from devicelab.tenancy.sweep import STRATEGIES
+from server.api.experiment_jobs import ExperimentJobSerializer, RowSerializer, job_links, stored_result, url_of
 from server.profiling.models import ProfilingJob
 from server.tenancy.models import SharingMeasurement, SharingStatus, SharingSweepResult, WorkloadKind
 from server.tenancy.summary import row_counts
@@ -30,50 +29,22 @@ class SharingLinksSerializer(serializers.Serializer):
     rows = serializers.URLField(help_text="The sweep's rows, one per workload, R and strategy.")
 
 
-def _url(name: str, pk: int, request: Request | None) -> str:
-    return str(reverse(name, args=[pk], request=request))
-
-
-class SharingJobSerializer(serializers.ModelSerializer):
+class SharingJobSerializer(ExperimentJobSerializer):
     """A sweep as listed: the job's state and progress, its settings."""
 
-    device_name = serializers.CharField(source="device.name", read_only=True)
     settings = serializers.JSONField(
         read_only=True,
         help_text="As checked at submission: the complete spec (every default filled in) and time_budget_s.",
     )
-    links = serializers.SerializerMethodField()
-
-    class Meta:
-        model = ProfilingJob
-        fields = [
-            "id",
-            "kind",
-            "title",
-            "state",
-            "progress",
-            "progress_message",
-            "failure_reason",
-            "attempts",
-            "device",
-            "device_name",
-            "settings",
-            "created_at",
-            "started_at",
-            "finished_at",
-            "links",
-        ]
-        read_only_fields = fields
 
     @extend_schema_field(SharingLinksSerializer)
     def get_links(self, obj: ProfilingJob) -> dict[str, Any]:
         """URLs of this sweep, its job, its cancel and its rows."""
         request = self.context.get("request")
         return {
-            "self": _url("sharing-sweep-detail", obj.pk, request),
-            "job": _url("job-detail", obj.pk, request),
-            "cancel": _url("job-cancel", obj.pk, request),
-            "rows": _url("sharing-sweep-rows", obj.pk, request),
+            "self": url_of("sharing-sweep-detail", obj.pk, request),
+            **job_links(obj.pk, request),
+            "rows": url_of("sharing-sweep-rows", obj.pk, request),
         }
 
 
@@ -173,14 +144,10 @@ class SharingSweepDetailSerializer(SharingJobSerializer):
     @extend_schema_field(SharingSweepSummarySerializer(allow_null=True))
     def get_result(self, obj: ProfilingJob) -> dict[str, Any] | None:
         """The stored summary, or None."""
-        try:
-            sweep = obj.sharing_sweep
-        except SharingSweepResult.DoesNotExist:
-            return None
-        return dict(SharingSweepSummarySerializer(sweep).data)
+        return stored_result(obj, "sharing_sweep", SharingSweepSummarySerializer)
 
 
-class SharingRowSerializer(serializers.ModelSerializer):
+class SharingRowSerializer(RowSerializer):
     """One strategy at one R on one workload; the whole row in ``data`` only when asked for
     (``?detail=true``: samples per round and per tenant make it large)."""
 
@@ -224,13 +191,6 @@ class SharingRowSerializer(serializers.ModelSerializer):
             "data",
         ]
         read_only_fields = [f for f in fields if f != "data"]
-
-    def to_representation(self, instance: SharingMeasurement) -> dict[str, Any]:
-        """The row, with ``data`` only when the context asks for it."""
-        body = dict(super().to_representation(instance))
-        if not self.context.get("detail"):
-            body.pop("data", None)
-        return body
 
 
 __all__ = [

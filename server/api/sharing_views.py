@@ -11,19 +11,15 @@ from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
-from rest_framework.generics import get_object_or_404
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.serializers import BaseSerializer
 
-from server.api.parsers import FastJSONParser
+from server.api.experiment_jobs import ExperimentJobViewSet
 from server.api.sharing_filters import SharingJobFilterSet, SharingRowFilterSet
 from server.api.sharing_requests import SharingSweepCreateSerializer, SharingSweepRequest
 from server.api.sharing_serializers import SharingJobSerializer, SharingRowSerializer, SharingSweepDetailSerializer
-from server.profiling.models import JobKind, ProfilingJob
+from server.profiling.models import JobKind
 from server.tenancy.models import SharingMeasurement, SharingSweepResult
 from server.tenancy.services import sharing_rows, submit_sharing_sweep
 
@@ -56,27 +52,15 @@ BAD_REQUEST = OpenApiResponse(
         "complete and which units it left out, timings) and `row_counts`. The rows are at `links.rows`.",
     ),
 )
-class SharingSweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class SharingSweepViewSet(ExperimentJobViewSet):
     """Sharing sweeps of your team: R tenants on one OpenCL device, four ways (seed 003, table 1)."""
 
-    parser_classes = [FastJSONParser]  # the body is a JSON object: a form could not send it
-
-    @property
-    def filterset_class(self) -> type[Any]:
-        """The rows' parameters on the rows, the list's elsewhere (what the schema documents)."""
-        return SharingRowFilterSet if getattr(self, "action", None) == "rows" else SharingJobFilterSet
-
-    def get_queryset(self) -> QuerySet[ProfilingJob]:
-        """Only the caller's team's sharing sweeps: another team's ids, and other kinds, answer 404."""
-        if getattr(self, "swagger_fake_view", False):  # schema generation has no team
-            return ProfilingJob.objects.none()
-        jobs = ProfilingJob.objects.for_team(self.request.team).filter(kind=JobKind.SHARING_SWEEP)
-        jobs = jobs.select_related("device")
-        return jobs.select_related("sharing_sweep") if self.action == "retrieve" else jobs
-
-    def get_serializer_class(self) -> type[BaseSerializer]:
-        """The result summary on the detail page."""
-        return SharingSweepDetailSerializer if self.action == "retrieve" else SharingJobSerializer
+    job_kind = JobKind.SHARING_SWEEP
+    result_relation = "sharing_sweep"
+    list_serializer = SharingJobSerializer
+    detail_serializer = SharingSweepDetailSerializer
+    job_filterset = SharingJobFilterSet
+    row_filterset = SharingRowFilterSet
 
     @extend_schema(
         summary="Queue a sharing sweep",
@@ -95,8 +79,7 @@ class SharingSweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         data: SharingSweepRequest = incoming.validated_data
         raw = {k: v for k, v in data.items() if k != "device"}
         job = submit_sharing_sweep(request.team, data["device"], raw, user=request.user)
-        body = SharingSweepDetailSerializer(job, context=self.get_serializer_context()).data
-        return Response(body, status=status.HTTP_201_CREATED)
+        return self.created(job, SharingSweepDetailSerializer)
 
     @extend_schema(
         summary="A sharing sweep's rows",
@@ -108,20 +91,8 @@ class SharingSweepViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     @action(detail=True, methods=["get"])
     def rows(self, request: Request, pk: str | None = None) -> Response:
         """The sweep's rows, filtered and paginated."""
-        # Not get_object(): it would run this action's filters (the rows') on the jobs.
-        job = get_object_or_404(self.get_queryset(), pk=pk)
-        self.check_object_permissions(request, job)
-        query = SharingRowFilterSet(request.query_params, queryset=SharingMeasurement.objects.none(), request=request)
-        if not query.is_valid():
-            # A bad ``detail`` parameter's message is the answer's ``detail`` string, as in every
-            # error answer of the API; the other parameters' are lists under their names.
-            raise ValidationError({k: " ".join(v) if k == "detail" else v for k, v in query.errors.items()})
-        sweep = SharingSweepResult.objects.filter(job=job).first()
-        rows = (
-            SharingMeasurement.objects.none()
-            if sweep is None
-            else sharing_rows(sweep, **query.sharing_rows_arguments())
-        )
-        page = self.paginate_queryset(rows)
-        context = {**self.get_serializer_context(), "detail": query.wants_detail}
-        return self.get_paginated_response(SharingRowSerializer(page, many=True, context=context).data)
+        return self.rows_response(request, pk, SharingSweepResult, SharingRowSerializer)
+
+    def rows_of(self, stored: SharingSweepResult, query: SharingRowFilterSet) -> QuerySet[SharingMeasurement]:
+        """The sweep's rows as the rows' parameters narrow them."""
+        return sharing_rows(stored, **query.sharing_rows_arguments())

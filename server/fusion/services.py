@@ -26,7 +26,7 @@ from server.fusion.models import FusionMeasurement, FusionPlanResult, FusionSwee
 from server.networks.models import NetworkModel
 from server.networks.services import import_limits, model_not_ready_message
 from server.profiling.models import JobKind, JobState, ProfilingJob
-from server.profiling.services import check_device_takes_jobs, queue_job, release_device
+from server.profiling.services import check_device_takes_jobs, claimed_for_ingest, finish_ingest, queue_job
 
 # A sweep stops starting new sets this long before the task's time limit, to store its rows.
 TIME_LIMIT_MARGIN_S = 300
@@ -216,21 +216,6 @@ def sweep_rows_for_plan(job: ProfilingJob) -> list[dict[str, Any]] | None:
     return list(rows)
 
 
-def _claimed(job_id: int, token: str, existing: Any) -> ProfilingJob | None:
-    job = ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
-    if job is None or existing.filter(job_id=job_id).exists():
-        return None
-    if job.state != JobState.RUNNING or job.claimed_by != token:
-        return None
-    return job
-
-
-def _finish(job: ProfilingJob, token: str) -> None:
-    if not job.succeed(token):  # cannot happen under the row lock; keep the invariant loud
-        raise RuntimeError(f"job {job.pk} changed state while its result was being stored")
-    release_device(job.device_id)
-
-
 def stored_variant(row: Mapping[str, Any]) -> str:
     """The variant a row is stored, filtered and drawn under: ``rounded`` / ``unrounded`` for the
     fuser's default layout, prefixed by the layout a sweep asked for besides it (``paper
@@ -263,7 +248,7 @@ def ingest_sweep(job_id: int, token: str, result: Mapping[str, Any]) -> FusionSw
     """Store a sweep (``SweepResult.as_dict()``) and its rows in one transaction; the job succeeds.
     None when the job is no longer this run's or was stored already."""
     with transaction.atomic():
-        job = _claimed(job_id, token, FusionSweepResult.objects)
+        job = claimed_for_ingest(job_id, token, FusionSweepResult.objects.all())
         if job is None:
             return FusionSweepResult.objects.filter(job_id=job_id).first()
         sweep = FusionSweepResult.objects.create(
@@ -285,19 +270,19 @@ def ingest_sweep(job_id: int, token: str, result: Mapping[str, Any]) -> FusionSw
             environment=dict(result.get("environment") or {}),
         )
         FusionMeasurement.objects.bulk_create((_row(sweep, r) for r in result["rows"]), batch_size=500)
-        _finish(job, token)
+        finish_ingest(job, token)
     return sweep
 
 
 def ingest_plan(job_id: int, token: str, comparison: Mapping[str, Any]) -> FusionPlanResult | None:
     """Store a plan comparison (``PlanComparison.as_dict()``); the job succeeds."""
     with transaction.atomic():
-        job = _claimed(job_id, token, FusionPlanResult.objects)
+        job = claimed_for_ingest(job_id, token, FusionPlanResult.objects.all())
         if job is None:
             return FusionPlanResult.objects.filter(job_id=job_id).first()
         headline = plan_headline(comparison)
         stored = FusionPlanResult.objects.create(job=job, attempt=job.attempts, data=dict(comparison), **headline)
-        _finish(job, token)
+        finish_ingest(job, token)
     return stored
 
 

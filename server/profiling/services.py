@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from devicelab.backends.base import OpTiming, ProfileResult, ProfileSettings, UnsupportedSetting
@@ -439,10 +439,27 @@ def ingest_result(job_id: int, worker_token: str, result: ProfileResult) -> JobR
             device_info=result.device.as_dict(),
         )
         _insert_timings(stored.pk, result.ops)
-        if not job.succeed(worker_token):  # cannot happen under the row lock; keep the invariant loud
-            raise RuntimeError(f"job {job_id} changed state while its result was being stored")
-        release_device(job.device_id)
+        finish_ingest(job, worker_token)
     return stored
+
+
+def claimed_for_ingest(job_id: int, token: str, existing: QuerySet[Any]) -> ProfilingJob | None:
+    """The job, locked, when it is running under ``token`` and ``existing`` (the result rows of
+    its kind) holds none for it yet; None otherwise. Call it inside ``transaction.atomic()``: the
+    row lock makes two concurrent ingests of one job take turns."""
+    job = ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
+    if job is None or existing.filter(job_id=job_id).exists():
+        return None
+    if job.state != JobState.RUNNING or job.claimed_by != token:
+        return None
+    return job
+
+
+def finish_ingest(job: ProfilingJob, token: str) -> None:
+    """The job whose result was just stored succeeds, and its device is free again."""
+    if not job.succeed(token):  # cannot happen under the row lock; keep the invariant loud
+        raise RuntimeError(f"job {job.pk} changed state while its result was being stored")
+    release_device(job.device_id)
 
 
 def release_device(device_id: int) -> None:

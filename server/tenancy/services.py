@@ -22,8 +22,8 @@ from devicelab.tenancy.on_device import OPENCL
 from devicelab.tenancy.sweep import SharingSpec
 from server.accounts.models import Team
 from server.devices.models import Device
-from server.profiling.models import JobKind, JobState, ProfilingJob
-from server.profiling.services import check_device_takes_jobs, queue_job, release_device
+from server.profiling.models import JobKind, ProfilingJob
+from server.profiling.services import check_device_takes_jobs, claimed_for_ingest, finish_ingest, queue_job
 from server.tenancy.models import SharingMeasurement, SharingSweepResult
 
 # The sweep stops this long before the task's time limit (at most half of it), to store its rows:
@@ -152,16 +152,6 @@ def submit_sharing_sweep(team: Team, device: Device, raw: Mapping[str, Any], use
 # -- the worker's side -------------------------------------------------------------------------
 
 
-def _claimed(job_id: int, token: str) -> ProfilingJob | None:
-    """The job, locked, when it is running under ``token`` and has no sweep stored yet."""
-    job = ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
-    if job is None or SharingSweepResult.objects.filter(job_id=job_id).exists():
-        return None
-    if job.state != JobState.RUNNING or job.claimed_by != token:
-        return None
-    return job
-
-
 def _correct(checks: Mapping[str, Any]) -> bool | None:
     """Whether every check of a row passed (the exclusive row's own check against numpy too);
     None when the row was not checked."""
@@ -199,7 +189,7 @@ def ingest_sharing(job_id: int, token: str, result: Mapping[str, Any]) -> Sharin
     """Store a sweep (``sharing_on_device``'s result) and its rows in one transaction; the job
     succeeds. The stored sweep when it was stored already; None when the job is not this run's."""
     with transaction.atomic():
-        job = _claimed(job_id, token)
+        job = claimed_for_ingest(job_id, token, SharingSweepResult.objects.all())
         if job is None:
             return SharingSweepResult.objects.filter(job_id=job_id).first()
         device = dict(result["device"])
@@ -222,9 +212,7 @@ def ingest_sharing(job_id: int, token: str, result: Mapping[str, Any]) -> Sharin
             environment=dict(device.get("runtime") or {}),
         )
         SharingMeasurement.objects.bulk_create((_row(sweep, r) for r in result["rows"]), batch_size=500)
-        if not job.succeed(token):  # cannot happen under the row lock; keep the invariant loud
-            raise RuntimeError(f"job {job.pk} changed state while its result was being stored")
-        release_device(job.device_id)
+        finish_ingest(job, token)
     return sweep
 
 

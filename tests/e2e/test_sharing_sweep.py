@@ -9,12 +9,11 @@ seconds of measuring once the kernels are built; full sweeps are in benchmarks/)
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import job_row, wait_for
+from tests.e2e.helpers import cancel_one_sweep_then_run_another
 
 SHAPE = [64, 32, 128]
 TINY_SPEC = {"shapes": [SHAPE], "tenants": [1, 2], "strategies": ["space_only", "space_time"], "warmup": 1, "runs": 3}
@@ -27,9 +26,6 @@ LONG_SPEC = {
     "runs": 2000,
     "ceiling": False,
 }
-# A job's work plus the worker's start (the kernels' first build included) is far below this; the
-# default e2e limit (60 s, soft 30 s) is too tight for a loaded 2-core machine.
-WORKER_TASK_TIME_LIMIT = "300"
 TIME_BUDGET_S = 120  # below the worker's limit: the server's default budget is its own limit's
 
 
@@ -44,41 +40,16 @@ def _submit(api: Any, device: Any, spec: dict[str, Any]) -> int:
 def test_a_sharing_sweep_runs_on_a_worker_and_a_cancelled_one_stops(start_worker: Any, e2e_api: Any) -> None:
     from server.tenancy.models import SharingSweepResult
 
-    worker = start_worker(kinds="opencl", extra_env={"LATENCYLAB_TASK_TIME_LIMIT": WORKER_TASK_TIME_LIMIT})
-    device = worker.device()
-    assert device.kind == "opencl"
-
-    # A long sweep runs past building its kernels; cancelling it stops the worker mid-sweep.
-    long_id = _submit(e2e_api, device, LONG_SPEC)
-    wait_for(
-        lambda: (j := job_row(long_id)).state == "running" and j.progress > 0.0,
-        120,
-        "the long sweep to start measuring",
+    _, tiny_id, body, _ = cancel_one_sweep_then_run_another(
+        start_worker,
+        e2e_api,
+        lambda device, spec: _submit(e2e_api, device, spec),
+        (LONG_SPEC, TINY_SPEC),
+        detail_url="/api/sharing/sweeps/{id}/",
+        result_model=SharingSweepResult,
+        measuring_from=0.0,  # past building its kernels
+        finish_within=120,
     )
-    cancelled = e2e_api.post(f"/api/jobs/{long_id}/cancel/")
-    assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled"
-    cancelled_at = time.monotonic()
-
-    # The tiny sweep queued behind it: the device's only consumer takes it once it dropped the other.
-    tiny_id = _submit(e2e_api, device, TINY_SPEC)
-    wait_for(lambda: job_row(tiny_id).state != "queued", 60, "the device to take the next sweep")
-    assert time.monotonic() - cancelled_at < 30, "the worker kept measuring the cancelled sweep"
-    progress: list[float] = []
-
-    def finished() -> Any:
-        body = e2e_api.get(f"/api/sharing/sweeps/{tiny_id}/").json()
-        if body["state"] == "running" and (not progress or body["progress"] != progress[-1]):
-            progress.append(body["progress"])
-        return body["state"] not in ("queued", "running") and body
-
-    body = wait_for(finished, 120, f"sweep {tiny_id} to finish", interval=0.1)
-    assert body["state"] == "succeeded", body["failure_reason"] + "\n" + worker.log_tail()
-    assert progress == sorted(progress), progress
-
-    long = job_row(long_id)
-    assert long.state == "cancelled" and long.progress < 1.0
-    assert not SharingSweepResult.objects.filter(job_id=long_id).exists()
-    assert "'stopped'" in worker.log_tail(400)
 
     result = body["result"]
     name = "x".join(map(str, SHAPE))

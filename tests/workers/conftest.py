@@ -1,5 +1,6 @@
-"""Fixtures for the worker room's tests: the host CPU registered by a real agent, a network, and
-jobs submitted through the real services, with this process standing in as the device process."""
+"""Fixtures for the worker room's tests: the host CPU (or its first OpenCL device) registered by a
+real agent, a network, and jobs submitted through the real services, with this process standing in
+as the device process."""
 
 from __future__ import annotations
 
@@ -38,6 +39,20 @@ def agent(db: None) -> Any:
     a.start()
     assert len(a.devices) == 1
     return a
+
+
+@pytest.fixture
+def opencl_agent(db: None, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A started agent holding this machine's first OpenCL device; this process is its device process."""
+    from workers.agent import DeviceAgent
+    from workers.context import ENV_VAR
+
+    agent = DeviceAgent(f"test-opencl-worker-{next(_serial)}", kinds=["opencl"])
+    agent.start()
+    if not agent.devices:
+        pytest.fail("no OpenCL device: install PoCL (make system-deps)")
+    monkeypatch.setenv(ENV_VAR, agent.context().to_env()[ENV_VAR])
+    return agent
 
 
 @pytest.fixture

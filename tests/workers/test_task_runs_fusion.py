@@ -34,20 +34,6 @@ def branchy(name: str) -> Graph:
 
 
 @pytest.fixture
-def opencl_agent(db: None, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A started agent holding this machine's first OpenCL device; this process is its device process."""
-    from workers.agent import DeviceAgent
-    from workers.context import ENV_VAR
-
-    agent = DeviceAgent(f"test-fusion-worker-{next(_serial)}", kinds=["opencl"])
-    agent.start()
-    if not agent.devices:
-        pytest.fail("no OpenCL device: install PoCL (make system-deps)")
-    monkeypatch.setenv(ENV_VAR, agent.context().to_env()[ENV_VAR])
-    return agent
-
-
-@pytest.fixture
 def upload(make_member: Callable[..., Any]) -> Callable[[Graph], Any]:
     team = make_member().team
 

@@ -25,20 +25,6 @@ TINY_SPEC = {
 
 
 @pytest.fixture
-def opencl_agent(db: None, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A started agent holding this machine's first OpenCL device; this process is its device process."""
-    from workers.agent import DeviceAgent
-    from workers.context import ENV_VAR
-
-    agent = DeviceAgent(f"test-sharing-worker-{next(_serial)}", kinds=["opencl"])
-    agent.start()
-    if not agent.devices:
-        pytest.fail("no OpenCL device: install PoCL (make system-deps)")
-    monkeypatch.setenv(ENV_VAR, agent.context().to_env()[ENV_VAR])
-    return agent
-
-
-@pytest.fixture
 def submit(opencl_agent: Any, make_member: Callable[..., Any]) -> Callable[[dict[str, Any]], Any]:
     """``submit(raw)``: a sharing sweep of a new team on the agent's OpenCL device."""
     from server.devices.models import Device
