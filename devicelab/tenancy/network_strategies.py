@@ -8,9 +8,9 @@ inference of every tenant: input upload, the kernels, output download.
 * ``exclusive_batched``: one tenant with a batch of R: the network rebuilt for a batch of R
   images (``rebatched``), tenant 0's weights, the R tenants' inputs.
 * ``time_only``: the software scheduler runs one tenant's whole inference at a time, round robin.
-  The tenants' runners share the device's one context: the backend builds its programs once per
-  device and context (``programs.PROGRAMS``), so unlike the SGEMM workload a network tenant does
-  not get a context of its own (each still has its own queue and buffers).
+  As for the SGEMM workload, every tenant has its own context (``cl.Context`` on the device), with
+  a runner of its own in it (the tenant's weights and input, its queue, buffers and programs);
+  the references stay the shared-context runners' exclusive runs.
 * ``space_only``: R host threads each run their tenant's inference on its own queue, concurrently.
 * ``space_time``: one in-order queue steps through the plan; each step is one batched
   super-kernel across the tenants where ``network_layers`` says it is a GEMM, else R launches of
@@ -29,6 +29,7 @@ import numpy as np
 import pyopencl as cl
 
 from devicelab.backends.opencl.devices import FoundDevice, context_for
+from devicelab.backends.opencl.programs import PROGRAMS
 from devicelab.backends.opencl.runner import GraphRunner
 from devicelab.graph import ops
 from devicelab.graph.ir import Graph, Tensor
@@ -312,21 +313,22 @@ class NetExclusiveBatched(SharingStrategy):
         self.runner.release()
 
 
-class NetTimeOnly(SharingStrategy):
-    """One tenant's inference at a time, round robin."""
+class _NetPerTenant(SharingStrategy):
+    """Time-only and space-only: every tenant's inference on that tenant's runner (round robin
+    here; space-only overrides ``step``)."""
 
-    name = "time_only"
     same_kernel_as_exclusive = True
 
-    def __init__(self, tenants: NetworkTenants) -> None:
+    def __init__(self, tenants: NetworkTenants, runners: list[GraphRunner]) -> None:
         self.t = tenants
-        self.tenants = len(tenants.runners)
-        self.launches_per_step = self.tenants * len(tenants.runners[0].launches)
-        self.footprint = Footprint(0, runner_bytes(tenants.runners[0]), 0)
+        self.runners = runners
+        self.tenants = len(runners)
+        self.launches_per_step = self.tenants * len(runners[0].launches)
+        self.footprint = Footprint(0, runner_bytes(runners[0]), 0)
         self._last: list[np.ndarray | None] = [None] * self.tenants
 
     def _run(self, i: int) -> None:
-        runner = self.t.runners[i]
+        runner = self.runners[i]
         self._last[i] = flat_outputs(runner, runner.run(self.t.feeds[i]))
 
     def step(self, first: int) -> StepSample:
@@ -337,16 +339,65 @@ class NetTimeOnly(SharingStrategy):
         return [o for o in self._last if o is not None]
 
     def release(self) -> None:
-        pass
+        pass  # the runners belong to the tenants
 
 
-class NetSpaceOnly(NetTimeOnly):
-    """Every tenant's inference on its own queue, submitted concurrently from its own thread."""
+def private_runners(tenants: NetworkTenants) -> list[GraphRunner]:
+    """A runner per tenant (its weights, as in ``tenants``), each in a context of its own; all
+    released, contexts' programs forgotten too, if one fails."""
+    first = tenants.runners[0]
+    contexts: list[cl.Context] = []
+    runners: list[GraphRunner] = []
+    try:
+        for i in range(len(tenants.runners)):
+            contexts.append(cl.Context([tenants.found.device]))
+            runners.append(
+                GraphRunner(
+                    tenants.found,
+                    first.graph,
+                    precision=first.precision,
+                    weight_seed=tenants.seed + i,
+                    config=first.config,
+                    context=contexts[-1],
+                )
+            )
+    except BaseException:
+        for runner in runners:
+            runner.release()
+        for ctx in contexts:
+            PROGRAMS.forget(ctx)
+        raise
+    return runners
+
+
+def release_private(runners: list[GraphRunner]) -> None:
+    """Free runners made by ``private_runners`` and drop their contexts' programs."""
+    for runner in runners:
+        runner.release()
+        PROGRAMS.forget(runner.ctx)
+    runners.clear()
+
+
+class NetTimeOnly(_NetPerTenant):
+    """One tenant's inference at a time, round robin, every tenant in its own context."""
+
+    name = "time_only"
+
+    def __init__(self, tenants: NetworkTenants) -> None:
+        super().__init__(tenants, private_runners(tenants))
+
+    def release(self) -> None:
+        release_private(self.runners)
+
+
+class NetSpaceOnly(_NetPerTenant):
+    """Every tenant's inference on its own queue in the shared context, submitted concurrently
+    from its own thread."""
 
     name = "space_only"
 
     def __init__(self, tenants: NetworkTenants) -> None:
-        super().__init__(tenants)
+        super().__init__(tenants, tenants.runners)
         self.threads = TenantThreads([self._work(i) for i in range(self.tenants)], "space-only")
 
     def _work(self, i: int) -> Callable[[], None]:
@@ -478,7 +529,9 @@ __all__ = [
     "build_network_strategy",
     "flat_outputs",
     "network_footprint",
+    "private_runners",
     "plan_layers",
     "rebatched",
+    "release_private",
     "runner_bytes",
 ]

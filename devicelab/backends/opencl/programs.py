@@ -132,43 +132,71 @@ class BuiltProgram:
 
 
 class ProgramCache:
-    """Programs by (device, kernel, options), built on first request and then reused."""
+    """Programs by (device, kernel, options), built on first request and then reused.
+
+    Programs of the device's shared context (``context_for``) are keyed as above; programs of a
+    private context (a tenant's own, see ``GraphRunner``'s ``context``) are keyed by that context
+    object too. The key holds the context itself, not its ``id``: a dead context's id may be
+    reused by a new one, and a ``cl.Program`` keeps its context alive anyway (so a weak key would
+    never die). Whoever made a private context calls ``forget`` when it is done with it.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._programs: dict[tuple[str, str, tuple[str, ...]], BuiltProgram] = {}
+        # (private context or None for the shared one, device identity, kernel, options)
+        self._programs: dict[tuple[cl.Context | None, str, str, tuple[str, ...]], BuiltProgram] = {}
 
     def get(
-        self, found: FoundDevice, name: str, options: tuple[str, ...], precision: str = "fp32"
+        self,
+        found: FoundDevice,
+        name: str,
+        options: tuple[str, ...],
+        precision: str = "fp32",
+        context: cl.Context | None = None,
     ) -> tuple[BuiltProgram, bool]:
-        """The built program and whether this call built it (False: it came from the cache)."""
-        key = (found.identity, name, options)
+        """The built program in ``context`` (default: the device's shared one) and whether this
+        call built it (False: it came from the cache)."""
         with self._lock:
+            shared = context_for(found)
+            ctx = shared if context is None else context
+            # pyopencl compares contexts by their cl_context
+            key = (None if ctx == shared else ctx, found.identity, name, options)
             hit = self._programs.get(key)
             if hit is not None:
                 return hit, False
-            ctx = context_for(found)
-            t0 = time.perf_counter_ns()
-            try:
-                with warnings.catch_warnings():  # a successful build's log (PoCL's loop remarks) is noise
-                    warnings.simplefilter("ignore", cl.CompilerWarning)
-                    program = cl.Program(ctx, program_source(name, precision)).build(options=list(options))
-            except cl.RuntimeError as e:  # a build failure: the log says why
-                raise BackendError(
-                    f"opencl backend: kernel {name!r} does not build on {found.limits.name!r} "
-                    f"with {' '.join(options)}: {str(e).strip()[:2000]}"
-                ) from e
-            build_ms = (time.perf_counter_ns() - t0) / 1e6
-            kernel = cl.Kernel(program, name)
-            info = cl.kernel_work_group_info
-            limits = KernelLimits(
-                max_work_group_size=int(kernel.get_work_group_info(info.WORK_GROUP_SIZE, found.device)),
-                preferred_multiple=int(
-                    kernel.get_work_group_info(info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, found.device)
-                ),
-            )
-            built = self._programs[key] = BuiltProgram(program, name, options, build_ms, limits)
+            built = self._programs[key] = self._build(found, ctx, name, options, precision)
             return built, True
+
+    @staticmethod
+    def _build(
+        found: FoundDevice, ctx: cl.Context, name: str, options: tuple[str, ...], precision: str
+    ) -> BuiltProgram:
+        t0 = time.perf_counter_ns()
+        try:
+            with warnings.catch_warnings():  # a successful build's log (PoCL's loop remarks) is noise
+                warnings.simplefilter("ignore", cl.CompilerWarning)
+                program = cl.Program(ctx, program_source(name, precision)).build(options=list(options))
+        except cl.RuntimeError as e:  # a build failure: the log says why
+            raise BackendError(
+                f"opencl backend: kernel {name!r} does not build on {found.limits.name!r} "
+                f"with {' '.join(options)}: {str(e).strip()[:2000]}"
+            ) from e
+        build_ms = (time.perf_counter_ns() - t0) / 1e6
+        kernel = cl.Kernel(program, name)
+        info = cl.kernel_work_group_info
+        limits = KernelLimits(
+            max_work_group_size=int(kernel.get_work_group_info(info.WORK_GROUP_SIZE, found.device)),
+            preferred_multiple=int(kernel.get_work_group_info(info.PREFERRED_WORK_GROUP_SIZE_MULTIPLE, found.device)),
+        )
+        return BuiltProgram(program, name, options, build_ms, limits)
+
+    def forget(self, context: cl.Context) -> int:
+        """Drop the programs of a private context (so the context can die); how many."""
+        with self._lock:
+            keys = [k for k in self._programs if k[0] is not None and k[0] == context]
+            for k in keys:
+                del self._programs[k]
+            return len(keys)
 
     def clear(self) -> None:
         """Forget every program (the next request builds again)."""

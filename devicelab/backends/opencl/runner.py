@@ -104,7 +104,10 @@ class GraphRunner:
         precision: str = "fp32",
         weight_seed: int = WEIGHT_SEED,
         config: KernelConfig | None = None,
+        context: cl.Context | None = None,
     ) -> None:
+        """``context``: where the programs, queue and buffers live; default the device's shared
+        one (a private context is the caller's: it outlives the runner, see ``ProgramCache.forget``)."""
         from devicelab.graph.onnx import operator_weights
 
         limits = found.limits
@@ -125,7 +128,7 @@ class GraphRunner:
         except PlanError as e:
             raise BackendError(f"opencl backend cannot run graph {graph.name!r}: {e}") from e
         self.ops = {o.name: o for o in self.graph.operators}
-        self.ctx = context_for(found)
+        self.ctx = context_for(found) if context is None else context
         self.queue = cl.CommandQueue(self.ctx, found.device, properties=cl.command_queue_properties.PROFILING_ENABLE)
         # one program per kernel and compile-time tiling (its variant)
         self.options: dict[tuple[str, str], tuple[str, ...]] = {}
@@ -138,7 +141,7 @@ class GraphRunner:
         build_ms = 0.0
         programs = {}
         for variant, options in self.options.items():
-            program, fresh = PROGRAMS.get(found, variant[0], options, precision)
+            program, fresh = PROGRAMS.get(found, variant[0], options, precision, self.ctx)
             programs[variant] = program
             built += fresh
             cached += not fresh

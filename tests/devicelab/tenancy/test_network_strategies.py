@@ -7,17 +7,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from devicelab.backends.opencl.devices import FoundDevice
+from devicelab.backends.opencl.devices import FoundDevice, context_for
+from devicelab.backends.opencl.programs import PROGRAMS
 from devicelab.backends.opencl.runner import GraphRunner
 from devicelab.graph.ir import Graph
 from devicelab.tenancy.checks import NETWORK_TOLERANCE, compare_bitwise, compare_within
 from devicelab.tenancy.network_layers import plan_layers, step_flops
 from devicelab.tenancy.network_strategies import (
     NETWORK_STRATEGIES,
+    NetTimeOnly,
     NetworkTenants,
     batched_references,
     build_network_strategy,
     rebatched,
+    runner_bytes,
 )
 
 TENANTS = 2
@@ -85,3 +88,26 @@ def test_unknown_strategy_is_refused(found: FoundDevice, tiny: Graph) -> None:
             build_network_strategy("space_time_clblast", tenants, plan_layers(first))
     finally:
         tenants.release()
+
+
+def test_time_only_gives_every_tenant_its_own_context(found: FoundDevice, tiny: Graph) -> None:
+    first = GraphRunner(found, tiny, weight_seed=7)
+    tenants = NetworkTenants(found, first, 3, seed=7)
+    strategy = build_network_strategy("time_only", tenants, plan_layers(first))
+    try:
+        assert isinstance(strategy, NetTimeOnly)
+        contexts = [r.ctx for r in strategy.runners]
+        shared = context_for(found)
+        assert all(c != shared for c in contexts)
+        assert all(contexts[i] != contexts[j] for i in range(3) for j in range(i + 1, 3))
+        assert all(r.ctx == shared for r in tenants.runners)  # the references stay in the shared one
+        assert strategy.footprint.per_tenant == runner_bytes(first)
+        references = tenants.exclusive_results()
+        for first_tenant in range(3):
+            strategy.step(first_tenant)
+            assert compare_bitwise(strategy.outputs(), references)["correct"]
+    finally:
+        strategy.release()
+        tenants.release()
+    assert strategy.runners == []  # released, and their contexts' programs forgotten
+    assert all(PROGRAMS.forget(c) == 0 for c in contexts)
