@@ -86,7 +86,9 @@ def plan_on_device(
     from devicelab.fusion.plan_run import compare_plan
 
     found = _opencl_device(info, precision)
-    comparison = compare_plan(found, unique_names(graphs), sweep_rows=sweep_rows, progress=progress, **dict(options))
+    comparison = compare_plan(
+        found, unique_names(graphs), sweep_rows=sweep_rows, progress=progress, precision=precision, **dict(options)
+    )
     return comparison.as_dict()
 
 

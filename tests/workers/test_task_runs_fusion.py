@@ -176,3 +176,25 @@ def test_rows_of_a_second_layout_are_stored_under_their_own_variant() -> None:
     assert stored_variant({"variant": "rounded", "requested_layout": "auto"}) == "rounded"
     assert stored_variant({"variant": "unrounded"}) == "unrounded"  # rows from before layouts
     assert stored_variant({"variant": "rounded", "requested_layout": "paper"}) == "paper rounded"
+
+
+def test_a_plan_runs_in_the_precision_it_asked_for(opencl_agent: Any, upload: Any) -> None:
+    """fp16 is honoured, not silently run in fp32: where the device has no cl_khr_fp16 (PoCL on a
+    CPU) the job fails saying so; where it has, the stored comparison says fp16."""
+    from server.devices.models import Device
+    from server.fusion.models import FusionPlanResult
+    from server.fusion.services import submit_fusion_plan
+
+    model = upload(branchy(f"half{next(_serial)}"))
+    device = Device.objects.get(pk=opencl_agent.devices[0].pk)
+    job = submit_fusion_plan(
+        model.team,
+        device,
+        {"zoo": [], "models": [model.pk], "precision": "fp16", "options": {"runs": 2, "warmup": 1}, "sweep": False},
+    )
+    outcome = run_profiling_job(job.pk)
+    job.refresh_from_db()
+    if outcome == "failed":
+        assert "does not support fp16" in job.failure_reason
+    else:
+        assert outcome == "succeeded" and FusionPlanResult.objects.get(job=job).data["precision"] == "fp16"
