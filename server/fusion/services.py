@@ -207,13 +207,18 @@ def graphs_for_job(job: ProfilingJob) -> list[Graph]:
     return graphs
 
 
+# The stored variants of the fuser's default layout (``stored_variant``).
+DEFAULT_LAYOUT_VARIANTS = ("rounded", "unrounded")
+
+
 def sweep_rows_for_plan(job: ProfilingJob) -> list[dict[str, Any]] | None:
-    """The measured rows of the sweep a plan job names, as the planner takes them."""
+    """The measured rows of the sweep a plan job names, as the planner takes them: those of the
+    fuser's default layout, the one the plan runs (a sweep may also have measured the paper's)."""
     sweep_id = job.settings.get("sweep")
     if sweep_id is None:
         return None
-    rows = FusionMeasurement.objects.filter(sweep__job_id=sweep_id, error="").values_list("data", flat=True)
-    return list(rows)
+    rows = FusionMeasurement.objects.filter(sweep__job_id=sweep_id, error="", variant__in=DEFAULT_LAYOUT_VARIANTS)
+    return list(rows.values_list("data", flat=True))
 
 
 def stored_variant(row: Mapping[str, Any]) -> str:

@@ -198,3 +198,23 @@ def test_a_plan_runs_in_the_precision_it_asked_for(opencl_agent: Any, upload: An
         assert "does not support fp16" in job.failure_reason
     else:
         assert outcome == "succeeded" and FusionPlanResult.objects.get(job=job).data["precision"] == "fp16"
+
+
+def test_a_sweep_of_two_layouts_keeps_them_apart_and_plans_read_the_default_one(opencl_agent: Any, upload: Any) -> None:
+    from server.devices.models import Device
+    from server.fusion.models import FusionSweepResult
+    from server.fusion.services import submit_fusion_plan, submit_fusion_sweep, sweep_rows_for_plan
+
+    model = upload(branchy(f"layouts{next(_serial)}"))
+    device = Device.objects.get(pk=opencl_agent.devices[0].pk)
+    spec = {**TINY_SPEC, "kinds": ["C_1x1", "EW"], "identical_counts": [], "layouts": ["auto", "paper"]}
+    sweep_job = submit_fusion_sweep(model.team, device, {"models": [model.pk], "spec": spec})
+    assert run_profiling_job(sweep_job.pk) == "succeeded"
+
+    rows = FusionSweepResult.objects.get(job=sweep_job).rows.all()
+    assert {r.variant for r in rows} == {"rounded", "unrounded", "paper rounded", "paper unrounded"}
+    assert {r.layout for r in rows if r.variant.startswith("paper")} == {"paper"}
+    plan_job = submit_fusion_plan(model.team, device, {"zoo": [], "models": [model.pk], "sweep": sweep_job.pk})
+    given = sweep_rows_for_plan(plan_job)
+    assert given and len(given) == len([r for r in rows if not r.variant.startswith("paper")])
+    assert {row["requested_layout"] for row in given} == {"auto"}
