@@ -11,11 +11,15 @@ step k of every other. A step is **batched** across the R tenants when it is a G
   batched ``im2col`` kernel into a per-tenant scratch region (two launches for the step);
 * a fully connected layer on one row, with the same epilogue: C (nout x 1) = W (nout x k) x x.
 
-Everything else (depthwise convolutions, pooling, element-wise adds, activations that are not
-relu/relu6, copies) runs per tenant: R launches of the backend's own kernel for the step. The
-batched GEMM is the SGEMM of ``gemm.py``; its weights are the tenants' folded weights in GEMM
-layout, in one buffer per layer, so a batched layer's numbers differ from the backend kernel's
-by rounding only (checked within the network tolerance).
+The batched GEMM is the SGEMM of ``gemm.py``; its weights are the tenants' folded weights in
+GEMM layout, in one buffer per layer, so a batched layer's numbers differ from the backend
+kernel's by rounding only (checked within the network tolerance).
+
+Every other step (depthwise convolutions, pooling, element-wise adds, global pooling, grouped
+convolutions, activations that are not relu/relu6, copies) is batched too: the backend's own
+kernel for the step with a tenant axis (``network_axis``, ``tenant_axis``), one launch over every
+tenant that computes what the R launches of the kernel would, bit for bit. A step runs per tenant
+(R launches) only where its kernel cannot be given a tenant axis; the plan says why.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from devicelab.backends.opencl.runner import GraphRunner
 from devicelab.backends.opencl.weights import fold_batch_norm
 from devicelab.graph.ir import Operator
 from devicelab.tenancy.gemm import FLOAT_BYTES, GemmShape
+from devicelab.tenancy.network_axis import AxisLayer, axis_layer
 
 CONV_KERNELS = ("conv2d", "conv2d_flat", "conv2d_1x1")
 EPILOGUES = ("relu", "relu6")
@@ -94,10 +99,17 @@ class BatchedLayer:
 
 @dataclass
 class LayerPlan:
-    """The steps of a network and which of them are batched, with why the others are not."""
+    """The steps of a network and how each is batched (a GEMM, the backend's kernel with a tenant
+    axis), with why any other is not."""
 
-    batched: dict[int, BatchedLayer] = field(default_factory=dict)
+    batched: dict[int, BatchedLayer] = field(default_factory=dict)  # the GEMM steps
+    axis: dict[int, AxisLayer] = field(default_factory=dict)  # the tenant-axis steps
     steps: list[dict[str, Any]] = field(default_factory=list)  # one per step, for the report
+
+    @property
+    def gathered_bytes(self) -> int:
+        """Per tenant: the tenant-axis steps' own buffers, copied into per-step buffers."""
+        return sum(a.gathered_bytes for a in self.axis.values())
 
     @property
     def col_elems(self) -> int:
@@ -107,11 +119,15 @@ class LayerPlan:
     def as_dict(self, flops_by_step: list[int]) -> dict[str, Any]:
         """What is batched, for the result rows."""
         total = sum(flops_by_step) or 1
-        batched_flops = sum(flops_by_step[i] for i in self.batched)
+        batched_flops = sum(flops_by_step[i] for i in (*self.batched, *self.axis))
         return {
             "steps": len(self.steps),
-            "batched_steps": len(self.batched),
+            "batched_steps": len(self.batched) + len(self.axis),
+            "gemm_steps": len(self.batched),
+            "axis_steps": len(self.axis),
+            "per_tenant_steps": len(self.steps) - len(self.batched) - len(self.axis),
             "batched_flops_fraction": batched_flops / total,
+            "gemm_flops_fraction": sum(flops_by_step[i] for i in self.batched) / total,
             "plan": self.steps,
         }
 
@@ -187,8 +203,9 @@ def _fc_layer(runner: GraphRunner, index: int, chain: list[Operator]) -> Batched
     )
 
 
-def plan_layers(runner: GraphRunner) -> LayerPlan:
-    """Which of a tenant's steps space-time batches (the same for every tenant of the network)."""
+def plan_layers(runner: GraphRunner, *, tenant_axis: bool = True) -> LayerPlan:
+    """Which of a tenant's steps space-time batches (the same for every tenant of the network);
+    ``tenant_axis=False`` batches the GEMM steps only (the rest per tenant, for comparison)."""
     plan = LayerPlan()
     for index, launch in enumerate(runner.launches):
         planned = launch.planned
@@ -203,9 +220,15 @@ def plan_layers(runner: GraphRunner) -> LayerPlan:
         entry: dict[str, Any] = {"step": index, "kernel": planned.kernel, "ops": [o.type for o in chain]}
         if isinstance(layer, BatchedLayer):
             plan.batched[index] = layer
-            entry.update(batched=True, gemm=layer.shape.name, im2col=layer.im2col is not None)
+            entry.update(batched=True, how="gemm", gemm=layer.shape.name, im2col=layer.im2col is not None)
+            plan.steps.append(entry)
+            continue
+        axis = axis_layer(runner, index) if tenant_axis else "no tenant axis: turned off"
+        if isinstance(axis, AxisLayer):
+            plan.axis[index] = axis
+            entry.update(batched=True, how="tenant_axis", not_gemm=layer)
         else:
-            entry.update(batched=False, why=layer)
+            entry.update(batched=False, why=f"{layer}; {axis}")
         plan.steps.append(entry)
     return plan
 

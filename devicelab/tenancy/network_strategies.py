@@ -13,10 +13,12 @@ inference of every tenant: input upload, the kernels, output download.
   the references stay the shared-context runners' exclusive runs.
 * ``space_only``: R host threads each run their tenant's inference on its own queue, concurrently.
 * ``space_time``: one in-order queue steps through the plan; each step is one batched
-  super-kernel across the tenants where ``network_layers`` says it is a GEMM, else R launches of
-  the backend's kernel. For the batched kernels to reach every tenant's activations, each
-  tensor's buffers of all tenants are regions of one buffer (``ActivationArenas``: sub-buffers
-  that the runners' kernels are re-bound to), so every strategy runs on the same regions.
+  super-kernel across the tenants: the batched SGEMM where ``network_layers`` says the step is a
+  GEMM, else the backend's kernel with a tenant axis (``network_axis``); R launches of the
+  backend's kernel only where neither applies. For the batched kernels to reach every tenant's
+  activations, each tensor's buffers of all tenants are regions of one buffer
+  (``arenas.ActivationArenas``: sub-buffers that the runners' kernels are re-bound to), so every
+  strategy runs on the same regions.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ from devicelab.graph import ops
 from devicelab.graph.ir import Graph, Tensor
 from devicelab.graph.onnx import operator_weights
 from devicelab.measure.inputs import make_inputs
+from devicelab.tenancy.arenas import ActivationArenas, arena_bytes
 from devicelab.tenancy.gemm import FLOAT_BYTES, GemmLaunch, Strided, launch_sizes, strided_launch
 from devicelab.tenancy.memory import Allocations, Footprint, align_up, base_alignment
+from devicelab.tenancy.network_axis import AxisLaunch, AxisStep
 from devicelab.tenancy.network_layers import BatchedLayer, LayerPlan, plan_layers
 from devicelab.tenancy.programs import BUILDS, IM2COL_SOURCE
 from devicelab.tenancy.scheduling import (
@@ -47,6 +51,7 @@ from devicelab.tenancy.scheduling import (
     elapsed_ms,
     round_robin,
 )
+from devicelab.tenancy.tenant_axis import TenantAxisError
 
 PROFILING = cl.command_queue_properties.PROFILING_ENABLE
 
@@ -111,73 +116,10 @@ class NetworkTenants:
         self.runners.clear()
 
 
-class ActivationArenas:
-    """Every activation buffer of the tenants as a region of one buffer per tensor (aligned to the
-    device's sub-buffer alignment), the runners' kernels and tensors re-bound to those regions."""
-
-    def __init__(self, tenants: NetworkTenants, memory: Allocations, queue: cl.CommandQueue) -> None:
-        runners = tenants.runners
-        align = base_alignment(tenants.found.device)  # sub-buffer origins must be aligned
-        first = runners[0]
-        distinct: list[cl.Buffer] = []
-        for buf in first.buffers.values():
-            if all(buf is not d for d in distinct):
-                distinct.append(buf)
-        self.strides = [align_up(b.size, align) for b in distinct]
-        self.arenas = [memory.new(stride * len(runners), "activations of every tenant") for stride in self.strides]
-        for arena in self.arenas:  # the runners' zeroed slack, for every tenant at once
-            cl.enqueue_fill_buffer(queue, arena, np.zeros(1, np.uint8), 0, arena.size)
-        queue.finish()
-        self.subs: list[cl.Buffer] = []
-        self.index_of_tensor: dict[str, int] = {}
-        for r, runner in enumerate(runners):
-            own: list[cl.Buffer] = []
-            for buf in runner.buffers.values():
-                if all(buf is not d for d in own):
-                    own.append(buf)
-            if [b.size for b in own] != [b.size for b in distinct]:
-                raise ValueError("the tenants' plans differ; their activations cannot be batched")
-            subs = [
-                arena.get_sub_region(r * stride, buf.size)
-                for arena, stride, buf in zip(self.arenas, self.strides, own, strict=True)
-            ]
-            self.subs.extend(subs)
-            slot = {id(buf): j for j, buf in enumerate(own)}
-            for tensor, buf in list(runner.buffers.items()):
-                j = slot[id(buf)]
-                runner.buffers[tensor] = subs[j]
-                if r == 0:
-                    self.index_of_tensor[tensor] = j
-            for launch in runner.launches:
-                for i, value in enumerate(launch.args):
-                    if isinstance(value, cl.Buffer) and id(value) in slot:
-                        launch.kernel.set_arg(i, subs[slot[id(value)]])
-
-    def arena(self, tensor: str) -> tuple[cl.Buffer, int]:
-        """The arena holding ``tensor`` for every tenant, and its stride in elements."""
-        j = self.index_of_tensor[tensor]
-        return self.arenas[j], self.strides[j] // FLOAT_BYTES
-
-    def release(self) -> None:
-        """Free the regions (the arenas belong to the caller's allocations)."""
-        for sub in self.subs:
-            sub.release()
-        self.subs.clear()
-
-
-def arena_bytes(runner: GraphRunner, align: int) -> int:
-    """One tenant's share of the activation arenas."""
-    seen: list[cl.Buffer] = []
-    for buf in runner.buffers.values():
-        if all(buf is not s for s in seen):
-            seen.append(buf)
-    return sum(align_up(b.size, align) for b in seen)
-
-
 def space_time_extra_bytes(runner: GraphRunner, plan: LayerPlan, align: int) -> int:
     """What space-time allocates per tenant besides the runner: arenas, GEMM weights, scratch."""
     weights = sum(layer.weight_bytes for layer in plan.batched.values())
-    return arena_bytes(runner, align) + weights + plan.col_elems * FLOAT_BYTES
+    return arena_bytes(runner, align) + weights + plan.col_elems * FLOAT_BYTES + plan.gathered_bytes
 
 
 class _BatchedStep:
@@ -411,7 +353,8 @@ class NetSpaceOnly(_NetPerTenant):
 
 
 class NetSpaceTime(SharingStrategy):
-    """Layer by layer on one queue: batched GEMM steps across tenants, the rest per tenant."""
+    """Layer by layer on one queue, each step one launch over every tenant: the batched GEMM, or
+    the backend's kernel with a tenant axis (per tenant only where neither applies)."""
 
     name = "space_time"
     same_kernel_as_exclusive = False  # batched layers use the GEMM, not the backend's kernels
@@ -429,7 +372,7 @@ class NetSpaceTime(SharingStrategy):
         self.footprint = Footprint(0, runner_bytes(first) + space_time_extra_bytes(first, plan, align), 0)
         self.arenas: ActivationArenas | None = None
         try:
-            self.arenas = ActivationArenas(tenants, self.memory, self.queue)
+            self.arenas = ActivationArenas(found, tenants.runners, self.memory, self.queue)
             col_stride = align_up(plan.col_elems * FLOAT_BYTES, align) // FLOAT_BYTES
             col = self.memory.new(col_stride * FLOAT_BYTES * self.tenants, "im2col scratch") if col_stride else None
             self.col, self.col_stride = col, col_stride  # the online scheduler's indexed im2col writes here too
@@ -438,12 +381,23 @@ class NetSpaceTime(SharingStrategy):
                 for i, layer in plan.batched.items()
             }
             upload_weights(self.queue, list(self.batched.values()), tenants)
+            self.axis: dict[int, AxisStep] = {}
+            self.axis_launches: dict[int, AxisLaunch] = {}
+            self.fallbacks: dict[int, str] = {}  # tenant-axis steps that run per tenant after all
+            for i, layer in plan.axis.items():
+                try:
+                    step = AxisStep(found, self.ctx, self.queue, layer, tenants.runners, self.arenas, self.memory)
+                    self.axis_launches[i] = step.launch()
+                    self.axis[i] = step
+                except TenantAxisError as e:
+                    self.fallbacks[i] = str(e)
         except BaseException:
             self.release()
             raise
         steps = len(first.launches)
         self.launches_per_step = sum(
-            len(self.batched[i].launches) if i in self.batched else self.tenants for i in range(steps)
+            len(self.batched[i].launches) if i in self.batched else 1 if i in self.axis else self.tenants
+            for i in range(steps)
         )
         self.host_inputs = [
             {name: np.ascontiguousarray(f[name], np.float32) for name in first.graph.inputs} for f in tenants.feeds
@@ -463,6 +417,10 @@ class NetSpaceTime(SharingStrategy):
             batched = self.batched.get(k)
             if batched is not None:
                 events.extend(launch.enqueue(q) for launch in batched.launches)
+                continue
+            axis = self.axis_launches.get(k)
+            if axis is not None:
+                events.append(axis.enqueue(q, self.tenants))
                 continue
             for runner in runners:
                 launch = runner.launches[k]
@@ -523,7 +481,7 @@ def batched_references(tenants: NetworkTenants) -> list[np.ndarray]:
 
 __all__ = [
     "NETWORK_STRATEGIES",
-    "ActivationArenas",
+    "NetSpaceTime",
     "NetworkTenants",
     "batched_references",
     "build_network_strategy",

@@ -36,7 +36,13 @@ from devicelab.tenancy.gemm import FLOAT_BYTES, GemmLaunch, Strided
 from devicelab.tenancy.gemm_strategies import SharedOperands, TimeOnly, tenant_launch
 from devicelab.tenancy.memory import Allocations
 from devicelab.tenancy.network_layers import LayerPlan
-from devicelab.tenancy.network_strategies import NetSpaceTime, NetworkTenants, flat_outputs
+from devicelab.tenancy.network_strategies import (
+    NetSpaceTime,
+    NetworkTenants,
+    flat_outputs,
+    private_runners,
+    release_private,
+)
 from devicelab.tenancy.online_kernels import IndexedLaunch, TenantIndex, indexed_gemm, indexed_im2col
 
 PROFILING = cl.command_queue_properties.PROFILING_ENABLE
@@ -221,23 +227,26 @@ def run_tenant(runner: GraphRunner, inputs: dict[str, np.ndarray]) -> Served:
 
 
 class NetTenantServer(RequestServer):
-    """Time-only and space-only for networks: a tenant's inference on its runner's own queue
-    (runners share the device's context, as offline; docs/tenancy.md, "Limits")."""
+    """Time-only and space-only for networks: a tenant's inference on its runner's own queue.
+    Time-only tenants each have a runner in a context of their own, as offline; space-only
+    tenants share the device's context (their queues must be in one context to run together)."""
 
     bitwise = True
 
     def __init__(self, policy: str, tenants: NetworkTenants) -> None:
         self.policy = policy
-        self.owner = tenants
         self.tenants = len(tenants.runners)
+        self.private = policy == "time_only"
+        self.runners = private_runners(tenants) if self.private else tenants.runners
         self.inputs = host_inputs(tenants)
 
     def serve(self, tenants: Sequence[int]) -> Served:
         (t,) = tenants
-        return run_tenant(self.owner.runners[t], self.inputs[t])
+        return run_tenant(self.runners[t], self.inputs[t])
 
     def release(self) -> None:
-        pass  # the runners belong to the tenants
+        if self.private:  # shared runners belong to the tenants
+            release_private(self.runners)
 
 
 class NetSpaceTimeServer(RequestServer):
@@ -287,6 +296,7 @@ class NetSpaceTimeServer(RequestServer):
                     )
                 )
                 self.steps[i] = launches
+            self.axis = {i: step.launch(self.index.buffer) for i, step in self.base.axis.items()}
         except BaseException:
             self.release()
             raise
@@ -305,6 +315,10 @@ class NetSpaceTimeServer(RequestServer):
             batched = self.steps.get(k)
             if batched is not None:
                 events.extend(launch.enqueue(q, len(tenants)) for launch in batched)
+                continue
+            axis = self.axis.get(k)
+            if axis is not None:
+                events.append(axis.enqueue(q, len(tenants)))
                 continue
             for runner in runners:
                 ln = runner.launches[k]

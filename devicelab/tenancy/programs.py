@@ -53,8 +53,11 @@ class ProgramBuilds:
         self._binaries: dict[tuple[str, str, tuple[str, ...]], bytes] = {}
         self._info: dict[tuple[str, str, str, tuple[str, ...]], KernelInfo] = {}
 
-    def program(self, found: FoundDevice, ctx: cl.Context, source: str, options: tuple[str, ...]) -> cl.Program:
-        """The program of ``source`` built with ``options`` in ``ctx``."""
+    def program(
+        self, found: FoundDevice, ctx: cl.Context, source: str, options: tuple[str, ...], text: str | None = None
+    ) -> cl.Program:
+        """The program of ``source`` built with ``options`` in ``ctx``: one of ours by name, or a
+        generated ``text`` that ``source`` names (a backend kernel with a tenant axis)."""
         key = (ctx.int_ptr, source, options)
         with self._lock:
             hit = self._programs.get(key)
@@ -64,7 +67,8 @@ class ProgramBuilds:
             with warnings.catch_warnings():  # a successful build's log (PoCL's loop remarks) is noise
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 if binary is None:
-                    program = cl.Program(ctx, kernel_source(source)).build(options=list(options))
+                    code = kernel_source(source) if text is None else text
+                    program = cl.Program(ctx, code).build(options=list(options))
                     self._binaries[(found.identity, source, options)] = program.get_info(cl.program_info.BINARIES)[0]
                 else:
                     program = cl.Program(ctx, [found.device], [binary]).build(options=list(options))
@@ -78,10 +82,16 @@ class ProgramBuilds:
                 del self._programs[key]
 
     def kernel(
-        self, found: FoundDevice, ctx: cl.Context, source: str, name: str, options: tuple[str, ...]
+        self,
+        found: FoundDevice,
+        ctx: cl.Context,
+        source: str,
+        name: str,
+        options: tuple[str, ...],
+        text: str | None = None,
     ) -> tuple[cl.Kernel, KernelInfo]:
         """A new kernel object (its own arguments) of ``name`` and what it allows on the device."""
-        kernel = cl.Kernel(self.program(found, ctx, source, options), name)
+        kernel = cl.Kernel(self.program(found, ctx, source, options, text), name)
         key = (found.identity, source, name, options)
         with self._lock:
             info = self._info.get(key)

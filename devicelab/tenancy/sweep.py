@@ -36,6 +36,7 @@ from devicelab.tenancy.memory import MemoryBound, MemoryBudget, base_alignment, 
 from devicelab.tenancy.network_layers import LayerPlan, plan_layers, step_flops
 from devicelab.tenancy.network_strategies import (
     NETWORK_STRATEGIES,
+    NetSpaceTime,
     NetworkTenants,
     batched_references,
     build_network_strategy,
@@ -387,8 +388,8 @@ def _measure_network(
             row = rows[s]
             row.served_per_step = strategy.tenants
             row.launches_per_step = strategy.launches_per_step
-            if s == "space_time":
-                row.network = details
+            if isinstance(strategy, NetSpaceTime):  # with the steps that ran per tenant after all, and why
+                row.network = {**details, "fallbacks": {str(k): why for k, why in strategy.fallbacks.items()}}
             try:
                 strategy.step(0)
                 got = strategy.outputs()

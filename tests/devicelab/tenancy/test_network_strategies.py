@@ -26,22 +26,36 @@ from devicelab.tenancy.network_strategies import (
 TENANTS = 2
 
 
-def test_plan_batches_the_gemm_steps_only(found: FoundDevice, tiny: Graph) -> None:
+def test_plan_batches_gemm_steps_as_gemms_and_every_other_step_with_a_tenant_axis(
+    found: FoundDevice, tiny: Graph
+) -> None:
     runner = GraphRunner(found, tiny)
     try:
         plan = plan_layers(runner)
-        kernels = [s["kernel"] for s in plan.steps]
-        batched = {s["kernel"] for s in plan.steps if s["batched"]}
+        gemm_only = plan_layers(runner, tenant_axis=False)
         report = plan.as_dict(step_flops(runner))
+        gemm_report = gemm_only.as_dict(step_flops(runner))
     finally:
         runner.release()
+    kernels = [s["kernel"] for s in plan.steps]
+    how = {s["kernel"]: s["how"] for s in plan.steps}
     assert "depthwise_conv2d" in kernels and "binary" in kernels and "global_pool" in kernels
-    assert batched <= {"conv2d", "conv2d_flat", "conv2d_1x1", "fully_connected"}
-    assert "fully_connected" in batched and "conv2d_1x1" in batched
-    im2col = [s for s in plan.steps if s["batched"] and s["im2col"]]
+    assert all(s["batched"] for s in plan.steps)
+    assert {k for k, h in how.items() if h == "gemm"} == {
+        "conv2d",
+        "conv2d_flat",
+        "conv2d_1x1",
+        "fully_connected",
+    } & set(kernels)
+    assert {k for k, h in how.items() if h == "tenant_axis"} == {"depthwise_conv2d", "binary", "global_pool"}
+    im2col = [s for s in plan.steps if s["how"] == "gemm" and s["im2col"]]
     assert len(im2col) == 2  # the strided and the dilated 3x3 convolutions
-    assert all(s["why"] for s in plan.steps if not s["batched"])
-    assert 0.5 < report["batched_flops_fraction"] < 1.0
+    assert report["per_tenant_steps"] == 0 and report["batched_flops_fraction"] == 1.0
+    assert report["gemm_steps"] + report["axis_steps"] == report["steps"]
+    # turned off, the tenant axis leaves those steps per tenant, and says why
+    assert gemm_report["axis_steps"] == 0 and gemm_report["per_tenant_steps"] == report["axis_steps"]
+    assert all("turned off" in s["why"] for s in gemm_only.steps if not s["batched"])
+    assert 0.5 < gemm_report["batched_flops_fraction"] < 1.0
 
 
 def test_rebatched_graph_keeps_everything_but_the_batch(tiny: Graph) -> None:
