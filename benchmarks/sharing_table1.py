@@ -45,6 +45,7 @@ ORDER = (
     "space_time",
     "space_time_vbatched",
     "space_time_clblast",
+    "space_time_native",
 )
 SHORT = {
     "exclusive": "excl",
@@ -54,6 +55,7 @@ SHORT = {
     "space_time": "space-time",
     "space_time_vbatched": "st-vbatch",
     "space_time_clblast": "st-clblast",
+    "space_time_native": "st-native",
 }
 
 
@@ -76,7 +78,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         clblast = True
     except ImportError:
         clblast = False
-    base = ("exclusive", "exclusive_batched", "time_only", "space_only", "space_time", "space_time_vbatched")
+    base = (
+        "exclusive",
+        "exclusive_batched",
+        "time_only",
+        "space_only",
+        "space_time",
+        "space_time_vbatched",
+        "space_time_native",
+    )
     load_before = os.getloadavg()
     t0 = time.perf_counter()
 

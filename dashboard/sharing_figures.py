@@ -33,6 +33,7 @@ STRATEGY_COLORS = {
     "space_time": "#2a9d8f",
     "space_time_vbatched": "#7b61c9",
     "space_time_clblast": "#e9b949",
+    "space_time_native": "#1b6f63",
 }
 _OTHER = "#9c6644"
 CEILING_COLOR = "#1f2933"

@@ -104,12 +104,34 @@ class LayerPlan:
 
     batched: dict[int, BatchedLayer] = field(default_factory=dict)  # the GEMM steps
     axis: dict[int, AxisLayer] = field(default_factory=dict)  # the tenant-axis steps
+    native: dict[int, AxisLayer] = field(default_factory=dict)  # every step that can have a tenant axis
+    native_why: dict[int, str] = field(default_factory=dict)  # why the others cannot
     steps: list[dict[str, Any]] = field(default_factory=list)  # one per step, for the report
 
     @property
     def gathered_bytes(self) -> int:
         """Per tenant: the tenant-axis steps' own buffers, copied into per-step buffers."""
         return sum(a.gathered_bytes for a in self.axis.values())
+
+    @property
+    def native_gathered_bytes(self) -> int:
+        """The same when every step runs with a tenant axis (``space_time_native``)."""
+        return sum(a.gathered_bytes for a in self.native.values())
+
+    def without_gemm(self) -> LayerPlan:
+        """The plan of ``space_time_native``: every step with a tenant axis where it has one."""
+        steps = [
+            {k: v for k, v in s.items() if k not in ("gemm", "im2col", "not_gemm", "why")}
+            | (
+                {"batched": True, "how": "tenant_axis"}
+                if s["step"] in self.native
+                else {"batched": False, "why": self.native_why[s["step"]]}
+            )
+            for s in self.steps
+        ]
+        return LayerPlan(
+            axis=dict(self.native), native=dict(self.native), native_why=dict(self.native_why), steps=steps
+        )
 
     @property
     def col_elems(self) -> int:
@@ -204,12 +226,19 @@ def _fc_layer(runner: GraphRunner, index: int, chain: list[Operator]) -> Batched
 
 
 def plan_layers(runner: GraphRunner, *, tenant_axis: bool = True) -> LayerPlan:
-    """Which of a tenant's steps space-time batches (the same for every tenant of the network);
-    ``tenant_axis=False`` batches the GEMM steps only (the rest per tenant, for comparison)."""
+    """Which of a tenant's steps space-time batches, and how (the same for every tenant of the
+    network); ``tenant_axis=False`` batches the GEMM steps only (to compare). Call it before any
+    strategy re-binds the runner's activations to arenas. Beside, every step's tenant-axis form
+    (``LayerPlan.native``), which ``space_time_native`` runs for GEMM-able steps too."""
     plan = LayerPlan()
     for index, launch in enumerate(runner.launches):
         planned = launch.planned
         chain = [runner.ops[name] for name in planned.ops]
+        native = axis_layer(runner, index)
+        if isinstance(native, AxisLayer):
+            plan.native[index] = native
+        else:
+            plan.native_why[index] = native
         layer: BatchedLayer | str
         if planned.kernel in CONV_KERNELS:
             layer = _conv_layer(runner, index, chain)
@@ -223,7 +252,7 @@ def plan_layers(runner: GraphRunner, *, tenant_axis: bool = True) -> LayerPlan:
             entry.update(batched=True, how="gemm", gemm=layer.shape.name, im2col=layer.im2col is not None)
             plan.steps.append(entry)
             continue
-        axis = axis_layer(runner, index) if tenant_axis else "no tenant axis: turned off"
+        axis = native if tenant_axis else "no tenant axis: turned off"
         if isinstance(axis, AxisLayer):
             plan.axis[index] = axis
             entry.update(batched=True, how="tenant_axis", not_gemm=layer)

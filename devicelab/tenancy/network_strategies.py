@@ -17,8 +17,11 @@ inference of every tenant: input upload, the kernels, output download.
   GEMM, else the backend's kernel with a tenant axis (``network_axis``); R launches of the
   backend's kernel only where neither applies. For the batched kernels to reach every tenant's
   activations, each tensor's buffers of all tenants are regions of one buffer
-  (``arenas.ActivationArenas``: sub-buffers that the runners' kernels are re-bound to), so every
-  strategy runs on the same regions.
+  (``arenas.ActivationArenas``: sub-buffers that the runners' kernels are re-bound to, made once
+  per set of tenants), so every strategy runs on the same regions.
+* ``space_time_native``: the same, but every step, GEMM-able ones too, runs the backend's own
+  kernel with a tenant axis: the tuned convolution kernels batched across tenants, every
+  tenant's outputs the bits of its exclusive run.
 """
 
 from __future__ import annotations
@@ -99,6 +102,30 @@ class NetworkTenants:
             self.release()
             raise
         self.feeds = [make_inputs(first.graph, seed=seed + i) for i in range(tenants)]
+        self._arenas: ActivationArenas | None = None
+        self._arena_memory: Allocations | None = None
+
+    def arenas(self) -> ActivationArenas:
+        """The runners' activations as arena regions, made on first use and kept until
+        ``release``: every strategy runs the runners on them from then on, and any number of
+        space-time strategies share them."""
+        if self._arenas is None:
+            ctx = context_for(self.found)
+            memory = Allocations(ctx)
+            try:
+                self._arenas = ActivationArenas(
+                    self.found, self.runners, memory, cl.CommandQueue(ctx, self.found.device)
+                )
+            except BaseException:
+                memory.release()
+                raise
+            self._arena_memory = memory
+        return self._arenas
+
+    @property
+    def arena_memory_bytes(self) -> int:
+        """What the arenas hold (0 before any space-time strategy made them)."""
+        return 0 if self._arenas is None else sum(a.size for a in self._arenas.arenas)
 
     @property
     def tenants(self) -> int:
@@ -110,7 +137,13 @@ class NetworkTenants:
         return [flat_outputs(r, r.run(f)) for r, f in zip(self.runners, self.feeds)]
 
     def release(self) -> None:
-        """Free every runner's buffers."""
+        """Free every runner's buffers, and the arenas."""
+        if self._arenas is not None:
+            self._arenas.release()
+            self._arenas = None
+        if self._arena_memory is not None:
+            self._arena_memory.release()
+            self._arena_memory = None
         for r in self.runners:
             r.release()
         self.runners.clear()
@@ -370,9 +403,8 @@ class NetSpaceTime(SharingStrategy):
         first = tenants.runners[0]
         align = base_alignment(found.device)
         self.footprint = Footprint(0, runner_bytes(first) + space_time_extra_bytes(first, plan, align), 0)
-        self.arenas: ActivationArenas | None = None
         try:
-            self.arenas = ActivationArenas(found, tenants.runners, self.memory, self.queue)
+            self.arenas = tenants.arenas()
             col_stride = align_up(plan.col_elems * FLOAT_BYTES, align) // FLOAT_BYTES
             col = self.memory.new(col_stride * FLOAT_BYTES * self.tenants, "im2col scratch") if col_stride else None
             self.col, self.col_stride = col, col_stride  # the online scheduler's indexed im2col writes here too
@@ -438,14 +470,25 @@ class NetSpaceTime(SharingStrategy):
 
     def release(self) -> None:
         self.queue.finish()
-        if self.arenas is not None:
-            self.arenas.release()
-        self.memory.release()
+        self.memory.release()  # the arenas belong to the tenants
+
+
+class NetSpaceTimeNative(NetSpaceTime):
+    """Space-time on the backend's own kernels: every step, convolutions too, one launch of the
+    step's kernel with a tenant axis (so every tenant gets the bits of its exclusive run)."""
+
+    name = "space_time_native"
+    same_kernel_as_exclusive = True
+
+    def __init__(self, tenants: NetworkTenants, plan: LayerPlan) -> None:
+        super().__init__(tenants, plan.without_gemm())
 
 
 def network_footprint(strategy: str, first: GraphRunner, plan: LayerPlan, align: int, tenants: int) -> Footprint:
     """What ``strategy`` allocates for ``tenants`` tenants, from the first tenant's runner."""
     one = runner_bytes(first)
+    if strategy == "space_time_native":
+        return Footprint(0, one + space_time_extra_bytes(first, plan.without_gemm(), align), 0)
     if strategy == "exclusive":
         return Footprint(one, 0, 0)
     if strategy == "exclusive_batched":  # the weights once, activations per image
@@ -455,7 +498,7 @@ def network_footprint(strategy: str, first: GraphRunner, plan: LayerPlan, align:
     return Footprint(0, one, 0)
 
 
-NETWORK_STRATEGIES = ("exclusive", "exclusive_batched", "time_only", "space_only", "space_time")
+NETWORK_STRATEGIES = ("exclusive", "exclusive_batched", "time_only", "space_only", "space_time", "space_time_native")
 
 
 def build_network_strategy(name: str, tenants: NetworkTenants, plan: LayerPlan) -> SharingStrategy:
@@ -470,6 +513,8 @@ def build_network_strategy(name: str, tenants: NetworkTenants, plan: LayerPlan) 
         return NetSpaceOnly(tenants)
     if name == "space_time":
         return NetSpaceTime(tenants, plan)
+    if name == "space_time_native":
+        return NetSpaceTimeNative(tenants, plan)
     raise ValueError(f"no network strategy {name!r}; known: {list(NETWORK_STRATEGIES)}")
 
 
@@ -482,6 +527,7 @@ def batched_references(tenants: NetworkTenants) -> list[np.ndarray]:
 __all__ = [
     "NETWORK_STRATEGIES",
     "NetSpaceTime",
+    "NetSpaceTimeNative",
     "NetworkTenants",
     "batched_references",
     "build_network_strategy",

@@ -266,7 +266,6 @@ class NetSpaceTimeServer(RequestServer):
             self.index = TenantIndex(ctx, self.tenants)
             self.steps: dict[int, list[IndexedLaunch]] = {}
             arenas = self.base.arenas
-            assert arenas is not None
             for i, step in self.base.batched.items():
                 layer = step.layer
                 s = layer.shape

@@ -48,7 +48,7 @@ from devicelab.tenancy.table1 import table1
 
 PAPER_SHAPES: tuple[tuple[int, int, int], ...] = ((512, 1, 512), (256, 128, 1152), (256, 256, 256))
 DEFAULT_TENANTS: tuple[int, ...] = (1, 2, 4, 8, 10, 16, 20, 32, 64, 120)
-STRATEGIES: tuple[str, ...] = tuple(GEMM_STRATEGIES)
+STRATEGIES: tuple[str, ...] = (*GEMM_STRATEGIES, *(s for s in NETWORK_STRATEGIES if s not in GEMM_STRATEGIES))
 DEFAULT_STRATEGIES: tuple[str, ...] = tuple(s for s in STRATEGIES if s != "space_time_clblast")
 MAX_TENANTS = 4096
 
@@ -275,6 +275,9 @@ def _measure_gemm(
     """Every strategy at one R on one SGEMM shape."""
     workload = {"kind": "sgemm", "name": shape.name, "m": shape.m, "n": shape.n, "k": shape.k, "flops": shape.flops}
     rows = {s: SharingRow(workload, tenants, s) for s in spec.strategies}
+    for s, row in rows.items():
+        if s not in GEMM_STRATEGIES:
+            row.fail("unsupported", f"{s} is for network workloads; SGEMM shapes run {list(GEMM_STRATEGIES)}")
     budget = MemoryBudget.for_device(found.limits, spec.memory_cap_bytes)
     fits = _budget_rows(rows, budget, lambda s: gemm_footprint(s, shape, tenants), tenants)
     if not fits:
@@ -329,18 +332,20 @@ def _network_strategies(
     tenants: NetworkTenants, plan: LayerPlan, fits: list[str], rows: dict[str, SharingRow]
 ) -> dict[str, SharingStrategy]:
     strategies: dict[str, SharingStrategy] = {}
-    # space-time first: it re-binds the runners' activations to shared regions that the others
-    # then use too (the same memory, each tenant's own region)
-    for name in sorted(fits, key=lambda s: s != "space_time"):
+    # the arenas first: they re-bind the runners' activations to shared regions that every
+    # strategy then uses (the same memory, each tenant's own region)
+    if any(s.startswith("space_time") for s in fits):
+        try:
+            tenants.arenas()
+        except _HANDLED as e:  # the runners may be half re-bound: no strategy may use them
+            for name in fits:
+                rows[name].fail(*_fail_for(e))
+            return strategies
+    for name in fits:
         try:
             strategies[name] = build_network_strategy(name, tenants, plan)
         except _HANDLED as e:
             rows[name].fail(*_fail_for(e))
-            if name == "space_time":  # the runners may be half re-bound: no strategy may use them
-                for other in fits:
-                    if other != "space_time" and rows[other].status == "ok":
-                        rows[other].fail("error", "skipped: space-time's set-up failed part-way through")
-                return strategies
     return strategies
 
 

@@ -21,7 +21,7 @@ import numpy as np
 R_RANGE = (2, 120)
 SPACE_TIME = "space_time"
 MULTIPLEXERS = ("time_only", "space_only")  # the paper's "next best" candidates
-PEERS = ("space_time_vbatched", "space_time_clblast")
+PEERS = ("space_time_vbatched", "space_time_clblast", "space_time_native")
 
 
 def geomean(values: Iterable[float]) -> float | None:

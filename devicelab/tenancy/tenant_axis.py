@@ -175,7 +175,7 @@ def _add_tenant_axis(source: str, options: tuple[str, ...], kernel: str) -> Tena
     edits.append((last.end, last.end, ", " + ", ".join(added)))
     head = (
         f"\n    const size_t {prefix}tenant = {prefix}indexed ? "
-        f"(size_t){prefix}tenants[get_global_id(2)] : get_global_id(2);\n" + "\n".join(declarations) + "\n"
+        f"(size_t){prefix}tenants[get_group_id(2)] : get_group_id(2);\n" + "\n".join(declarations) + "\n"
     )
     edits.append((parsed.body_start + 1, parsed.body_start + 1, head))
     text = parsed.text

@@ -37,6 +37,7 @@ STRATEGIES = (
     "space_time",
     "space_time_vbatched",
     "space_time_clblast",
+    "space_time_native",
 )
 STATUSES = ("ok", "memory_bound", "unsupported", "error")
 _SHAPE = re.compile(r"^([0-9]+)x([0-9]+)x([0-9]+)$")

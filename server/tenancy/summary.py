@@ -40,6 +40,7 @@ STRATEGY_LABELS: dict[str, str] = {
     "space_time": "space-time",
     "space_time_vbatched": "space-time, variable-sized",
     "space_time_clblast": "space-time, CLBlast",
+    "space_time_native": "space-time, backend kernels",
 }
 
 

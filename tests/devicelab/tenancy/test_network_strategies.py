@@ -70,7 +70,7 @@ def test_every_strategy_keeps_each_tenants_outputs(found: FoundDevice, tiny: Gra
     tenants = NetworkTenants(found, first, TENANTS, seed=5)
     strategies = {}
     try:
-        for name in sorted(NETWORK_STRATEGIES, key=lambda s: s != "space_time"):  # as the sweep does
+        for name in NETWORK_STRATEGIES:
             strategies[name] = build_network_strategy(name, tenants, plan)
         references = tenants.exclusive_results()
         assert not np.array_equal(references[0], references[1]), "the tenants have their own weights"
@@ -83,6 +83,9 @@ def test_every_strategy_keeps_each_tenants_outputs(found: FoundDevice, tiny: Gra
             elif name == "space_time":
                 check = compare_within(got, references, NETWORK_TOLERANCE, "exclusive")
                 assert strategy.launches_per_step < TENANTS * len(first.launches)
+            elif name == "space_time_native":  # one launch per step, and each tenant's own bits
+                check = compare_bitwise(got, references)
+                assert strategy.launches_per_step == len(first.launches)
             else:
                 check = compare_bitwise(got, references[: len(got)])
             assert check["correct"], f"{name}: {check}"
