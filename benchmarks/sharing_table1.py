@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     data = main.as_dict()
     rows = data["rows"]
-    if clblast and args.clblast_max_tenants > 0:
+    if clblast and args.clblast_max_tenants > 0 and shapes:  # CLBlast is a peer for SGEMM shapes only
         # The peer is measured on its own pass with the two multiplexers it is compared with,
         # interleaved the same way (so its ratios are paired too), at fewer R.
         peer = run_sharing_sweep(

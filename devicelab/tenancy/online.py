@@ -40,6 +40,7 @@ from devicelab.tenancy.memory import Footprint, MemoryBound, MemoryBudget, base_
 from devicelab.tenancy.network_layers import plan_layers
 from devicelab.tenancy.network_strategies import NetworkTenants, network_footprint
 from devicelab.tenancy.online_policies import (
+    NETWORK_ONLY_POLICIES,
     POLICIES,
     BatchRecord,
     LaunchRule,
@@ -379,9 +380,10 @@ def _replay(
 ) -> PolicyResult:
     check, check_rule = _check_outputs(tenants.references, server.bitwise)
     result = PolicyResult(name, tenants.flops, rule=check_rule)
-    report(name, 0, "warming up" if name != "space_time" else "calibrating batch times")
+    batching = name.startswith("space_time")
+    report(name, 0, "calibrating batch times" if batching else "warming up")
     estimate: ServiceEstimate | None = None
-    if name == "space_time":
+    if batching:
         estimate = ServiceEstimate(calibrate(server, rule.max_batch), rule.max_batch)
     else:
         _warm_up(server, trace.tenants)
@@ -447,7 +449,7 @@ def run_online(
     found: FoundDevice,
     workload: OnlineWorkload,
     trace: ArrivalTrace,
-    policies: Sequence[str] = POLICIES,
+    policies: Sequence[str] | None = None,
     *,
     window_ms: float = DEFAULT_WINDOW_MS,
     max_batch: int | None = None,
@@ -463,10 +465,14 @@ def run_online(
     may raise to stop the run (it propagates once every buffer and thread is freed)."""
     t_start = time.perf_counter()
     workload.validate()
+    if policies is None:  # every policy the workload has
+        policies = [p for p in POLICIES if workload.kind == "network" or p not in NETWORK_ONLY_POLICIES]
     trace.validate()
     unknown = [p for p in policies if p not in POLICIES]
     if unknown or not policies or len(set(policies)) != len(policies):
         raise ValueError(f"policies must be distinct names of {list(POLICIES)}, not {list(policies)}")
+    if workload.kind != "network" and set(policies) & set(NETWORK_ONLY_POLICIES):
+        raise ValueError(f"{list(NETWORK_ONLY_POLICIES)} serve network workloads only, not {workload.kind}")
     rule = LaunchRule(window_ms, trace.tenants if max_batch is None else max_batch, margin, guard_ms)
     rule.validate()
     if rule.max_batch > trace.tenants:  # a batch holds at most one request per tenant
@@ -487,8 +493,7 @@ def run_online(
     outcomes: dict[str, PolicyResult] = {}
     try:
         budget = MemoryBudget.for_device(found.limits, memory_cap_bytes)
-        # space-time first: for networks it re-binds the runners' activations to shared arenas
-        for name in sorted(policies, key=lambda p: p != "space_time"):
+        for name in policies:
             try:
                 budget.check(tenants.footprint(name), trace.tenants, name)
                 servers[name] = tenants.server(name)

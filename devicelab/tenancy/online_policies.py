@@ -39,6 +39,9 @@ The policies:
   ``est(b)`` starts from a calibration before the replay (median host wall time of batches of
   1, 2, 4, ... up to ``max_batch`` tenants, linear in between) and is updated after every batch
   by an exponential moving average of that size's observed time.
+* ``space_time_native`` (networks only): the same dispatcher and rule, its batches run every
+  step as the backend's own kernel with a tenant axis (``network_strategies``'
+  ``space_time_native``), so a request's outputs are the bits of its tenant's exclusive run.
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ import numpy as np
 from devicelab.tenancy.arrivals import ArrivalTrace, Request
 from devicelab.tenancy.online_servers import RequestServer, Served
 
-POLICIES: tuple[str, ...] = ("time_only", "space_only", "space_time")
+POLICIES: tuple[str, ...] = ("time_only", "space_only", "space_time", "space_time_native")
+NETWORK_ONLY_POLICIES = ("space_time_native",)
 LEAD_S = 0.05  # the replay's clock starts this long after the policy is ready (threads started)
 JOIN_POLL_S = 0.25  # how often the main thread reports progress while the space-only threads run
 CALIBRATION_REPEATS = 5
@@ -382,6 +386,7 @@ class Replay:
 
 
 __all__ = [
+    "NETWORK_ONLY_POLICIES",
     "POLICIES",
     "BatchRecord",
     "LaunchRule",

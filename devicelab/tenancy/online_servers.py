@@ -5,16 +5,19 @@ their results on the host (a request is the kernels and the download of the resu
 latency a tenant sees includes getting its answer back) with the span of the kernels on the
 device clock. The policies (``online_policies``) decide when and with whom ``serve`` is called:
 
-* ``time_only``: one tenant per call, one call at a time. SGEMM: the tenant's own context, queue
-  and copies of its matrices (``gemm_strategies.TimeOnly``'s private tenants); networks: the
-  tenant's runner and its queue.
+* ``time_only``: one tenant per call, one call at a time, in the tenant's own context. SGEMM:
+  its queue and copies of its matrices (``gemm_strategies.TimeOnly``'s private tenants);
+  networks: a runner of its own there (``private_runners``).
 * ``space_only``: one tenant per call, calls from the tenants' own host threads at the same time.
   SGEMM: the tenant's own queue in the shared context and its own SGEMM (``tenant_launch``);
   networks: the tenant's runner on its own queue.
 * ``space_time``: any subset of the tenants per call, one call at a time, on one in-order queue:
   SGEMM one ``sgemm_indexed`` super-kernel over the subset; networks step by step, each GEMM-able
-  step one indexed super-kernel (im2col first where needed) over the subset, the other steps the
-  subset's own kernels (``NetSpaceTime``'s arenas, weights and scratch, re-launched indexed).
+  step one indexed super-kernel (im2col first where needed) over the subset, every other step
+  the backend's kernel with a tenant axis reading the subset from the same index
+  (``NetSpaceTime``'s arenas, weights and scratch, re-launched indexed).
+* ``space_time_native`` (networks): the same with every step the backend's kernel with a tenant
+  axis (``NetSpaceTimeNative``).
 
 Every tenant has one result slot per server (a tenant has at most one request in service at a
 time, see ``online_policies``), and each server's outputs are compared with the tenant's
@@ -38,6 +41,7 @@ from devicelab.tenancy.memory import Allocations
 from devicelab.tenancy.network_layers import LayerPlan
 from devicelab.tenancy.network_strategies import (
     NetSpaceTime,
+    NetSpaceTimeNative,
     NetworkTenants,
     flat_outputs,
     private_runners,
@@ -250,16 +254,18 @@ class NetTenantServer(RequestServer):
 
 
 class NetSpaceTimeServer(RequestServer):
-    """The batch's inferences step by step on one queue: each GEMM-able step one indexed
-    super-kernel over the batch, the others the batch's own kernels."""
+    """The batch's inferences step by step on one queue, each step one indexed super-kernel over
+    the batch: the batched SGEMM or the backend's kernel with a tenant axis (``native``: the
+    latter for every step), per tenant only where neither applies."""
 
-    policy = "space_time"
-    bitwise = False  # batched layers use the GEMM, not the backend's kernels (network tolerance)
-
-    def __init__(self, tenants: NetworkTenants, plan: LayerPlan) -> None:
+    def __init__(self, tenants: NetworkTenants, plan: LayerPlan, native: bool = False) -> None:
         self.owner = tenants
         self.tenants = len(tenants.runners)
-        self.base = NetSpaceTime(tenants, plan)  # arenas, the tenants' GEMM weights, im2col scratch
+        self.policy = "space_time_native" if native else "space_time"
+        # batched GEMMs are not the backend's kernels (network tolerance); tenant axes are (bits)
+        self.bitwise = native
+        # the tenants' GEMM weights, im2col scratch, tenant-axis steps' gathered buffers
+        self.base = NetSpaceTimeNative(tenants, plan) if native else NetSpaceTime(tenants, plan)
         self.index: TenantIndex | None = None
         try:
             found, ctx = tenants.found, self.base.ctx
@@ -341,8 +347,8 @@ def network_server(policy: str, tenants: NetworkTenants, plan: LayerPlan) -> Req
     runners' activations to the shared arenas, which the others then use too)."""
     if policy in ("time_only", "space_only"):
         return NetTenantServer(policy, tenants)
-    if policy == "space_time":
-        return NetSpaceTimeServer(tenants, plan)
+    if policy in ("space_time", "space_time_native"):
+        return NetSpaceTimeServer(tenants, plan, native=policy == "space_time_native")
     raise ValueError(f"no online policy {policy!r}")
 
 

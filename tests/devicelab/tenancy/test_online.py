@@ -240,7 +240,9 @@ def test_network_tenants_online(found: FoundDevice, tiny: Graph) -> None:
         checks = policy.checks()
         assert checks["correct"], (policy.policy, checks)
         assert checks["rule"] == ("bitwise" if policy.policy != "space_time" else "relative error <= 0.001")
-    assert sum(len(b.requests) for b in result.policies[2].batches) == len(trace.requests)
+    assert [p.policy for p in result.policies] == ["time_only", "space_only", "space_time", "space_time_native"]
+    for batching in result.policies[2:]:
+        assert sum(len(b.requests) for b in batching.batches) == len(trace.requests)
 
 
 def test_a_progress_callback_that_raises_stops_the_replay(found: FoundDevice) -> None:
@@ -261,6 +263,8 @@ def test_bad_arguments_are_refused(found: FoundDevice) -> None:
     trace = poisson_trace(uniform_loads(1, 10.0, 5.0), seed=0, duration_s=0.1)
     with pytest.raises(ValueError, match="policies"):
         run_online(found, OnlineWorkload.sgemm(SHAPE), trace, ["fastest"])
+    with pytest.raises(ValueError, match="network workloads only"):
+        run_online(found, OnlineWorkload.sgemm(SHAPE), trace, ["space_time_native"])
     with pytest.raises(ValueError, match="window"):
         run_online(found, OnlineWorkload.sgemm(SHAPE), trace, window_ms=-1.0)
     with pytest.raises(ValueError, match="largest batch"):
