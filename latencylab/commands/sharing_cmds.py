@@ -249,17 +249,20 @@ def _print_table1(table: list[dict[str, Any]]) -> None:
     )
     rows = []
     for entry in table:
-        geomean = entry.get("speedup_geomean")
-        per_r = ", ".join(f"{p['tenants']}: {p['speedup']:.2f}x" for p in entry.get("per_tenants") or ())
-        rows.append(
-            (
-                entry["workload"]["name"],
-                "-" if geomean is None else f"{geomean:.2f}x",
-                entry.get("next_best") or "-",
-                per_r or "-",
+        subjects = [("space_time", entry), *sorted((entry.get("peers") or {}).items())]
+        for strategy, result in subjects:
+            geomean = result.get("speedup_geomean")
+            per_r = ", ".join(f"{p['tenants']}: {p['speedup']:.2f}x" for p in result.get("per_tenants") or ())
+            rows.append(
+                (
+                    entry["workload"]["name"],
+                    strategy,
+                    "-" if geomean is None else f"{geomean:.2f}x",
+                    result.get("next_best") or "-",
+                    per_r or "-",
+                )
             )
-        )
-    print_table(["workload", "speed-up", "next best", "per R"], rows)
+    print_table(["workload", "super-kernel", "speed-up", "next best", "per R"], rows)
 
 
 def _print_largest(largest: list[dict[str, Any]]) -> None:

@@ -133,8 +133,8 @@ def test_sweep_sends_its_flags_waits_and_prints_table_1_then_rows_and_show(
     assert "rows: 28 (26 measured, 1 memory-bound, 0 unsupported, 1 error; 25 correct, 1 INCORRECT)" in out
     assert "numpy ceiling on the same cores: 256x128x1152 150.0 GFLOP/s (best 180.0)" in out
     table1 = lines[lines.index(next(line for line in lines if line.startswith("table 1:"))) + 3 :][:2]
-    assert table1[0].split()[:3] == [SHAPE_NAME, "1.50x", "space_only"] and "8: 1.50x" in table1[0]
-    assert table1[1].split()[:3] == [NETWORK, "1.50x", "space_only"]
+    assert table1[0].split()[:4] == [SHAPE_NAME, "space_time", "1.50x", "space_only"] and "8: 1.50x" in table1[0]
+    assert table1[1].split()[:4] == [NETWORK, "space_time", "1.50x", "space_only"]
     largest = {tuple(line.split()[:2]): line.split()[2:] for line in lines if line.startswith(NETWORK + " ")}
     assert largest[(NETWORK, "space_time")] == ["2", "4", "3"]  # measured, memory-bound, fits
     assert f"rows: latencylab sharing rows {job.pk}" in out
