@@ -150,10 +150,28 @@ class NetworkModelSerializer(serializers.ModelSerializer):
             "flops",
             "params",
             "summary",
+            "top1_accuracy",
+            "top5_accuracy",
             "created_by",
             "created_at",
         ]
         read_only_fields = fields
+
+
+class ModelAccuracySerializer(serializers.Serializer[Any]):
+    """PATCH /api/models/{id}/: what the team says the network scores (null forgets it)."""
+
+    top1_accuracy = serializers.FloatField(min_value=0.0, max_value=100.0, allow_null=True, required=False)
+    top5_accuracy = serializers.FloatField(min_value=0.0, max_value=100.0, allow_null=True, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Top-5 is never below top-1."""
+        top1, top5 = attrs.get("top1_accuracy"), attrs.get("top5_accuracy")
+        if top1 is not None and top5 is not None and top5 < top1:
+            raise serializers.ValidationError({"top5_accuracy": f"top-5 ({top5}) cannot be below top-1 ({top1})"})
+        if not attrs:
+            raise serializers.ValidationError("send top1_accuracy and/or top5_accuracy (percent, or null)")
+        return attrs
 
 
 class NetworkModelDetailSerializer(NetworkModelSerializer):

@@ -28,6 +28,7 @@ from server.api.serializers import (
     JobDetailSerializer,
     JobRequest,
     JobSerializer,
+    ModelAccuracySerializer,
     ModelUploadSerializer,
     NetworkModelDetailSerializer,
     NetworkModelSerializer,
@@ -126,6 +127,30 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
             return Response(body, status=status.HTTP_200_OK)
         parsing = model.state == ModelState.PARSING
         return Response(body, status=status.HTTP_202_ACCEPTED if parsing else status.HTTP_201_CREATED)
+
+    @extend_schema(
+        summary="Set a model's accuracy",
+        description="`top1_accuracy` and `top5_accuracy` in percent (null forgets one): what model selection "
+        "(POST /api/select/) trades against latency. A model named like a zoo model uses the zoo's published "
+        "numbers while it has none of its own.",
+        request=ModelAccuracySerializer,
+        responses={200: NetworkModelSerializer, 400: OpenApiResponse(description="`detail` says which value is wrong")},
+    )
+    def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """PATCH: the accuracy fields only."""
+        model = self.get_object()
+        form = ModelAccuracySerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        for field, value in form.validated_data.items():
+            setattr(model, field, value)
+        if (
+            model.top1_accuracy is not None
+            and model.top5_accuracy is not None
+            and model.top5_accuracy < model.top1_accuracy
+        ):
+            raise ValidationError({"top5_accuracy": "top-5 cannot be below top-1"})
+        model.save(update_fields=list(form.validated_data))
+        return Response(NetworkModelSerializer(model, context=self.get_serializer_context()).data)
 
 
 @extend_schema_view(

@@ -79,6 +79,11 @@ class NetworkModel(models.Model):
     flops = models.BigIntegerField(null=True, blank=True)
     params = models.BigIntegerField(null=True, blank=True)
     num_operators = models.PositiveIntegerField(null=True, blank=True)
+    # What the team says the network scores (ImageNet top-1/top-5 for a classifier, in %):
+    # model selection trades it against latency. Null: use the zoo's published numbers when the
+    # network is named like a zoo model, else unknown.
+    top1_accuracy = models.FloatField(null=True, blank=True)
+    top5_accuracy = models.FloatField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -98,6 +103,12 @@ class NetworkModel(models.Model):
                 violation_error_message="This team already uploaded a file with these bytes.",
             ),
             models.CheckConstraint(condition=Q(format__in=ModelFormat.values), name="networkmodel_format_valid"),
+            models.CheckConstraint(
+                condition=(Q(top1_accuracy__isnull=True) | Q(top1_accuracy__gte=0, top1_accuracy__lte=100))
+                & (Q(top5_accuracy__isnull=True) | Q(top5_accuracy__gte=0, top5_accuracy__lte=100)),
+                name="networkmodel_accuracy_percent",
+                violation_error_message="An accuracy is a percentage, 0 to 100.",
+            ),
             models.CheckConstraint(condition=Q(state__in=ModelState.values), name="networkmodel_state_valid"),
             # Jobs and pages read the graph of every ready network: it is there.
             models.CheckConstraint(
