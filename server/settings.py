@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "server.predictors",
     "server.fusion",
     "server.tenancy",
+    "server.selection",
     "server.api",
     "dashboard",
 ]
@@ -62,6 +63,7 @@ MIGRATION_MODULES = {
     "predictors": "migrations.predictors",
     "fusion": "migrations.fusion",
     "tenancy": "migrations.tenancy",
+    "selection": "migrations.selection",
 }
 
 MIDDLEWARE = [
@@ -420,6 +422,7 @@ SPECTACULAR_SETTINGS = {
         "ModelStateEnum": "server.networks.models.ModelState",
         "PredictorStateEnum": "server.predictors.models.PredictorState",
         "PredictorMethodEnum": "server.predictors.models.PredictorMethod",
+        "SimulationStateEnum": "server.selection.models.SimulationState",
     },
 }
 

@@ -33,6 +33,7 @@ PROFILING_TASK = "workers.tasks.run_profiling_job"
 TRAINING_TASK = "workers.training_tasks.train_predictor"
 TABLE_TASK = "workers.training_tasks.build_architecture_table"
 MODEL_PARSE_TASK = "workers.model_tasks.parse_model"
+SIMULATION_TASK = "workers.selection_tasks.run_selection_simulation"
 
 
 def uses_filesystem_broker() -> bool:
@@ -77,6 +78,12 @@ def send_profiling_job(job_id: int, device_id: int) -> None:
 def send_training(predictor_id: int) -> None:
     """Ask the trainer to train a queued predictor."""
     app.send_task(TRAINING_TASK, args=[predictor_id], queue=trainer_queue())
+
+
+def send_simulation(simulation_id: int) -> None:
+    """Ask the trainer to run a queued model-selection simulation (it takes a core for a while,
+    so it runs beside the trainings, never in a device's process)."""
+    app.send_task(SIMULATION_TASK, args=[simulation_id], queue=trainer_queue())
 
 
 def send_table(predictor_id: int) -> None:

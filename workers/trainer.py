@@ -101,6 +101,7 @@ def _reconcile_while_idle(stop: threading.Event) -> None:
 
     from server.networks.services import resend_parsing_models
     from server.predictors.services import resend_queued_predictors
+    from server.selection.simulations import requeue_stale_simulations, resend_queued_simulations
 
     interval = float(settings.LATENCYLAB_RESEND_AFTER_SECONDS)
     while not stop.wait(interval):
@@ -110,6 +111,8 @@ def _reconcile_while_idle(stop: threading.Event) -> None:
             cutoff = timezone.now() - timedelta(seconds=interval)
             resend_parsing_models(uploaded_before=cutoff)
             resend_queued_predictors(requested_before=cutoff)
+            requeue_stale_simulations(timezone.now() - timedelta(seconds=int(settings.CELERY_TASK_TIME_LIMIT)))
+            resend_queued_simulations(requested_before=cutoff)
         except Exception:  # a database or broker hiccup must not end the loop: the next round retries
             log.exception("the trainer's reconciliation failed")
         finally:

@@ -9,6 +9,7 @@ from rest_framework.routers import DefaultRouter
 
 from server.api.fusion_views import FusionPlanViewSet, FusionSweepViewSet
 from server.api.predict_views import PredictorViewSet, PredictView, SideBySideView
+from server.api.selection_views import NetworkProfileView, SelectView, SimulationViewSet
 from server.api.sharing_views import SharingSweepViewSet
 from server.api.views import DeviceViewSet, JobViewSet, NetworkModelViewSet, not_found
 
@@ -20,6 +21,7 @@ router.register("predictors", PredictorViewSet, basename="predictor")
 router.register("fusion/sweeps", FusionSweepViewSet, basename="fusion-sweep")
 router.register("fusion/plans", FusionPlanViewSet, basename="fusion-plan")
 router.register("sharing/sweeps", SharingSweepViewSet, basename="sharing-sweep")
+router.register("selection/simulations", SimulationViewSet, basename="selection-simulation")
 
 urlpatterns = [
     path(
@@ -41,6 +43,8 @@ urlpatterns = [
     ),
     path("predict/", PredictView.as_view(), name="predict"),
     path("predict/side-by-side/", SideBySideView.as_view(), name="predict-side-by-side"),
+    path("select/", SelectView.as_view(), name="select"),
+    path("network-profiles/", NetworkProfileView.as_view(), name="network-profiles"),
     path("", include(router.urls)),
     # Any other path under /api/ that ends in a slash (``/api/jobs/0.5/``: the router's ids have no
     # dot) is a JSON 404 like the API's own, not Django's HTML page. Paths without the slash are

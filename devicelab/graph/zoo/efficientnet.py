@@ -60,6 +60,9 @@ _TV_EFF = "torchvision EfficientNet_{}_Weights.IMAGENET1K_V1 meta (num_params, _
     params=5_288_548,
     macs=386_000_000,
     source=_TV_EFF.format("B0", 224),
+    top1=77.692,
+    top5=93.532,
+    accuracy_source="torchvision EfficientNet_B0_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def efficientnet_b0() -> Graph:
     """torchvision efficientnet_b0 at 224x224."""
@@ -73,6 +76,9 @@ def efficientnet_b0() -> Graph:
     params=7_794_184,
     macs=687_000_000,
     source=_TV_EFF.format("B1", 240),
+    top1=78.642,
+    top5=94.186,
+    accuracy_source="torchvision EfficientNet_B1_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def efficientnet_b1() -> Graph:
     """torchvision efficientnet_b1 at its native 240x240."""

@@ -105,6 +105,10 @@ def build_inception_v3(name: str) -> Graph:
     source="params: keras.applications.InceptionV3 (include_top, no aux head), 23,851,784 "
     "(table: 23.9M); MACs: torchvision Inception_V3_Weights meta _ops 5.713 GMACs (eval: aux head not run)",
     table1=True,
+    top1=77.9,
+    top5=93.7,
+    accuracy_source="keras.io/api/applications table: InceptionV3 Top-1 / Top-5 Accuracy (the zoo's model is "
+    "Keras' InceptionV3; torchvision's Inception_V3_Weights.IMAGENET1K_V1 publishes 77.294 / 93.450)",
 )
 def inception_v3() -> Graph:
     """Inception-V3 at 299 (ParallelFusion Table 1)."""

@@ -45,7 +45,15 @@ _TV = "torchvision {} (MNASNet{}_Weights.IMAGENET1K_V1 meta: num_params, _ops {}
 
 
 @register(
-    "mnasnet1_0", "mnasnet", INPUT, params=4_383_312, macs=314_000_000, source=_TV.format("mnasnet1_0", "1_0", "0.314")
+    "mnasnet1_0",
+    "mnasnet",
+    INPUT,
+    params=4_383_312,
+    macs=314_000_000,
+    source=_TV.format("mnasnet1_0", "1_0", "0.314"),
+    top1=73.456,
+    top5=91.51,
+    accuracy_source="torchvision MNASNet1_0_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def mnasnet1_0() -> Graph:
     """MnasNet 1.0."""
@@ -53,7 +61,15 @@ def mnasnet1_0() -> Graph:
 
 
 @register(
-    "mnasnet0_5", "mnasnet", INPUT, params=2_218_512, macs=104_000_000, source=_TV.format("mnasnet0_5", "0_5", "0.104")
+    "mnasnet0_5",
+    "mnasnet",
+    INPUT,
+    params=2_218_512,
+    macs=104_000_000,
+    source=_TV.format("mnasnet0_5", "0_5", "0.104"),
+    top1=67.734,
+    top5=87.49,
+    accuracy_source="torchvision MNASNet0_5_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def mnasnet0_5() -> Graph:
     """MnasNet 0.5."""

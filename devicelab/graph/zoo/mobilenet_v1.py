@@ -54,6 +54,9 @@ _SLIM = "TF-slim research/slim/nets/mobilenet_v1.md (Million MACs / Million Para
     macs=569_000_000,
     source=_SLIM + ": MobileNet_v1_1.0_224 (paper: 4.2M params, 569M Mult-Adds)",
     table1=True,
+    top1=70.9,
+    top5=89.9,
+    accuracy_source="TF-slim research/slim/nets/mobilenet_v1.md: MobileNet_v1_1.0_224 Top-1 / Top-5 Accuracy",
 )
 def mobilenet_v1() -> Graph:
     """MobileNet-V1 1.0 at 224 (ParallelFusion Table 1)."""
@@ -67,6 +70,9 @@ def mobilenet_v1() -> Graph:
     params=1_340_000,
     macs=150_000_000,
     source=_SLIM + ": MobileNet_v1_0.50_224",
+    top1=63.3,
+    top5=84.9,
+    accuracy_source="TF-slim research/slim/nets/mobilenet_v1.md: MobileNet_v1_0.50_224 Top-1 / Top-5 Accuracy",
 )
 def mobilenet_v1_050() -> Graph:
     """MobileNet-V1 0.5 at 224."""
@@ -80,6 +86,9 @@ def mobilenet_v1_050() -> Graph:
     params=470_000,
     macs=41_000_000,
     source=_SLIM + ": MobileNet_v1_0.25_224",
+    top1=49.8,
+    top5=74.2,
+    accuracy_source="TF-slim research/slim/nets/mobilenet_v1.md: MobileNet_v1_0.25_224 Top-1 / Top-5 Accuracy",
 )
 def mobilenet_v1_025() -> Graph:
     """MobileNet-V1 0.25 at 224."""

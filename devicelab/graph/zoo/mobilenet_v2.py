@@ -94,7 +94,18 @@ _TV = "torchvision mobilenet_v2 (MobileNet_V2_Weights.IMAGENET1K_V1 meta: num_pa
 _SLIM = "TF-slim research/slim/nets/mobilenet/README.md (Million MACs / Million Parameters)"
 
 
-@register("mobilenet_v2", "mobilenet_v2", (1, 3, 224, 224), params=3_504_872, macs=301_000_000, source=_TV, table1=True)
+@register(
+    "mobilenet_v2",
+    "mobilenet_v2",
+    (1, 3, 224, 224),
+    params=3_504_872,
+    macs=301_000_000,
+    source=_TV,
+    table1=True,
+    top1=71.878,
+    top5=90.286,
+    accuracy_source="torchvision MobileNet_V2_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
+)
 def mobilenet_v2() -> Graph:
     """MobileNet-V2 1.0 at 224 (ParallelFusion Table 1)."""
     return build_mobilenet_v2("mobilenet_v2", 1.0)
@@ -107,6 +118,9 @@ def mobilenet_v2() -> Graph:
     params=1_950_000,
     macs=97_000_000,
     source=_SLIM + ": mobilenet_v2_0.5_224",
+    top1=65.4,
+    top5=86.4,
+    accuracy_source="TF-slim research/slim/nets/mobilenet/README.md: mobilenet_v2_0.5_224 Top 1 / Top 5 Accuracy",
 )
 def mobilenet_v2_050() -> Graph:
     """MobileNet-V2 0.5 at 224."""
@@ -120,6 +134,9 @@ def mobilenet_v2_050() -> Graph:
     params=6_060_000,
     macs=582_000_000,
     source=_SLIM + ": mobilenet_v2_1.4_224",
+    top1=75.0,
+    top5=92.5,
+    accuracy_source="TF-slim research/slim/nets/mobilenet/README.md: mobilenet_v2_1.4_224 Top 1 / Top 5 Accuracy",
 )
 def mobilenet_v2_140() -> Graph:
     """MobileNet-V2 1.4 at 224."""

@@ -88,6 +88,9 @@ _TV_MBV3 = "torchvision MobileNet_V3_{}_Weights.IMAGENET1K_V1 meta (num_params, 
     params=5_483_032,
     macs=217_000_000,
     source=_TV_MBV3.format("Large"),
+    top1=74.042,
+    top5=91.34,
+    accuracy_source="torchvision MobileNet_V3_Large_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def mobilenet_v3_large() -> Graph:
     """torchvision mobilenet_v3_large (width 1.0)."""
@@ -101,6 +104,9 @@ def mobilenet_v3_large() -> Graph:
     params=2_542_856,
     macs=57_000_000,
     source=_TV_MBV3.format("Small"),
+    top1=67.668,
+    top5=87.402,
+    accuracy_source="torchvision MobileNet_V3_Small_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def mobilenet_v3_small() -> Graph:
     """torchvision mobilenet_v3_small (width 1.0)."""

@@ -81,7 +81,15 @@ _TV_REGNET = "torchvision RegNet_{}_400MF_Weights.IMAGENET1K_V1 meta (num_params
 
 
 @register(
-    "regnetx_400mf", "regnet", (1, 3, 224, 224), params=5_495_976, macs=414_000_000, source=_TV_REGNET.format("X")
+    "regnetx_400mf",
+    "regnet",
+    (1, 3, 224, 224),
+    params=5_495_976,
+    macs=414_000_000,
+    source=_TV_REGNET.format("X"),
+    top1=72.834,
+    top5=90.95,
+    accuracy_source="torchvision RegNet_X_400MF_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def regnetx_400mf() -> Graph:
     """torchvision regnet_x_400mf: depth 22, w_0 24, w_a 24.48, w_m 2.54, group width 16."""
@@ -89,7 +97,15 @@ def regnetx_400mf() -> Graph:
 
 
 @register(
-    "regnety_400mf", "regnet", (1, 3, 224, 224), params=4_344_144, macs=402_000_000, source=_TV_REGNET.format("Y")
+    "regnety_400mf",
+    "regnet",
+    (1, 3, 224, 224),
+    params=4_344_144,
+    macs=402_000_000,
+    source=_TV_REGNET.format("Y"),
+    top1=74.046,
+    top5=91.716,
+    accuracy_source="torchvision RegNet_Y_400MF_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def regnety_400mf() -> Graph:
     """torchvision regnet_y_400mf: depth 16, w_0 48, w_a 27.89, w_m 2.09, group width 8, SE 0.25."""

@@ -96,19 +96,49 @@ def build_resnet_v2(name: str, layers: tuple[int, ...]) -> Graph:
 _TV = "torchvision {} ({}_Weights.IMAGENET1K_V1 meta: num_params, _ops in GMACs)"
 
 
-@register("resnet18", "resnet", INPUT, params=11_689_512, macs=1_814_000_000, source=_TV.format("resnet18", "ResNet18"))
+@register(
+    "resnet18",
+    "resnet",
+    INPUT,
+    params=11_689_512,
+    macs=1_814_000_000,
+    source=_TV.format("resnet18", "ResNet18"),
+    top1=69.758,
+    top5=89.078,
+    accuracy_source="torchvision ResNet18_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
+)
 def resnet18() -> Graph:
     """ResNet-18."""
     return build_resnet_v1("resnet18", "basic", (2, 2, 2, 2))
 
 
-@register("resnet34", "resnet", INPUT, params=21_797_672, macs=3_664_000_000, source=_TV.format("resnet34", "ResNet34"))
+@register(
+    "resnet34",
+    "resnet",
+    INPUT,
+    params=21_797_672,
+    macs=3_664_000_000,
+    source=_TV.format("resnet34", "ResNet34"),
+    top1=73.314,
+    top5=91.42,
+    accuracy_source="torchvision ResNet34_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
+)
 def resnet34() -> Graph:
     """ResNet-34."""
     return build_resnet_v1("resnet34", "basic", (3, 4, 6, 3))
 
 
-@register("resnet50", "resnet", INPUT, params=25_557_032, macs=4_089_000_000, source=_TV.format("resnet50", "ResNet50"))
+@register(
+    "resnet50",
+    "resnet",
+    INPUT,
+    params=25_557_032,
+    macs=4_089_000_000,
+    source=_TV.format("resnet50", "ResNet50"),
+    top1=76.13,
+    top5=92.862,
+    accuracy_source="torchvision ResNet50_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
+)
 def resnet50() -> Graph:
     """ResNet-50 (v1.5, torchvision)."""
     return build_resnet_v1("resnet50", "bottleneck", (3, 4, 6, 3))
@@ -121,6 +151,9 @@ def resnet50() -> Graph:
     params=25_028_904,
     macs=4_230_000_000,
     source=_TV.format("resnext50_32x4d", "ResNeXt50_32X4D"),
+    top1=77.618,
+    top5=93.698,
+    accuracy_source="torchvision ResNeXt50_32X4D_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def resnext50_32x4d() -> Graph:
     """ResNeXt-50 32x4d."""
@@ -136,6 +169,9 @@ def resnext50_32x4d() -> Graph:
     source="keras.applications.ResNet50V2 model summary: 25,613,800 total (25,568,360 trainable + 45,440 "
     "BN moving statistics; applications table: 25.6M); no MACs published",
     table1=True,
+    top1=76.0,
+    top5=93.0,
+    accuracy_source="keras.io/api/applications table: ResNet50V2 Top-1 / Top-5 Accuracy",
 )
 def resnet_v2_50() -> Graph:
     """ResNet-50 V2, pre-activation (ParallelFusion Table 1's ResNet-V2)."""

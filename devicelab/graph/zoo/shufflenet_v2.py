@@ -61,6 +61,9 @@ def build_shufflenet_v2(name: str, stage_out: tuple[int, int, int, int, int]) ->
     macs=146_000_000,
     source="params: torchvision shufflenet_v2_x1_0 (ShuffleNet_V2_X1_0_Weights.IMAGENET1K_V1 "
     "num_params); MACs: ShuffleNet V2 paper Table 5, 146M FLOPs (multiply-adds)",
+    top1=69.362,
+    top5=88.316,
+    accuracy_source="torchvision ShuffleNet_V2_X1_0_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def shufflenet_v2_x1_0() -> Graph:
     """ShuffleNet-V2 1.0x."""
@@ -75,6 +78,9 @@ def shufflenet_v2_x1_0() -> Graph:
     macs=41_000_000,
     source="params: torchvision shufflenet_v2_x0_5 (ShuffleNet_V2_X0_5_Weights.IMAGENET1K_V1 "
     "num_params); MACs: ShuffleNet V2 paper Table 5, 41M FLOPs (multiply-adds)",
+    top1=60.552,
+    top5=81.746,
+    accuracy_source="torchvision ShuffleNet_V2_X0_5_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def shufflenet_v2_x0_5() -> Graph:
     """ShuffleNet-V2 0.5x."""

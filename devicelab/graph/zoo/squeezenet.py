@@ -79,6 +79,9 @@ _TV = "torchvision {} (SqueezeNet{}_Weights.IMAGENET1K_V1 meta: num_params, _ops
     macs=819_000_000,
     source=_TV.format("squeezenet1_0", "1_0"),
     table1=True,
+    top1=58.092,
+    top5=80.42,
+    accuracy_source="torchvision SqueezeNet1_0_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def squeezenet_1_0() -> Graph:
     """SqueezeNet 1.0 (ParallelFusion Table 1's SqueezeNet-V1)."""
@@ -92,6 +95,9 @@ def squeezenet_1_0() -> Graph:
     params=1_235_496,
     macs=349_000_000,
     source=_TV.format("squeezenet1_1", "1_1"),
+    top1=58.178,
+    top5=80.624,
+    accuracy_source="torchvision SqueezeNet1_1_Weights.IMAGENET1K_V1 meta _metrics ImageNet-1K: acc@1, acc@5",
 )
 def squeezenet_1_1() -> Graph:
     """SqueezeNet 1.1."""

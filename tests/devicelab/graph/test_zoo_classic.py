@@ -115,6 +115,44 @@ def test_registry_holds_the_cited_numbers():
         assert entry.source
 
 
+def test_published_accuracy_is_a_cited_percentage():
+    # ImageNet top-1/top-5 for every zoo model whose source publishes them (both parts of the zoo).
+    with_accuracy = {name: e for name, e in zoo.entries().items() if e.top1 is not None or e.top5 is not None}
+    for name, e in with_accuracy.items():
+        assert e.top1 is not None and e.top5 is not None, name
+        assert 0 < e.top1 < 100 and 0 < e.top5 < 100, name
+        assert e.top5 >= e.top1, name
+        assert e.accuracy_source, name
+    required = {
+        "resnet18",
+        "resnet34",
+        "resnet50",
+        "mobilenet_v1",
+        "mobilenet_v2",
+        "mobilenet_v3_large",
+        "mobilenet_v3_small",
+        "squeezenet_1_0",
+        "densenet121",
+        "inception_v3",
+        "googlenet",
+        "shufflenet_v2_x1_0",
+        "mnasnet1_0",
+        "efficientnet_b0",
+    }
+    assert required <= set(with_accuracy)
+    # Spot checks against the cited sources: torchvision's ResNet18_Weights.IMAGENET1K_V1 meta and
+    # TF-slim's mobilenet_v1.md MobileNet_v1_0.25_224 row.
+    assert (zoo.entries()["resnet18"].top1, zoo.entries()["resnet18"].top5) == (69.758, 89.078)
+    assert (zoo.entries()["mobilenet_v1_0.25"].top1, zoo.entries()["mobilenet_v1_0.25"].top5) == (49.8, 74.2)
+
+
+def test_accuracy_without_a_source_is_refused():
+    from devicelab.graph.zoo.registry import register
+
+    with pytest.raises(ValueError, match="accuracy_source"):
+        register("uncited", "x", (1, 3, 8, 8), params=1, macs=None, source="s", top1=50.0, top5=70.0)
+
+
 def test_the_six_table1_networks_are_flagged():
     flagged = {name for name, entry in zoo.entries().items() if entry.table1}
     assert flagged == TABLE1

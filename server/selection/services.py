@@ -1,0 +1,168 @@
+"""Model selection for one request (``POST /api/select/``): CNNSelect over the team's candidate
+models with their profiles on the serving device (``profiles``), the time the input took given
+directly or estimated from a network profile."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from django.core.exceptions import ValidationError
+
+from devicelab.selection import PRESETS, NetworkProfile, select_model
+from server.accounts.models import Team
+from server.devices.models import Device
+from server.selection.models import StoredNetworkProfile
+from server.selection.profiles import candidate_profiles
+
+SELECT_FIELDS = {"device", "models", "sla_ms", "input_ms", "network_profile", "input_bytes", "threshold_ms", "seed"}
+DEFAULT_INPUT_BYTES = 330_000  # the paper's preprocessed image (section 5.2)
+
+
+def _number(raw: Mapping[str, Any], key: str, *, minimum: float = 0.0, default: float | None = None) -> float:
+    value = raw.get(key, default)
+    if value is None:
+        raise ValidationError({key: f"{key} is required"})
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < minimum:
+        raise ValidationError({key: f"{key} must be a number >= {minimum:g}, got {value!r}"})
+    return float(value)
+
+
+def network_profile(team: Team, name: Any) -> NetworkProfile:
+    """A preset by name, else the team's stored profile of that name."""
+    if not isinstance(name, str) or not name:
+        raise ValidationError({"network_profile": f"a network profile is named by a string, got {name!r}"})
+    if name in PRESETS:
+        return PRESETS[name]
+    stored = StoredNetworkProfile.objects.filter(team=team, name=name).first()
+    if stored is None:
+        known = [*PRESETS, *StoredNetworkProfile.objects.filter(team=team).values_list("name", flat=True)]
+        raise ValidationError({"network_profile": f"no network profile {name!r}; known: {', '.join(known)}"})
+    return NetworkProfile.from_dict(stored.data)
+
+
+def _input_time(team: Team, raw: Mapping[str, Any]) -> tuple[float, dict[str, Any]]:
+    """T_input and where it came from."""
+    given, profile_name = raw.get("input_ms"), raw.get("network_profile")
+    if (given is None) == (profile_name is None):
+        raise ValidationError({"input_ms": "give exactly one of input_ms and network_profile"})
+    if given is not None:
+        return _number(raw, "input_ms"), {"kind": "given"}
+    profile = network_profile(team, profile_name)
+    nbytes = int(_number(raw, "input_bytes", minimum=1, default=DEFAULT_INPUT_BYTES))
+    return profile.transfer_ms(nbytes), {"kind": "network_profile", "profile": profile.name, "input_bytes": nbytes}
+
+
+def select_for_request(team: Team, raw: Any) -> dict[str, Any]:
+    """CNNSelect's answer for one request: the chosen model, the probabilities, and why."""
+    if not isinstance(raw, Mapping):
+        raise ValidationError({"detail": "the request body must be a JSON object"})
+    unknown = sorted(set(raw) - SELECT_FIELDS)
+    if unknown:
+        raise ValidationError({"detail": f"unknown field(s) {unknown}; the fields are {sorted(SELECT_FIELDS)}"})
+    device_id = raw.get("device")
+    if isinstance(device_id, bool) or not isinstance(device_id, int):
+        raise ValidationError({"device": f"device must be a device id, got {device_id!r}"})
+    device = Device.objects.filter(pk=device_id).first()
+    if device is None:
+        raise ValidationError({"device": f"there is no device #{device_id} (GET /api/devices/)"})
+    sla_ms = _number(raw, "sla_ms", minimum=0.0)
+    threshold_ms = _number(raw, "threshold_ms", default=0.0)
+    input_ms, input_source = _input_time(team, raw)
+    seed = raw.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValidationError({"seed": f"seed must be a non-negative integer, got {seed!r}"})
+    candidates = candidate_profiles(team, device, raw.get("models"))  # type: ignore[arg-type]
+    try:
+        selection = select_model(
+            [c.profile for c in candidates], sla_ms=sla_ms, input_ms=input_ms, threshold_ms=threshold_ms, rng=seed
+        )
+    except ValueError as e:
+        raise ValidationError({"detail": str(e)}) from None
+    by_name = {c.profile.name: c for c in candidates}
+    answer = selection.as_dict()
+    answer["chosen"] = {"model": by_name[selection.chosen].model.pk, "name": selection.chosen}
+    answer.update(
+        device=device.pk,
+        sla_ms=sla_ms,
+        input_ms=input_ms,
+        input_source=input_source,
+        threshold_ms=threshold_ms,
+        candidates=[c.as_dict() for c in candidates],
+    )
+    return answer
+
+
+PROFILE_FIELDS = {"name", "latency_ms", "throughput_mbps", "cv", "transfers", "source"}
+MAX_TRANSFERS = 10_000
+
+
+def store_network_profile(team: Team, raw: Any) -> StoredNetworkProfile:
+    """A team's network profile: recorded (``transfers``: [bytes, seconds] pairs the lab measured)
+    or custom (``latency_ms``, ``throughput_mbps``, ``cv``); ``ValidationError`` naming the field."""
+    from django.db import IntegrityError, transaction
+
+    if not isinstance(raw, Mapping):
+        raise ValidationError({"detail": "the request body must be a JSON object"})
+    unknown = sorted(set(raw) - PROFILE_FIELDS)
+    if unknown:
+        raise ValidationError({"detail": f"unknown field(s) {unknown}; the fields are {sorted(PROFILE_FIELDS)}"})
+    name = raw.get("name")
+    if not isinstance(name, str) or not name or len(name) > 100 or "\x00" in name:
+        raise ValidationError({"name": "a profile needs a name of 1 to 100 characters"})
+    if name in PRESETS:
+        raise ValidationError({"name": f"{name!r} is a built-in preset; pick another name"})
+    transfers = raw.get("transfers")
+    source = raw.get("source", "")
+    if not isinstance(source, str) or len(source) > 500:
+        raise ValidationError({"source": "source is a string of at most 500 characters"})
+    try:
+        if transfers is not None:
+            if set(raw) - {"name", "transfers", "source"}:
+                raise ValidationError({"transfers": "a recorded profile has name, transfers and source only"})
+            if not isinstance(transfers, list) or len(transfers) > MAX_TRANSFERS:
+                raise ValidationError({"transfers": f"transfers is a list of at most {MAX_TRANSFERS} [bytes, seconds]"})
+            if not all(isinstance(t, list) and len(t) == 2 for t in transfers):
+                raise ValidationError({"transfers": "each transfer is a [bytes, seconds] pair"})
+            profile = NetworkProfile.from_transfers(
+                name, [(t[0], t[1]) for t in transfers], source=source or "recorded"
+            )
+            kind = "recorded"
+        else:
+            profile = NetworkProfile.user(
+                name,
+                latency_ms=_number(raw, "latency_ms"),
+                throughput_mbps=None if raw.get("throughput_mbps") is None else _number(raw, "throughput_mbps"),
+                cv=_number(raw, "cv", default=0.0),
+                source=source or "user-defined",
+            )
+            kind = "custom"
+    except ValueError as e:
+        raise ValidationError({"transfers" if transfers is not None else "detail": str(e)}) from None
+    try:
+        with transaction.atomic():
+            return StoredNetworkProfile.objects.create(team=team, name=name, kind=kind, data=profile.as_dict())
+    except IntegrityError:
+        raise ValidationError({"name": f"the team has a network profile named {name!r} already"}) from None
+
+
+def network_profiles(team: Team) -> list[dict[str, Any]]:
+    """The presets, then the team's stored profiles, with their mean transfer of 330 KB."""
+    out = []
+    for profile, stored in [(p, None) for p in PRESETS.values()] + [
+        (NetworkProfile.from_dict(s.data), s) for s in StoredNetworkProfile.objects.filter(team=team)
+    ]:
+        out.append(
+            {
+                **profile.as_dict(),
+                "id": None if stored is None else stored.pk,
+                "stored_kind": "preset" if stored is None else stored.kind,
+                "throughput_mbps": profile.throughput_mbps,
+                "transfer_330kb_ms": profile.transfer_ms(DEFAULT_INPUT_BYTES),
+            }
+        )
+    return out
+
+
+__all__ = ["network_profile", "network_profiles", "select_for_request", "store_network_profile"]

@@ -1,0 +1,136 @@
+"""POST /api/select/: CNNSelect over a team's models with profiles measured on the device (the
+newest succeeded job's samples), T_input given or from a network profile, and clear refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from devicelab.measure.stats import summarize
+from devicelab.selection import PRESETS
+from server.networks.services import model_graph
+from server.profiling.services import claim_job, ingest_result
+from tests.server import conftest as server_fixtures
+from tests.server.factories import profile_result, tiny_graph
+
+make_device = server_fixtures.make_device
+make_network = server_fixtures.make_network
+make_job = server_fixtures.make_job
+media_in_tmp = server_fixtures.media_in_tmp
+
+pytestmark = pytest.mark.django_db
+
+
+def _measured(make_job: Callable[..., Any], team: Any, model: Any, device: Any, samples: list[float]) -> int:
+    """A succeeded profile job of ``model`` on ``device`` whose warm samples are ``samples``."""
+    job = make_job(team, model, device)
+    assert claim_job(job.pk, "run-1") is not None
+    result = dataclasses.replace(profile_result(model_graph(model)), samples_ms=samples, e2e=summarize(samples))
+    ingest_result(job.pk, "run-1", result)
+    return int(job.pk)
+
+
+@pytest.fixture
+def lab(
+    member: Any,
+    make_device: Callable[..., Any],
+    make_network: Callable[..., Any],
+    make_job: Callable[..., Any],
+    api: Any,
+) -> dict[str, Any]:
+    """A device and two measured models: a fast, less accurate one and a slow, accurate one."""
+    device = make_device()
+    fast = make_network(member.team, tiny_graph("fastnet"))
+    slow = make_network(member.team, tiny_graph("slownet", channels=16))
+    for model, top1 in ((fast, 60.0), (slow, 80.0)):
+        assert api.patch(f"/api/models/{model.pk}/", {"top1_accuracy": top1}, format="json").status_code == 200
+    jobs = {
+        "fast": _measured(make_job, member.team, fast, device, [9.0, 10.0, 11.0, 10.0]),
+        "slow": _measured(make_job, member.team, slow, device, [95.0, 100.0, 105.0, 100.0]),
+    }
+    return {"device": device, "fast": fast, "slow": slow, "jobs": jobs}
+
+
+def _select(api: Any, lab: dict[str, Any], **body: Any) -> Any:
+    return api.post(
+        "/api/select/",
+        {"device": lab["device"].pk, "models": [lab["fast"].pk, lab["slow"].pk], **body},
+        format="json",
+    )
+
+
+def test_a_roomy_budget_explores_both_models_with_their_measured_profiles(api: Any, lab: dict[str, Any]) -> None:
+    answer = _select(api, lab, sla_ms=400, input_ms=20, threshold_ms=50, seed=3)
+    assert answer.status_code == 200, answer.json()
+    body = answer.json()
+    assert body["t_budget"] == pytest.approx(400 - 2 * 20) and body["t_upper"] == body["t_budget"]
+    assert body["t_lower"] == pytest.approx(body["t_upper"] - 50)
+    assert body["base"] == "slownet" and not body["fallback"]
+    assert sum(body["probabilities"].values()) == pytest.approx(1.0)
+    # M_E as printed: here T_E starts past the base model, so M_E is empty and m* runs
+    assert body["chosen"]["name"] in body["exploration"] or (
+        not body["exploration"] and body["chosen"]["name"] == "slownet"
+    )
+    assert body["probabilities"][body["chosen"]["name"]] > 0
+    assert body["chosen"]["model"] == {"fastnet": lab["fast"].pk, "slownet": lab["slow"].pk}[body["chosen"]["name"]]
+    by_name = {c["name"]: c for c in body["candidates"]}
+    assert by_name["slownet"]["mu_ms"] == pytest.approx(100.0) and by_name["slownet"]["samples"] == 4
+    assert by_name["fastnet"]["latency_source"] == {"kind": "measured", "job": lab["jobs"]["fast"]}
+    assert by_name["fastnet"]["accuracy"] == 60.0 and by_name["fastnet"]["accuracy_source"] == "model"
+    assert body["why"]
+
+
+def test_a_budget_no_model_fits_falls_back_to_the_fastest(api: Any, lab: dict[str, Any]) -> None:
+    body = _select(api, lab, sla_ms=30, input_ms=20, seed=1).json()
+    assert body["fallback"] and body["base"] == "fastnet" and body["chosen"]["name"] == "fastnet"
+    assert body["probabilities"]["fastnet"] == pytest.approx(1.0)
+
+
+def test_the_input_time_can_come_from_a_network_preset(api: Any, lab: dict[str, Any]) -> None:
+    body = _select(api, lab, sla_ms=900, network_profile="lte", input_bytes=200_000, seed=0).json()
+    assert body["input_source"] == {"kind": "network_profile", "profile": "lte", "input_bytes": 200_000}
+    assert body["input_ms"] == pytest.approx(PRESETS["lte"].transfer_ms(200_000))
+    assert body["t_budget"] == pytest.approx(900 - 2 * body["input_ms"])
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "says"),
+    [
+        ({"sla_ms": -5, "input_ms": 1}, "sla_ms", ">= 0"),
+        ({"sla_ms": 100}, "input_ms", "exactly one of input_ms and network_profile"),
+        ({"sla_ms": 100, "input_ms": 5, "network_profile": "lte"}, "input_ms", "exactly one"),
+        ({"sla_ms": 100, "network_profile": "moon"}, "network_profile", "campus_wifi"),
+        ({"sla_ms": 100, "input_ms": 5, "colour": "red"}, "detail", "unknown field"),
+        ({"sla_ms": 100, "input_ms": 5, "models": []}, "models", "at least one"),
+        ({"sla_ms": 100, "input_ms": 5, "models": [999_999]}, "models", "no model [999999]"),
+        ({"sla_ms": 100, "input_ms": 5, "device": 999_999}, "device", "no device"),
+    ],
+)
+def test_bad_requests_say_what_is_wrong(
+    api: Any, lab: dict[str, Any], change: dict[str, Any], field: str, says: str
+) -> None:
+    response = _select(api, lab, **change)
+    assert response.status_code == 400, response.json()
+    assert field in response.json() and says in str(response.json()[field]), response.json()
+
+
+def test_a_model_without_accuracy_or_profile_is_refused_with_the_way_out(
+    api: Any, lab: dict[str, Any], member: Any, make_network: Callable[..., Any]
+) -> None:
+    unscored = make_network(member.team, tiny_graph("unscored"))
+    response = _select(api, lab, sla_ms=100, input_ms=5, models=[lab["fast"].pk, unscored.pk])
+    assert response.status_code == 400 and f"PATCH /api/models/{unscored.pk}/" in str(response.json()["models"])
+    api.patch(f"/api/models/{unscored.pk}/", {"top1_accuracy": 50}, format="json")
+    response = _select(api, lab, sla_ms=100, input_ms=5, models=[lab["fast"].pk, unscored.pk])
+    assert response.status_code == 400 and "never profiled" in str(response.json()["models"])
+
+
+def test_another_teams_models_are_not_candidates(
+    lab: dict[str, Any], make_member: Callable[..., Any], client_for: Callable[..., Any]
+) -> None:
+    stranger = client_for(make_member())
+    response = _select(stranger, lab, sla_ms=100, input_ms=5)
+    assert response.status_code == 400 and "no model" in str(response.json()["models"])

@@ -1,0 +1,120 @@
+"""Simulation jobs: a request is validated and its models' profiles frozen at submission; the
+run claims the row once, stores the result or why it failed; a run that died is queued again."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from devicelab.measure.stats import summarize
+from server.networks.services import model_graph
+from server.profiling.services import claim_job, ingest_result
+from server.selection.models import SelectionSimulation, SimulationState
+from server.selection.simulations import (
+    requeue_stale_simulations,
+    run_simulation,
+    submit_simulation,
+)
+from tests.server import conftest as server_fixtures
+from tests.server.factories import profile_result, tiny_graph
+
+make_device = server_fixtures.make_device
+make_network = server_fixtures.make_network
+make_job = server_fixtures.make_job
+media_in_tmp = server_fixtures.media_in_tmp
+
+pytestmark = pytest.mark.django_db
+
+SMALL = {"sla_targets_ms": [150, 400], "profiles": ["campus_wifi"], "requests": 300, "seed": 4}
+
+
+def test_the_paper_scenario_runs_and_stores_every_point(member: Any) -> None:
+    row = submit_simulation(member.team, {"scenario": "paper", **SMALL}, enqueue=False)
+    assert row.state == SimulationState.QUEUED and len(row.spec["models"]) >= 4 and row.spec["candidates"] == []
+    done = run_simulation(row.pk, "t-1")
+    assert done is not None and done.state == SimulationState.SUCCEEDED, done.failure_reason
+    result = done.result
+    assert result["sla_targets_ms"] == [150.0, 400.0] and result["requests"] == 300
+    points = {(p["policy"], p["sla_ms"]) for p in result["points"]}
+    assert points == {(p, s) for p in ("cnnselect", "greedy", "fastest", "oracle") for s in (150.0, 400.0)}
+    for p in result["points"]:
+        assert 0.0 <= p["attainment"] <= 1.0 and sum(p["usage"].values()) == pytest.approx(1.0)
+    assert run_simulation(row.pk, "t-2") is None  # claimed once: a duplicate message does nothing
+
+
+def test_measured_models_are_frozen_into_the_spec(
+    member: Any, make_device: Callable[..., Any], make_network: Callable[..., Any], make_job: Callable[..., Any]
+) -> None:
+    device = make_device()
+    models = []
+    for name, samples, top1 in (("quick", [5.0, 6.0, 5.5], 55.0), ("sharp", [60.0, 70.0, 65.0], 78.0)):
+        model = make_network(member.team, tiny_graph(name))
+        model.top1_accuracy = top1
+        model.save()
+        job = make_job(member.team, model, device)
+        claim_job(job.pk, "run-1")
+        ingest_result(
+            job.pk,
+            "run-1",
+            dataclasses.replace(profile_result(model_graph(model)), samples_ms=samples, e2e=summarize(samples)),
+        )
+        models.append(model)
+    row = submit_simulation(
+        member.team, {"device": device.pk, "models": [m.pk for m in models], **SMALL}, enqueue=False
+    )
+    frozen = {m["name"]: m for m in row.spec["models"]}
+    assert frozen["sharp"]["samples_ms"] == [60.0, 70.0, 65.0] and frozen["quick"]["accuracy"] == 55.0
+    assert [c["latency_source"]["kind"] for c in row.spec["candidates"]] == ["measured", "measured"]
+    done = run_simulation(row.pk, "t-1")
+    assert done is not None and done.state == SimulationState.SUCCEEDED
+    usage = {p["policy"]: p["usage"] for p in done.result["points"] if p["sla_ms"] == 400.0}
+    assert set(usage["fastest"]) == {"quick", "sharp"} and usage["fastest"]["quick"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"scenario": "moon"}, "scenario"),
+        ({"scenario": "paper", "requests": 5}, "requests"),
+        ({"scenario": "paper", "sla_targets_ms": []}, "sla_targets_ms"),
+        ({"scenario": "paper", "sla_targets_ms": [-1]}, "sla_targets_ms"),
+        ({"scenario": "paper", "profiles": ["moon"]}, "network_profile"),
+        ({"scenario": "paper", "policies": ["coin"]}, "policies"),
+        ({"scenario": "paper", "colour": 1}, "detail"),
+        ({"models": [1]}, "device"),
+    ],
+)
+def test_bad_requests_name_the_field_and_store_nothing(member: Any, raw: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        submit_simulation(member.team, raw, enqueue=False)
+    assert field in refused.value.message_dict, refused.value.message_dict
+    assert not SelectionSimulation.objects.exists()
+
+
+def test_a_run_that_died_is_queued_again(member: Any) -> None:
+    row = submit_simulation(member.team, {"scenario": "paper", **SMALL}, enqueue=False)
+    SelectionSimulation.objects.filter(pk=row.pk).update(
+        state=SimulationState.RUNNING, claimed_by="dead", started_at=timezone.now() - timedelta(hours=3)
+    )
+    assert requeue_stale_simulations(timezone.now() - timedelta(hours=1)) == [row.pk]
+    assert run_simulation(row.pk, "t-new").state == SimulationState.SUCCEEDED  # type: ignore[union-attr]
+
+
+def test_the_api_queues_lists_and_shows_a_simulation(api: Any) -> None:
+    created = api.post("/api/selection/simulations/", {"scenario": "paper", **SMALL}, format="json")
+    assert created.status_code == 202, created.json()
+    pk = created.json()["id"]
+    assert created.json()["state"] == "queued" and created.json()["spec"]["requests"] == 300
+    listed = api.get("/api/selection/simulations/").json()["results"]
+    assert [r["id"] for r in listed] == [pk] and "result" not in listed[0]
+    run_simulation(pk, "t-1")
+    detail = api.get(f"/api/selection/simulations/{pk}/").json()
+    assert detail["state"] == "succeeded" and len(detail["result"]["points"]) == 8
+    refused = api.post("/api/selection/simulations/", {"scenario": "paper", "requests": "many"}, format="json")
+    assert refused.status_code == 400 and "requests" in refused.json()
