@@ -134,3 +134,19 @@ def test_another_teams_models_are_not_candidates(
     stranger = client_for(make_member())
     response = _select(stranger, lab, sla_ms=100, input_ms=5)
     assert response.status_code == 400 and "no model" in str(response.json()["models"])
+
+
+def test_a_model_named_like_a_zoo_model_takes_its_published_accuracy(
+    api: Any, lab: dict[str, Any], member: Any, make_network: Callable[..., Any], make_job: Callable[..., Any]
+) -> None:
+    from devicelab.graph import zoo
+
+    entry = zoo.entries()["mobilenet_v2"]
+    named = make_network(member.team, tiny_graph("mobilenet_v2"))
+    _measured(make_job, member.team, named, lab["device"], [20.0, 21.0, 22.0])
+    body = _select(api, lab, sla_ms=300, input_ms=10, models=[lab["fast"].pk, named.pk], seed=0).json()
+    zoo_candidate = next(c for c in body["candidates"] if c["name"] == "mobilenet_v2")
+    assert zoo_candidate["accuracy"] == entry.top1 and entry.accuracy_source in zoo_candidate["accuracy_source"]
+    api.patch(f"/api/models/{named.pk}/", {"top1_accuracy": 12.5}, format="json")  # its own number wins
+    body = _select(api, lab, sla_ms=300, input_ms=10, models=[lab["fast"].pk, named.pk], seed=0).json()
+    assert next(c for c in body["candidates"] if c["name"] == "mobilenet_v2")["accuracy"] == 12.5
