@@ -12,6 +12,7 @@ from latencylab.commands import (
     graph_cmds,
     nas_cmds,
     predictor_cmds,
+    selection_cmds,
     service_cmds,
     sharing_cmds,
     zoo_cmds,
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     client_cmds.add_parsers(sub)
     fusion_cmds.add_parsers(sub)
     sharing_cmds.add_parsers(sub)
+    selection_cmds.add_parsers(sub)
     return parser
 
 
