@@ -220,6 +220,99 @@ def top_operators(points: Sequence[OperatorPoint]) -> str:
     return _json(fig)
 
 
+# Stages of one inference: the client's on the host in blues and greens, the device's in warm colours.
+STAGE_COLORS = {
+    "decode": "#3d9be9",
+    "resize_crop": "#2a9d8f",
+    "normalize": "#97c160",
+    "model_load": "#9aa5b1",
+    "inference": "#c8553d",
+    "postprocess": "#7b61c9",
+}
+
+
+@dataclass(frozen=True)
+class StageBar:
+    """One stage of the time breakdown: its name and label, where it ran, its time in each pipeline (ms)."""
+
+    name: str
+    label: str
+    where: str
+    ms: Sequence[float]
+
+
+def time_breakdown(pipelines: Sequence[str], stages: Sequence[StageBar]) -> str:
+    """One stacked horizontal bar per pipeline (a JPEG's, a PNG's), a segment per stage in the
+    order they run."""
+    traces = [
+        go.Bar(
+            x=list(stage.ms),
+            y=list(pipelines),
+            name=f"{stage.label} ({stage.where})",
+            orientation="h",
+            marker={"color": STAGE_COLORS.get(stage.name, _OTHER_COLOR), "line": {"color": "white", "width": 1}},
+            hovertemplate=f"{stage.label} ({stage.where}): %{{x:.3f}} ms<extra>%{{y}}</extra>",
+        )
+        for stage in stages
+    ]
+    fig = go.Figure(
+        traces,
+        layout=_layout(
+            150 + 48 * len(pipelines),
+            "time (ms, median of each stage)",
+            "",
+            yaxis={"autorange": "reversed"},
+            barmode="stack",
+            legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
+        ),
+    )
+    fig.update_layout(margin={"t": 60})  # room for the legend above the bars
+    return _json(fig)
+
+
+def cold_start_distribution(
+    cold_total_ms: Sequence[float],
+    load_ms: Sequence[float],
+    first_run_ms: Sequence[float],
+    hot_ms: Sequence[float],
+) -> str:
+    """Cold starts (load + first run, and each part) beside hot starts (the warm runs), every
+    sample drawn, on a log axis: a cold start can be a hundred times a hot one."""
+    rows = [
+        ("cold start (load + first run)", cold_total_ms, "#c8553d"),
+        ("model load", load_ms, "#9aa5b1"),
+        ("first run", first_run_ms, "#e8702a"),
+        ("hot start (warm run)", hot_ms, A_COLOR),
+    ]
+    traces = [
+        go.Box(
+            x=list(values),
+            name=label,
+            orientation="h",
+            boxpoints="all",
+            jitter=0.4,
+            pointpos=0,
+            marker={"color": color, "size": 5, "opacity": 0.7},
+            line={"color": color},
+            hovertemplate=f"{label}: %{{x:.3f}} ms<extra></extra>",
+        )
+        for label, values, color in rows
+        if values
+    ]
+    fig = go.Figure(
+        traces,
+        layout=_layout(
+            80 + 50 * len(traces),
+            "time (ms, log scale)",
+            "",
+            xaxis={"type": "log", "dtick": "D2"},
+            yaxis={"autorange": "reversed"},
+            showlegend=False,
+        ),
+    )
+    return _json(fig)
+
+
 # -- a model -----------------------------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ from dashboard.access import team_page
 from dashboard.conditions import conditions
 from dashboard.formatting import hardware_rows
 from dashboard.forms import ModelUploadForm, SubmitJobsForm
+from dashboard.inference_breakdown import breakdown_figures, breakdown_of
 from server.devices.models import Device, DeviceKind
 from server.networks.models import ModelState, NetworkModel
 from server.networks.services import UploadTooLarge, check_declared_size, operator_table_shown
@@ -296,11 +297,13 @@ def _job_result_context(team: Any, job: ProfilingJob) -> dict[str, Any]:
         return {"job": job, "result": None}
     breakdown = queries.operator_breakdown(result)
     others = [j for j in queries.comparable_jobs(team, limit=100) if j.pk != job.pk]
+    stages = breakdown_of(result)
     return {
         "job": job,
         "result": result,
         "ops": breakdown,
-        "charts": _job_figures(result, breakdown),
+        "stages": stages,
+        "charts": {**_job_figures(result, breakdown), **breakdown_figures(result, stages)},
         "conditions": conditions(result.environment),
         "compare_with": others,
     }

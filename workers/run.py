@@ -79,7 +79,12 @@ class DeviceProcess:
 
     def start(self) -> None:
         """Start the device's Celery worker."""
-        env = {**os.environ, **self.context.to_env()}
+        # It serves its own device only. With every device of the worker in its context, a message
+        # left in its queue for a job since moved to another of them (a phone unplugged) would run
+        # that job here, and the other device's process, finding it running under this run's token,
+        # would take it for an attempt whose process died and fail it.
+        own = WorkerContext(self.context.name, self.context.token, {self.device.pk: self.device.found})
+        env = {**os.environ, **own.to_env()}
         cmd = [
             sys.executable,
             "-m",

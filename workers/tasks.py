@@ -182,7 +182,8 @@ def _profile(job: Any, info: DeviceInfo, progress: _ProgressReporter) -> bool:
     graph = graph_from_dict(job.model.graph, import_limits())
     settings = ProfileSettings.from_dict(job.settings)
     backend = backend_for(info.kind)
-    result = backend.profile(info, graph, settings, progress, _uploaded_file(job.model, info))
+    # the backend's profile, then the time breakdown of one inference (an image model's)
+    result = backend.profile_job(info, graph, settings, progress, _uploaded_file(job.model, info))
     return ingest_result(job.pk, progress.token, result) is not None
 
 

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from devicelab.graph.ir import Graph
+from devicelab.graph.jsonio import graph_from_dict, graph_to_dict
+from devicelab.graph.limits import NO_LIMITS
+from devicelab.measure.breakdown import NotAnImageModel, TimeBreakdown, image_input
+from devicelab.measure.cold_starts import FRESH_PROCESS, ColdStartError, ColdStarts, run_fresh
+from devicelab.measure.harness import Meter, Progress
 from devicelab.measure.stats import SampleStats
 
 DEVICE_KINDS = ("cpu", "opencl", "android")
@@ -27,6 +32,7 @@ MAX_COOLDOWN_S = 3_600.0
 MAX_RUNS = 10_000
 MAX_WARMUP_RUNS = 1_000
 MAX_THREADS = 1_024
+MAX_COLD_RUNS = 50  # each a fresh process that imports the runtime and loads the model: seconds apiece
 
 ProgressFn = Callable[[float, str], None]
 """Called with a fraction in [0, 1] and a short message as a run advances."""
@@ -75,6 +81,9 @@ class Capabilities:
     # named groups of cores (a phone's "big", "mid", "little" clusters) that settings.cores may name
     core_clusters: dict[str, tuple[int, ...]] = field(default_factory=dict)
     cools_down: bool = False  # whether settings.cooldown_c / cooldown_max_s are honoured
+    # settings.cold_runs may be 1 .. max_cold_runs: a backend that can load a model in a fresh
+    # process declares more than the one cold start every profile measures
+    max_cold_runs: int = 1
 
     def cluster_cores(self, name: str) -> tuple[int, ...]:
         """The core ids of a named cluster; ``UnsupportedSetting`` for a name the device lacks."""
@@ -108,6 +117,12 @@ class Capabilities:
             )
         if settings.runs > self.max_runs:
             raise UnsupportedSetting("runs", f"{settings.runs} is more than the limit of {self.max_runs}")
+        if settings.cold_runs > self.max_cold_runs:
+            raise UnsupportedSetting(
+                "cold_runs",
+                f"{settings.cold_runs} is more than this device's {self.max_cold_runs}"
+                + (": it measures the one cold start of its run" if self.max_cold_runs == 1 else ""),
+            )
         if settings.warmup_runs > self.max_warmup_runs:
             raise UnsupportedSetting(
                 "warmup_runs", f"{settings.warmup_runs} is more than the limit of {self.max_warmup_runs}"
@@ -170,7 +185,7 @@ class DeviceInfo:
 
 @dataclass(frozen=True)
 class ProfileSettings:
-    """How to measure: backend, threads, cores, precision, warm-up and measured runs."""
+    """How to measure: backend, threads, cores, precision, warm-up and measured runs, cold starts."""
 
     backend: str = "cpu"
     threads: int = 1
@@ -181,6 +196,9 @@ class ProfileSettings:
     delegate: str = ""  # the runtime delegate (phones: cpu, xnnpack, gpu, nnapi); "" = the device's default
     cooldown_c: float | None = None  # wait until the device is cooler than this before measuring (°C)
     cooldown_max_s: float | None = None  # ... but at most this long (s)
+    # cold starts (load + first run) to measure: 1 is the profile's own, in its process; more are
+    # each made in a fresh process (``devicelab.measure.cold_starts``)
+    cold_runs: int = 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.threads <= MAX_THREADS:
@@ -189,6 +207,8 @@ class ProfileSettings:
             raise ValueError(f"warmup_runs must be between 0 and {MAX_WARMUP_RUNS}, got {self.warmup_runs}")
         if not 1 <= self.runs <= MAX_RUNS:
             raise ValueError(f"runs must be between 1 and {MAX_RUNS}, got {self.runs}")
+        if not 1 <= self.cold_runs <= MAX_COLD_RUNS:
+            raise ValueError(f"cold_runs must be between 1 and {MAX_COLD_RUNS}, got {self.cold_runs}")
         if len(self.cores) > MAX_THREADS:
             raise ValueError(f"cores lists {len(self.cores)} core ids; at most {MAX_THREADS}")
         if self.precision not in PRECISIONS:
@@ -263,6 +283,15 @@ class ProfileResult:
     peak_memory_mb: float | None = None  # the runtime's peak memory while it ran, where it reports one
     # why the measurement should not be trusted as is: "hot: ...", "throttled: ..." (like noisy)
     flags: list[str] = field(default_factory=list)
+    # the cold starts as a distribution (settings.cold_runs > 1: each in a fresh process); None:
+    # only ``cold``, measured in the profile's own process
+    cold_starts: ColdStarts | None = None
+    # where one inference's time goes (``Backend.profile_job``); None: not measured
+    breakdown: TimeBreakdown | None = None
+
+    def cold_distribution(self) -> ColdStarts:
+        """The cold starts: the fresh processes' where there were some, else the one in process."""
+        return self.cold_starts or ColdStarts.in_process(self.cold.load_ms, self.cold.first_run_ms)
 
 
 @dataclass(frozen=True)
@@ -273,6 +302,43 @@ class ModelFile:
     format: str  # "tflite", "onnx", ...
     data: bytes
     name: str = ""
+
+
+def cold_start_payload(device: DeviceInfo, graph: Graph, settings: ProfileSettings) -> dict[str, Any]:
+    """What a fresh process needs to load ``graph`` on ``device`` as ``settings`` ask, as plain JSON."""
+    return {"device": device.as_dict(), "graph": graph_to_dict(graph), "settings": settings.as_dict()}
+
+
+def read_cold_start_payload(payload: Mapping[str, Any]) -> tuple[DeviceInfo, Graph, ProfileSettings]:
+    """The inverse of ``cold_start_payload``, in the fresh process."""
+    # The graph was read under the server's import limits by the process that sent it; reading
+    # its own JSON again allocates nothing per element.
+    return (
+        DeviceInfo.from_dict(payload["device"]),
+        graph_from_dict(payload["graph"], NO_LIMITS),
+        ProfileSettings.from_dict(dict(payload["settings"])),
+    )
+
+
+def fresh_cold_starts(
+    entry: str, device: DeviceInfo, graph: Graph, settings: ProfileSettings, meter: Meter | None = None
+) -> ColdStarts | None:
+    """``settings.cold_runs`` cold starts, each in a fresh process calling the backend's ``entry``
+    (``"module:function"``, which reads ``cold_start_payload``); None when one is asked for (the
+    profile's own, in its process, is that one)."""
+    if settings.cold_runs <= 1:
+        return None
+    try:
+        return run_fresh(entry, cold_start_payload(device, graph, settings), settings.cold_runs, meter)
+    except ColdStartError as exc:
+        raise BackendError(
+            f"{device.kind} backend: cold starts of graph {graph.name!r} in fresh processes: {exc}"
+        ) from None
+
+
+# The share of a profile job's progress that the backend's profile takes; the time breakdown's
+# client stages take the rest.
+PROFILE_SHARE = 0.9
 
 
 class Backend(ABC):
@@ -299,3 +365,49 @@ class Backend(ABC):
 
         ``model_file``: the uploaded file the graph came from, for a backend that runs uploads as
         they are (the others run the graph)."""
+
+    def profile_job(
+        self,
+        device: DeviceInfo,
+        graph: Graph,
+        settings: ProfileSettings,
+        progress: ProgressFn | None = None,
+        model_file: ModelFile | None = None,
+    ) -> ProfileResult:
+        """What a profiling job measures: ``profile``, then the time breakdown of one inference
+        (``devicelab.measure.image_pipeline``; not applicable, saying why, to a model that does not
+        take an image)."""
+        from devicelab.measure.image_pipeline import bounded_runs, measure_breakdown  # Pillow
+
+        try:
+            image_input(graph)
+            share = PROFILE_SHARE
+        except NotAnImageModel:
+            share = 1.0
+        outer = Progress(progress)
+
+        def scaled(fraction: float, message: str) -> None:
+            outer(share * fraction, message if fraction < 1.0 or share == 1.0 else "model measured")
+
+        result = self.profile(device, graph, settings, scaled if progress is not None else None, model_file)
+        cold = result.cold_distribution()
+        fresh = cold.source == FRESH_PROCESS
+        runs, warmup = bounded_runs(settings.runs, settings.warmup_runs)
+        meter = Meter(outer, share, 0.99, runs + warmup)
+        breakdown = measure_breakdown(
+            graph,
+            load_samples_ms=cold.load_samples_ms(),
+            load_source=f"the load of {len(cold.samples)} cold starts, each in a fresh process"
+            if fresh
+            else "the profile's cold start (its load, in the profiling process)",
+            inference=result.e2e,
+            inference_samples_ms=result.samples_ms,
+            runs=settings.runs,
+            warmup_runs=settings.warmup_runs,
+            host_side=device.kind == "android",
+            cores=settings.cores if device.kind == "cpu" else (),
+            step=meter.step if progress is not None else None,
+        )
+        if share < 1.0:  # else the profile's own "done" was the last report
+            outer(1.0, "done")
+        return replace(result, breakdown=breakdown)

@@ -13,7 +13,8 @@ behind each choice):
   old affinity is restored afterwards.
 * Cold start is measured apart (``devicelab.measure.harness``): ``load_ms`` is session creation
   (graph optimization included), ``first_run_ms`` the first inference of a fresh session without
-  the profiler.
+  the profiler. With ``settings.cold_runs`` > 1, that many more cold starts are measured the same
+  way, each in a fresh process (``cold_start_entry``), after the timed runs.
 * End-to-end times come from that session (``time.perf_counter_ns``), without profiling, whose
   overhead would otherwise leak into the numbers. Per-operator times come from ONNX Runtime's
   profiler in a second session, on the optimized graph ORT saved for this model (nodes uniquely
@@ -49,6 +50,7 @@ import onnxruntime as ort
 
 from devicelab.backends import cpu_topology
 from devicelab.backends.base import (
+    MAX_COLD_RUNS,
     Backend,
     BackendError,
     Capabilities,
@@ -58,6 +60,8 @@ from devicelab.backends.base import (
     ProfileResult,
     ProfileSettings,
     ProgressFn,
+    fresh_cold_starts,
+    read_cold_start_payload,
 )
 from devicelab.backends.ort_mapping import map_kernels, op_timings
 from devicelab.backends.ort_profile import kernel_nodes, name_nodes_uniquely, parse_profile
@@ -70,6 +74,7 @@ KIND = "cpu"
 WEIGHT_SEED = 0
 OPTIMIZATION_LEVEL = "ORT_ENABLE_ALL"
 BLOCKS = 5  # the timed runs alternate between the plain and the profiled session in this many blocks
+COLD_START_ENTRY = f"{__name__}:cold_start_entry"  # what a fresh process runs for one cold start
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,6 +101,7 @@ def capabilities(topo: cpu_topology.CpuTopology) -> Capabilities:
         cores=tuple(topo.online),
         runtimes=(runtime_version(),),
         formats=("onnx",),
+        max_cold_runs=MAX_COLD_RUNS,
     )
 
 
@@ -346,6 +352,8 @@ def profile(
         h.report(0.96, "reading the profile")
         profiles, run_ms = parse_profile(profile_path, keep=kept)
 
+    # both sessions are gone: a fresh process's cold start shares the machine with nothing of ours
+    cold_starts = fresh_cold_starts(COLD_START_ENTRY, device, graph, settings, h.meter(0.96, 0.99, settings.cold_runs))
     kmap = map_kernels(graph, nodes)
     rows = op_timings(graph, nodes, profiles, kmap, len(run_ms))
     env["kernel_nodes"] = len(nodes)
@@ -365,7 +373,30 @@ def profile(
         cold=ColdStart(load_ms=load_ms, first_run_ms=first_ms),
         ops=rows,
         environment=env,
+        cold_starts=cold_starts,
     )
+
+
+def cold_start(device: DeviceInfo, graph: Graph, settings: ProfileSettings) -> ColdStart:
+    """One cold start as ``profile`` measures its own: a new session without the profiler (the
+    export to ONNX before it is not timed), then its first run, pinned as the job asks."""
+    from devicelab.graph.onnx import graph_to_onnx_bytes
+
+    cores = _check_request(device, settings, cpu_topology.read_topology().online)
+    model = graph_to_onnx_bytes(graph, seed=WEIGHT_SEED)
+    feeds = make_inputs(graph)
+    h = Harness(None)
+    with pinned(cores):
+        session = h.load(lambda: _new_session(model, _session_options(settings), graph))
+        h.first_run(partial(_run, session, feeds, graph), 0.0)
+    load_ms, first_ms = h.cold_start()
+    return ColdStart(load_ms=load_ms, first_run_ms=first_ms)
+
+
+def cold_start_entry(payload: dict[str, Any]) -> dict[str, float]:
+    """A fresh process's cold start (run by ``devicelab.measure.cold_process``): load and first run (ms)."""
+    cold = cold_start(*read_cold_start_payload(payload))
+    return {"load_ms": cold.load_ms, "first_run_ms": cold.first_run_ms}
 
 
 class CpuBackend(Backend):
@@ -396,6 +427,8 @@ __all__ = [
     "KIND",
     "CpuBackend",
     "capabilities",
+    "cold_start",
+    "cold_start_entry",
     "discover",
     "profile",
     "pinned",

@@ -43,6 +43,26 @@ class StrictIntegerField(serializers.IntegerField):
         return data
 
 
+class StrictFloatField(serializers.FloatField):
+    """A JSON number (an integer or a float, not a bool or a string), finite, within the bounds."""
+
+    default_error_messages = {
+        "invalid": "must be a number, got {value!r}",
+        "min_value": "must be >= {min_value}, got {value!r}",
+        "max_value": "must be <= {max_value}, got {value!r}",
+    }
+
+    def to_internal_value(self, data: Any) -> float:
+        """The number as a float, or a ``ValidationError`` that shows the value sent."""
+        if isinstance(data, bool) or not isinstance(data, (int, float)) or data != data or abs(data) == float("inf"):
+            self.fail("invalid", value=data)
+        if self.min_value is not None and data < self.min_value:
+            self.fail("min_value", min_value=self.min_value, value=data)
+        if self.max_value is not None and data > self.max_value:
+            self.fail("max_value", max_value=self.max_value, value=data)
+        return float(data)
+
+
 class IdField(StrictIntegerField):
     """A row id: a JSON integer in 1 .. ``MAX_ID``; the message names the key (``device must be an id ...``)."""
 

@@ -102,4 +102,4 @@ class SimulationCreateSerializer(serializers.Serializer[Any]):
     threshold_ms = serializers.FloatField(required=False)
     policies = serializers.ListField(child=serializers.CharField(), required=False)
     input_bytes = serializers.IntegerField(required=False)
-    title = serializers.CharField(required=False)
+    title = serializers.CharField(required=False, allow_blank=True, max_length=200)

@@ -15,11 +15,20 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
-from devicelab.backends.base import DELEGATES, MAX_COOLDOWN_S, MAX_RUNS, MAX_THREADS, MAX_WARMUP_RUNS, PRECISIONS
+from devicelab.backends.base import (
+    DELEGATES,
+    MAX_COLD_RUNS,
+    MAX_COOLDOWN_S,
+    MAX_RUNS,
+    MAX_THREADS,
+    MAX_WARMUP_RUNS,
+    PRECISIONS,
+)
 from devicelab.graph import Graph, GraphError, graph_from_dict
 from devicelab.graph.jsonio import SCHEMA_VERSION
 from devicelab.graph.ops import DTYPES
-from server.api.fields import IdField, StrictCharField, StrictIntegerField
+from server.api.breakdown_serializers import ColdStartsSerializer, TimeBreakdownSerializer
+from server.api.fields import IdField, StrictCharField, StrictFloatField, StrictIntegerField
 from server.devices.models import Device
 from server.networks.models import NetworkModel
 from server.networks.services import operator_table, operator_table_shown
@@ -161,16 +170,14 @@ class NetworkModelSerializer(serializers.ModelSerializer):
 class ModelAccuracySerializer(serializers.Serializer[Any]):
     """PATCH /api/models/{id}/: what the team says the network scores (null forgets it)."""
 
-    top1_accuracy = serializers.FloatField(min_value=0.0, max_value=100.0, allow_null=True, required=False)
-    top5_accuracy = serializers.FloatField(min_value=0.0, max_value=100.0, allow_null=True, required=False)
+    top1_accuracy = StrictFloatField(min_value=0.0, max_value=100.0, allow_null=True, required=False)
+    top5_accuracy = StrictFloatField(min_value=0.0, max_value=100.0, allow_null=True, required=False)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Top-5 is never below top-1."""
         top1, top5 = attrs.get("top1_accuracy"), attrs.get("top5_accuracy")
         if top1 is not None and top5 is not None and top5 < top1:
             raise serializers.ValidationError({"top5_accuracy": f"top-5 ({top5}) cannot be below top-1 ({top1})"})
-        if not attrs:
-            raise serializers.ValidationError("send top1_accuracy and/or top5_accuracy (percent, or null)")
         return attrs
 
 
@@ -215,7 +222,8 @@ class DeviceSerializer(serializers.ModelSerializer):
     capabilities = serializers.JSONField(
         read_only=True,
         help_text="What the device declared it can run (empty when it declared nothing): precisions, max_threads, "
-        "pins_cores and cores, runtimes, formats, max_runs, max_warmup_runs; phones also delegates, core_clusters "
+        "pins_cores and cores, runtimes, formats, max_runs, max_warmup_runs, max_cold_runs (1: only the profile's "
+        "own cold start); phones also delegates, core_clusters "
         "({name: core ids}, which settings.cores may name) and cools_down (whether settings.cooldown_c and "
         "cooldown_max_s are honoured).",
     )
@@ -254,6 +262,7 @@ class JobSettings(TypedDict, total=False):
     delegate: str
     cooldown_c: float | None
     cooldown_max_s: float | None
+    cold_runs: int
 
 
 class JobRequest(TypedDict):
@@ -339,6 +348,13 @@ class JobSettingsSerializer(serializers.Serializer):
         max_value=MAX_COOLDOWN_S,
         help_text="Phones: the longest wait for cooldown_c (s); the device's default when left out.",
     )
+    cold_runs = StrictIntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_COLD_RUNS,
+        help_text="Cold starts (load + first run) to measure. Default 1: the profile's own, in its process; "
+        "more: each in a fresh process (the device must offer it: capabilities.max_cold_runs).",
+    )
 
     def run_validation(self, data: Any = empty) -> JobSettings:
         """The given settings; as a request's ``settings``, a ``ValidationError`` listing every bad key."""
@@ -386,7 +402,7 @@ class JobCreateSerializer(serializers.Serializer):
     settings = JobSettingsSerializer(
         required=False,
         default=dict,
-        help_text="ProfileSettings: backend, threads, cores, precision, warmup_runs, runs. Missing keys take "
+        help_text="ProfileSettings: backend, threads, cores, precision, warmup_runs, runs, cold_runs. Missing keys take "
         "their defaults; backend defaults to the device's kind.",
     )
 
@@ -481,6 +497,15 @@ class JobResultSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="Each timed run's end-to-end latency (ms); empty where the runtime reports aggregates only.",
     )
+    cold_starts = ColdStartsSerializer(
+        source="cold_start_distribution",
+        read_only=True,
+        help_text="The cold starts as a distribution: with settings.cold_runs > 1, that many fresh processes' "
+        "(cold stays the profile's own, in its process), else that one. The hot start is e2e.",
+    )
+    time_breakdown = serializers.SerializerMethodField(
+        help_text="Where one inference's time goes, stage by stage; null when it was not measured."
+    )
     environment = serializers.JSONField(
         read_only=True,
         help_text="What the worker recorded of the run: runtime and versions, threads, affinity. A phone's job "
@@ -500,6 +525,8 @@ class JobResultSerializer(serializers.ModelSerializer):
             "flags",
             "peak_memory_mb",
             "samples_ms",
+            "cold_starts",
+            "time_breakdown",
             "environment",
             "settings",
             "device_info",
@@ -507,6 +534,11 @@ class JobResultSerializer(serializers.ModelSerializer):
             "operators",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(TimeBreakdownSerializer(allow_null=True))
+    def get_time_breakdown(self, obj: JobResult) -> dict[str, Any] | None:
+        """The stored breakdown, or None where none was measured."""
+        return TimeBreakdownSerializer(obj.time_breakdown).data if obj.time_breakdown else None
 
 
 class JobSerializer(serializers.ModelSerializer):

@@ -133,11 +133,18 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
         description="`top1_accuracy` and `top5_accuracy` in percent (null forgets one): what model selection "
         "(POST /api/select/) trades against latency. A model named like a zoo model uses the zoo's published "
         "numbers while it has none of its own.",
-        request=ModelAccuracySerializer,
-        responses={200: NetworkModelSerializer, 400: OpenApiResponse(description="`detail` says which value is wrong")},
+        request={"application/json": ModelAccuracySerializer},
+        responses={
+            200: NetworkModelSerializer,
+            400: OpenApiResponse(description="`detail` says which value is wrong"),
+            415: OpenApiResponse(description="not a JSON body"),
+        },
     )
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        """PATCH: the accuracy fields only."""
+        """PATCH: the accuracy fields only, as JSON (numbers, not form strings)."""
+        content_type = (request.content_type or "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            raise UnsupportedMediaType(content_type or "(none)", detail="send the accuracy as an application/json body")
         model = self.get_object()
         form = ModelAccuracySerializer(data=request.data)
         form.is_valid(raise_exception=True)
@@ -149,7 +156,8 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
             and model.top5_accuracy < model.top1_accuracy
         ):
             raise ValidationError({"top5_accuracy": "top-5 cannot be below top-1"})
-        model.save(update_fields=list(form.validated_data))
+        if form.validated_data:  # an empty PATCH changes nothing
+            model.save(update_fields=list(form.validated_data))
         return Response(NetworkModelSerializer(model, context=self.get_serializer_context()).data)
 
 

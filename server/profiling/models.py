@@ -18,6 +18,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from devicelab.measure.cold_starts import ColdStarts
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.models import NetworkModel
@@ -341,10 +342,31 @@ class JobResult(models.Model):
     environment = models.JSONField(default=dict, blank=True)
     settings = models.JSONField(default=dict, help_text="The settings the worker really used.")
     device_info = models.JSONField(default=dict, blank=True, help_text="DeviceInfo as the worker reported it.")
+    cold_starts = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="ColdStarts.as_dict(): the cold starts (load + first run) as a distribution, with their "
+        "source (in-process, or fresh-process for settings.cold_runs > 1) and samples; empty for a result "
+        "stored before they were kept (load_ms and first_run_ms are its one cold start).",
+    )
+    time_breakdown = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="TimeBreakdown.as_dict(): one inference stage by stage (decode, resize + crop, normalize, "
+        "model load, inference, post-processing) per image format, or applicable=false with the reason; "
+        "empty when it was not measured.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
         return f"result of job #{self.job_id}: {self.e2e_mean:.3f} ms"
+
+    @property
+    def cold_start_distribution(self) -> dict[str, Any]:
+        """The stored cold starts, or for an older result its one in-process cold start, in the same shape."""
+        if self.cold_starts:
+            return dict(self.cold_starts)
+        return ColdStarts.in_process(self.load_ms, self.first_run_ms).as_dict()
 
     @property
     def e2e_central(self) -> float:

@@ -437,6 +437,8 @@ def ingest_result(job_id: int, worker_token: str, result: ProfileResult) -> JobR
             environment=dict(result.environment),
             settings=result.settings.as_dict(),
             device_info=result.device.as_dict(),
+            cold_starts=result.cold_distribution().as_dict(),
+            time_breakdown=result.breakdown.as_dict() if result.breakdown is not None else {},
         )
         _insert_timings(stored.pk, result.ops)
         finish_ingest(job, worker_token)

@@ -57,10 +57,10 @@ def _input_time(team: Team, raw: Mapping[str, Any]) -> tuple[float, dict[str, An
 def select_for_request(team: Team, raw: Any) -> dict[str, Any]:
     """CNNSelect's answer for one request: the chosen model, the probabilities, and why."""
     if not isinstance(raw, Mapping):
-        raise ValidationError({"detail": "the request body must be a JSON object"})
+        raise ValidationError("the request body must be a JSON object")
     unknown = sorted(set(raw) - SELECT_FIELDS)
     if unknown:
-        raise ValidationError({"detail": f"unknown field(s) {unknown}; the fields are {sorted(SELECT_FIELDS)}"})
+        raise ValidationError(f"unknown field(s) {unknown}; the fields are {sorted(SELECT_FIELDS)}")
     device_id = raw.get("device")
     if isinstance(device_id, bool) or not isinstance(device_id, int):
         raise ValidationError({"device": f"device must be a device id, got {device_id!r}"})
@@ -79,7 +79,7 @@ def select_for_request(team: Team, raw: Any) -> dict[str, Any]:
             [c.profile for c in candidates], sla_ms=sla_ms, input_ms=input_ms, threshold_ms=threshold_ms, rng=seed
         )
     except ValueError as e:
-        raise ValidationError({"detail": str(e)}) from None
+        raise ValidationError(str(e)) from None
     by_name = {c.profile.name: c for c in candidates}
     answer = selection.as_dict()
     answer["chosen"] = {"model": by_name[selection.chosen].model.pk, "name": selection.chosen}
@@ -104,10 +104,10 @@ def store_network_profile(team: Team, raw: Any) -> StoredNetworkProfile:
     from django.db import IntegrityError, transaction
 
     if not isinstance(raw, Mapping):
-        raise ValidationError({"detail": "the request body must be a JSON object"})
+        raise ValidationError("the request body must be a JSON object")
     unknown = sorted(set(raw) - PROFILE_FIELDS)
     if unknown:
-        raise ValidationError({"detail": f"unknown field(s) {unknown}; the fields are {sorted(PROFILE_FIELDS)}"})
+        raise ValidationError(f"unknown field(s) {unknown}; the fields are {sorted(PROFILE_FIELDS)}")
     name = raw.get("name")
     if not isinstance(name, str) or not name or len(name) > 100 or "\x00" in name:
         raise ValidationError({"name": "a profile needs a name of 1 to 100 characters"})
@@ -139,7 +139,9 @@ def store_network_profile(team: Team, raw: Any) -> StoredNetworkProfile:
             )
             kind = "custom"
     except ValueError as e:
-        raise ValidationError({"transfers" if transfers is not None else "detail": str(e)}) from None
+        if transfers is not None:
+            raise ValidationError({"transfers": str(e)}) from None
+        raise ValidationError(str(e)) from None
     try:
         with transaction.atomic():
             return StoredNetworkProfile.objects.create(team=team, name=name, kind=kind, data=profile.as_dict())

@@ -97,10 +97,10 @@ def submit_simulation(team: Team, raw: Any, user: Any = None, enqueue: bool = Tr
     """Validate a simulation request, freeze its models' profiles, store it queued and (on commit)
     send it to the trainer; ``ValidationError`` naming the field when the request is bad."""
     if not isinstance(raw, Mapping):
-        raise _fail("detail", "the request body must be a JSON object")
+        raise ValidationError("the request body must be a JSON object")
     unknown = sorted(set(raw) - SPEC_FIELDS)
     if unknown:
-        raise _fail("detail", f"unknown field(s) {unknown}; the fields are {sorted(SPEC_FIELDS)}")
+        raise ValidationError(f"unknown field(s) {unknown}; the fields are {sorted(SPEC_FIELDS)}")
     scenario_name, models, candidates = _models(team, raw)
     paper = paper_scenario()
     slas = _slas(raw, list(paper.sla_targets_ms))

@@ -50,6 +50,7 @@ def test_submit_queues_a_job_with_complete_settings(
         "delegate": "",
         "cooldown_c": None,
         "cooldown_max_s": None,
+        "cold_runs": 1,
     }
     assert len(callbacks) == 1  # the job is handed to the broker once the row is committed
 

@@ -43,7 +43,7 @@ def test_set_read_and_forget_a_models_accuracy(api: Any) -> None:
         ({"top1_accuracy": -1}, "top1_accuracy", "0"),
         ({"top1_accuracy": 80, "top5_accuracy": 70}, "top5_accuracy", "below top-1"),
         ({"top1_accuracy": "high"}, "top1_accuracy", "number"),
-        ({}, "non_field_errors", "top1_accuracy"),
+        ({"top5_accuracy": False}, "top5_accuracy", "number"),
     ],
 )
 def test_bad_accuracies_are_refused_and_change_nothing(api: Any, body: dict[str, Any], field: str, says: str) -> None:
@@ -67,3 +67,15 @@ def test_another_teams_model_is_not_found(api: Any, make_member: Any, client_for
     pk = _upload(api, "mine")
     stranger = client_for(make_member())
     assert stranger.patch(f"/api/models/{pk}/", {"top1_accuracy": 50}, format="json").status_code == 404
+
+
+def test_an_empty_patch_changes_nothing(api: Any) -> None:
+    pk = _upload(api, "untouched")
+    response = api.patch(f"/api/models/{pk}/", {}, format="json")
+    assert response.status_code == 200 and response.json()["top1_accuracy"] is None
+
+
+def test_a_form_body_is_refused_as_the_wrong_media_type(api: Any) -> None:
+    pk = _upload(api, "formed")
+    response = api.patch(f"/api/models/{pk}/", {"top1_accuracy": "70"}, format="multipart")
+    assert response.status_code == 415 and "application/json" in response.json()["detail"]

@@ -121,6 +121,7 @@ def test_request_bodies_are_documented_by_their_serializers() -> None:
         "precision",
         "warmup_runs",
         "runs",
+        "cold_runs",
         "delegate",
         "cooldown_c",
         "cooldown_max_s",

@@ -13,6 +13,8 @@ shape:
   set-up (planning, program builds or cache hits, buffer allocation, weight upload, kernel
   arguments), ``first_run_ms`` the first run (which includes the driver's just-in-time work for
   each work-group size);
+* with ``settings.cold_runs`` > 1, that many more cold starts, each in a fresh process
+  (``cold_start_entry``: the same set-up and first run, after this process released its runner);
 * ``warmup_runs`` discarded runs, then ``runs`` measured runs. ``e2e`` is the host wall time of
   a run, input upload to output download; each kernel's time is its event's
   ``CL_PROFILING_COMMAND_END - START`` in the same runs; the device span (first kernel start to
@@ -36,6 +38,7 @@ import numpy as np
 import pyopencl as cl
 
 from devicelab.backends.base import (
+    MAX_COLD_RUNS,
     Backend,
     Capabilities,
     ColdStart,
@@ -45,6 +48,8 @@ from devicelab.backends.base import (
     ProfileResult,
     ProfileSettings,
     ProgressFn,
+    fresh_cold_starts,
+    read_cold_start_payload,
 )
 from devicelab.backends.opencl import devices
 from devicelab.backends.opencl.devices import KIND, FoundDevice, init_runtime
@@ -57,6 +62,8 @@ from devicelab.measure.inputs import INPUT_SEED, make_inputs
 from devicelab.measure.stats import summarize
 
 log = logging.getLogger(__name__)
+
+COLD_START_ENTRY = f"{__name__}:cold_start_entry"  # what a fresh process runs for one cold start
 
 
 def runtime_version(limits: DeviceLimits | None = None) -> str:
@@ -75,6 +82,7 @@ def capabilities(limits: DeviceLimits) -> Capabilities:
         pins_cores=False,
         runtimes=(runtime_version(limits),),
         formats=("ir",),
+        max_cold_runs=MAX_COLD_RUNS,
     )
 
 
@@ -231,6 +239,7 @@ def profile(
         )
     finally:
         runner.release()
+    cold_starts = fresh_cold_starts(COLD_START_ENTRY, device, graph, settings, h.meter(0.95, 0.99, settings.cold_runs))
     samples = [t.wall_ms for t in timings]
     load_ms, first_ms = h.cold_start()
     h.done()
@@ -242,7 +251,30 @@ def profile(
         cold=ColdStart(load_ms=load_ms, first_run_ms=first_ms),
         ops=rows,
         environment=env,
+        cold_starts=cold_starts,
     )
+
+
+def cold_start(device: DeviceInfo, graph: Graph, settings: ProfileSettings) -> ColdStart:
+    """One cold start as ``profile`` measures its own: the set-up (plan, program builds, buffers,
+    weights), then the first run."""
+    init_runtime(settings.threads)
+    found = _check_request(device, settings)
+    h = Harness(None)
+    runner = h.load(lambda: GraphRunner(found, graph, precision=settings.precision, weight_seed=WEIGHT_SEED))
+    try:
+        feeds = make_inputs(runner.graph)
+        h.first_run(lambda: runner.run(feeds), 0.0)
+    finally:
+        runner.release()
+    load_ms, first_ms = h.cold_start()
+    return ColdStart(load_ms=load_ms, first_run_ms=first_ms)
+
+
+def cold_start_entry(payload: dict[str, Any]) -> dict[str, float]:
+    """A fresh process's cold start (run by ``devicelab.measure.cold_process``): load and first run (ms)."""
+    cold = cold_start(*read_cold_start_payload(payload))
+    return {"load_ms": cold.load_ms, "first_run_ms": cold.first_run_ms}
 
 
 class OpenclBackend(Backend):
@@ -274,6 +306,8 @@ __all__ = [
     "KIND",
     "OpenclBackend",
     "capabilities",
+    "cold_start",
+    "cold_start_entry",
     "device_info",
     "discover",
     "op_timings",

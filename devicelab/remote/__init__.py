@@ -1,0 +1,43 @@
+"""Remote inference as a scenario (issue 22 item 3; seed 002, Ogden & Guo, section 4: cloud-based
+inference, table 4, figure 10): a model served by a lab machine over HTTP and measured from a
+client, its time split into upload, server compute and download, under network conditions the
+lab applies to its own transfers on loopback.
+
+Django-free. The modules, by what they hold:
+
+* ``shaping``: ``LinkShape`` (rates and one-way delay) and the paced send that applies it;
+* ``endpoint``: the HTTP inference server (``POST /infer``, ``GET /health``) in a process of its
+  own, one model loaded once through the CPU backend's onnxruntime session;
+* ``client``: one request timed (``request_once``), a link measured (``measure_remote``), a model
+  served and measured over several links (``run_remote_scenario``), payloads, network profiles.
+
+onnxruntime is imported only when a model is loaded (``endpoint.LoadedModel``, in the serving
+process). ``docs/remote.md`` has what is measured, how shaping works, its limits and numbers.
+"""
+
+from __future__ import annotations
+
+from devicelab.remote.client import (
+    RemoteMeasurement,
+    RemoteRequest,
+    RemoteScenario,
+    measure_remote,
+    profile_draw,
+    profile_link,
+    run_remote_scenario,
+)
+from devicelab.remote.endpoint import InferenceEndpoint, serve_model
+from devicelab.remote.shaping import LinkShape
+
+__all__ = [
+    "InferenceEndpoint",
+    "LinkShape",
+    "RemoteMeasurement",
+    "RemoteRequest",
+    "RemoteScenario",
+    "measure_remote",
+    "profile_draw",
+    "profile_link",
+    "run_remote_scenario",
+    "serve_model",
+]
