@@ -42,7 +42,7 @@ class SelectView(APIView):
         examples=[
             OpenApiExample(
                 "Three candidates over LTE",
-                value={"device": 1, "models": [3, 4, 5], "sla_ms": 400, "network_profile": "lte", "threshold_ms": 20},
+                value={"device": 1, "models": [1, 2, 3], "sla_ms": 400, "network_profile": "lte", "threshold_ms": 20},
                 request_only=True,
             )
         ],
@@ -119,6 +119,13 @@ class NetworkProfileView(APIView):
         description="Recorded: `{name, transfers: [[bytes, seconds], ...]}` from real transfers (the line of "
         "time on size and the spread are fitted). Custom: `{name, latency_ms, throughput_mbps, cv}`.",
         request=OpenApiTypes.OBJECT,
+        examples=[
+            OpenApiExample(
+                "A custom profile",
+                value={"name": "home wifi", "latency_ms": 15, "throughput_mbps": 50, "cv": 0.2},
+                request_only=True,
+            )
+        ],
         responses={201: OpenApiResponse(description="the stored profile"), 400: OpenApiResponse(description="why")},
     )
     def post(self, request: Request) -> Response:

@@ -66,6 +66,10 @@ def test_the_api_answers_as_its_schema_says(
     # ready predictor 1: the ids of the schema's examples, and the first ones generated.
     jobs = store_profiles(member.team, device)
     predictor = ready_predictor(device, member.team)
+    # Models 1..3 have an accuracy: the candidates of POST /api/select/'s example.
+    for job, top1 in zip(jobs[:3], (60.0, 70.0, 75.0), strict=True):
+        job.model.top1_accuracy = top1
+        job.model.save(update_fields=["top1_accuracy"])
     assert device.pk == jobs[0].pk == jobs[0].model_id == predictor.pk == 1
     # An online OpenCL device 2, the fusion examples' device (a sweep or plan runs on OpenCL only),
     # a succeeded sweep 8 with rows, a succeeded plan 9 and a succeeded sharing sweep 10 with rows:
