@@ -1,8 +1,8 @@
 """Which job kinds have a page of their own, and where it is.
 
-A fusion sweep or plan and a sharing sweep are jobs (``ProfilingJob.kind``) drawn by their own
-pages, not by the profiling job page: ``/jobs/<pk>/`` (and its result part, which the live
-progress bar fetches when a job ends) sends such a job to its kind's page. One table for every
+A fusion sweep or plan, a sharing sweep and a remote run are jobs (``ProfilingJob.kind``) drawn
+by their own pages, not by the profiling job page: ``/jobs/<pk>/`` (and its result part, which the
+live progress bar fetches when a job ends) sends such a job to its kind's page. One table for every
 kind, so that a new kind of page is one line here.
 """
 
@@ -22,6 +22,7 @@ _PAGES: dict[str, tuple[str, str]] = {
     JobKind.FUSION_SWEEP: ("dashboard:fusion_sweep", "dashboard:fusion_sweep_result"),
     JobKind.FUSION_PLAN: ("dashboard:fusion_plan", "dashboard:fusion_plan_result"),
     JobKind.SHARING_SWEEP: ("dashboard:sharing_sweep", "dashboard:sharing_sweep_result"),
+    JobKind.REMOTE_SCENARIO: ("dashboard:remote_run", "dashboard:remote_run_result"),
 }
 
 

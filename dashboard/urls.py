@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard import fusion_views, predictor_views, selection_pages, sharing_views, views
+from dashboard import fusion_views, predictor_views, remote_pages, selection_pages, sharing_views, views
 
 app_name = "dashboard"
 
@@ -30,6 +30,8 @@ urlpatterns = [
     path("sharing/", sharing_views.sharing_list, name="sharing"),
     path("sharing/sweeps/<int:pk>/", sharing_views.sweep_detail, name="sharing_sweep"),
     path("sharing/sweeps/<int:pk>/result/", sharing_views.sweep_result, name="sharing_sweep_result"),
+    path("remote/runs/<int:pk>/", remote_pages.run_detail, name="remote_run"),
+    path("remote/runs/<int:pk>/result/", remote_pages.run_result, name="remote_run_result"),
     path("selection/", selection_pages.selection_list, name="selection"),
     path("selection/simulations/<int:pk>/", selection_pages.simulation_detail, name="selection_simulation"),
 ]

@@ -12,6 +12,7 @@ from latencylab.commands import (
     graph_cmds,
     nas_cmds,
     predictor_cmds,
+    remote_cmds,
     selection_cmds,
     service_cmds,
     sharing_cmds,
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     fusion_cmds.add_parsers(sub)
     sharing_cmds.add_parsers(sub)
     selection_cmds.add_parsers(sub)
+    remote_cmds.add_parsers(sub)
     return parser
 
 

@@ -1,5 +1,5 @@
 """A Python client of the LatencyLab REST API for scripts and NAS tools: devices, uploads, profiling
-jobs, batch latency predictions, fusion sweeps and plans, sharing sweeps, and model selection.
+jobs, batch latency predictions, fusion sweeps and plans, sharing sweeps, remote runs, and model selection.
 
     from latencylab.client import Client
 
@@ -11,6 +11,7 @@ jobs, batch latency predictions, fusion sweeps and plans, sharing sweeps, and mo
     shared = lab.sharing_sweep("pocl-cpu", spec={"shapes": ["256x128x1152"], "tenants": [1, 2, 4]}, wait=True)
     table1 = shared.result["table1"]; tails = lab.sharing_rows(shared, strategy="space_time")
     pick = lab.select("host-cpu", models=[3, 4, 5], sla_ms=300, network_profile="lte")  # CNNSelect
+    remote = lab.remote_run(3, "host-cpu", ["unshaped", "lte"], requests=20, wait=True).result["profiles"]
     sim = lab.wait_for_selection_simulation(lab.simulate_selection(scenario="paper", requests=1000), 600)
 
 Every answer that is not 2xx raises ``ClientError`` carrying the HTTP status and the server's message.
@@ -335,6 +336,15 @@ class SharingHandle(JobHandle):
     ``not_measured``, ``row_counts``); ``cancel()`` cancels the job."""
 
     resource = "sharing/sweeps"
+
+
+class RemoteHandle(JobHandle):
+    """A remote run on the server (a job of kind ``remote_scenario``): ``wait()`` returns what it
+    measured (``profiles``: per network profile the upload, server, compute, download and
+    end-to-end medians and p90 in ms, the server's stages, the network's share; ``data``: every
+    request); ``cancel()`` cancels the job."""
+
+    resource = "remote/runs"
 
 
 class Client:
@@ -818,6 +828,74 @@ class Client:
             params["detail"] = "true"
         return self._list(f"sharing/sweeps/{handle.id}/rows/", params)
 
+    # -- remote runs -----------------------------------------------------------------------------
+
+    def remote_run(
+        self,
+        model: int | str | os.PathLike[str] | bytes | Graph | dict[str, Any],
+        device: int | str | dict[str, Any],
+        profiles: Iterable[str],
+        *,
+        requests: int | None = None,
+        warmup: int | None = None,
+        payload: str | None = None,
+        seed: int | None = None,
+        threads: int | None = None,
+        cores: Iterable[int] | None = None,
+        wait: bool = False,
+        timeout: float | None = None,
+        on_progress: Callable[[float], Any] | None = None,
+    ) -> RemoteHandle:
+        """Queue a remote run: ``model`` (an id, or anything ``upload`` takes; an image model) served
+        by the CPU ``device`` (id or name) and measured from a client under each of ``profiles``
+        (1 to 8: presets such as campus_wifi, lte, cellular_hotspot; your team's stored profiles;
+        ``unshaped``). ``requests`` per profile (server default 20), ``warmup`` (3), ``payload``
+        (jpeg, the default: the lab's phone photo; png; tensor: the photo preprocessed on the
+        client), ``seed`` (0), the server's ``threads`` and ``cores``.
+
+        With ``wait=True`` this returns once the run succeeded (``handle.result`` is what it
+        measured) and raises ``JobFailed`` / ``WaitTimeout`` like ``JobHandle.wait``."""
+        if isinstance(profiles, str | bytes):
+            raise InputError(f"profiles= takes a list of profile names, not the string {profiles!r}; wrap it in [...]")
+        if isinstance(model, bool):
+            raise InputError(f"a model is an id, a file path, bytes or a Graph, not {model!r}")
+        model_id = model if isinstance(model, int) else self.upload(model)
+        body: dict[str, Any] = {"model": model_id, "device": self._device_id(device), "profiles": list(profiles)}
+        for key, value in (
+            ("requests", requests),
+            ("warmup", warmup),
+            ("payload", payload),
+            ("seed", seed),
+            ("threads", threads),
+        ):
+            if value is not None:
+                body[key] = value
+        if cores is not None:
+            body["cores"] = list(cores)
+        handle = RemoteHandle(self, self._request("POST", "remote/runs/", json=body))
+        if wait:
+            handle.wait(timeout=timeout, on_progress=on_progress)
+        return handle
+
+    def remote_runs(self) -> list[dict[str, Any]]:
+        """Your team's remote runs, newest first (state, progress, model, device, settings)."""
+        return self._list("remote/runs/")
+
+    def remote_run_status(self, run: int | RemoteHandle) -> RemoteHandle:
+        """A run as it is now: state, progress, and once it succeeded ``result`` (model_name, payload,
+        payload_bytes, load_ms, ``profiles`` in the order asked, ``data`` with every request)."""
+        return RemoteHandle(self, self._request("GET", f"remote/runs/{_job_id(run)}/"))
+
+    def wait_for_remote_run(
+        self,
+        run: int | RemoteHandle,
+        timeout: float | None = None,
+        on_progress: Callable[[float], Any] | None = None,
+    ) -> dict[str, Any]:
+        """Poll until the run finished; its result. Raises ``JobFailed`` with the server's failure
+        reason, ``WaitTimeout`` after ``timeout`` seconds (it keeps running on the server)."""
+        return self.remote_run_status(run).wait(timeout=timeout, on_progress=on_progress)
+
     # -- model selection -------------------------------------------------------------------------
 
     def select(
@@ -980,6 +1058,7 @@ __all__ = [
     "JobHandle",
     "ModelFailed",
     "Predictions",
+    "RemoteHandle",
     "SharingHandle",
     "WaitTimeout",
     "encode_architecture",

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "server.fusion",
     "server.tenancy",
     "server.selection",
+    "server.remote",
     "server.api",
     "dashboard",
 ]
@@ -64,6 +65,7 @@ MIGRATION_MODULES = {
     "fusion": "migrations.fusion",
     "tenancy": "migrations.tenancy",
     "selection": "migrations.selection",
+    "remote": "migrations.remote",
 }
 
 MIDDLEWARE = [

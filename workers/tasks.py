@@ -219,12 +219,25 @@ def _sharing_sweep(job: Any, info: DeviceInfo, progress: _ProgressReporter) -> b
     return ingest_sharing(job.pk, progress.token, result) is not None
 
 
+def _remote_scenario(job: Any, info: DeviceInfo, progress: _ProgressReporter) -> bool:
+    """Serve the job's model on this machine and measure it from a client under the job's network
+    profiles; whether the run was stored for this run."""
+    from devicelab.remote.on_device import remote_on_device
+    from server.networks.services import import_limits
+    from server.remote.services import ingest_remote
+
+    graph = graph_from_dict(job.model.graph, import_limits())
+    result = remote_on_device(info, graph, job.settings, progress)
+    return ingest_remote(job.pk, progress.token, result) is not None
+
+
 # What each kind of job runs (``ProfilingJob.kind``).
 RUNS = {
     "profile": _profile,
     "fusion_sweep": _fusion_sweep,
     "fusion_plan": _fusion_plan,
     "sharing_sweep": _sharing_sweep,
+    "remote_scenario": _remote_scenario,
 }
 
 

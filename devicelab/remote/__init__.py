@@ -9,7 +9,10 @@ Django-free. The modules, by what they hold:
 * ``endpoint``: the HTTP inference server (``POST /infer``, ``GET /health``) in a process of its
   own, one model loaded once through the CPU backend's onnxruntime session;
 * ``client``: one request timed (``request_once``), a link measured (``measure_remote``), a model
-  served and measured over several links (``run_remote_scenario``), payloads, network profiles.
+  served and measured over several links (``run_remote_scenario``), payloads, network profiles;
+* ``spec``: a remote run as a job states it (``RemoteSpec``: profiles, requests, payload, seed);
+* ``on_device``: what a worker runs for a job of kind ``remote_scenario`` (``remote_on_device``),
+  and each profile's summary (``summarize_profile``).
 
 onnxruntime is imported only when a model is loaded (``endpoint.LoadedModel``, in the serving
 process). ``docs/remote.md`` has what is measured, how shaping works, its limits and numbers.

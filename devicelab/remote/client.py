@@ -28,6 +28,7 @@ import numpy as np
 
 from devicelab.backends.base import ProfileSettings
 from devicelab.graph.ir import Graph
+from devicelab.measure.harness import ReportFn
 from devicelab.measure.stats import SampleStats, summarize
 from devicelab.remote.endpoint import DELAY_HEADER, DOWNLINK_HEADER, SHAPE_HEADER, TENSOR_TYPE, serve_model
 from devicelab.remote.shaping import LinkShape, send_shaped
@@ -270,12 +271,14 @@ def run_remote_scenario(
     warmup: int = 3,
     rng: np.random.Generator | None = None,
     settings: ProfileSettings | None = None,
+    progress: ReportFn | None = None,
 ) -> RemoteScenario:
     """Serve ``graph`` on loopback, measure every link ``requests`` times, stop the server.
 
     The links take turns, one request each per round, in an order shuffled every round: a burst
     of other load on the machine then hits every link alike, not one of them. Without a payload,
-    the lab's photo is sent as a 1024 x 768 JPEG (``upload_photo``)."""
+    the lab's photo is sent as a 1024 x 768 JPEG (``upload_photo``). ``progress`` is told after
+    every request (it may raise to stop the run: the server is stopped on the way out)."""
     if not shapes:
         raise ValueError("a remote scenario needs at least one link")
     if requests < 1 or warmup < 0:
@@ -286,14 +289,25 @@ def run_remote_scenario(
     order = random.Random(int(rng.integers(2**32)))
     names = list(shapes)
     done: dict[str, list[tuple[RemoteRequest, list[tuple[int, float]]]]] = {n: [] for n in names}
+    total, sent = (warmup + requests) * len(names), 0
+
+    def report(message: str) -> None:
+        if progress is not None:
+            progress(sent / total, message)
+
     with serve_model(graph, settings) as endpoint:
+        report("model loaded")
         for name in names:
-            for _ in range(warmup):
+            for i in range(warmup):
                 request_once(endpoint.url, payload, content_type, _link(shapes[name], rng), headers)
-        for _ in range(requests):
+                sent += 1
+                report(f"warm-up {name} {i + 1}/{warmup}")
+        for round_ in range(requests):
             order.shuffle(names)
             for name in names:
                 done[name].append(request_once(endpoint.url, payload, content_type, _link(shapes[name], rng), headers))
+                sent += 1
+                report(f"round {round_ + 1}/{requests}")
         url, info = endpoint.url, endpoint.info
     return RemoteScenario(
         model=graph.name,

@@ -9,6 +9,7 @@ from rest_framework.routers import DefaultRouter
 
 from server.api.fusion_views import FusionPlanViewSet, FusionSweepViewSet
 from server.api.predict_views import PredictorViewSet, PredictView, SideBySideView
+from server.api.remote_views import RemoteRunViewSet
 from server.api.selection_views import NetworkProfileView, SelectView, SimulationViewSet
 from server.api.sharing_views import SharingSweepViewSet
 from server.api.views import DeviceViewSet, JobViewSet, NetworkModelViewSet, not_found
@@ -22,6 +23,7 @@ router.register("fusion/sweeps", FusionSweepViewSet, basename="fusion-sweep")
 router.register("fusion/plans", FusionPlanViewSet, basename="fusion-plan")
 router.register("sharing/sweeps", SharingSweepViewSet, basename="sharing-sweep")
 router.register("selection/simulations", SimulationViewSet, basename="selection-simulation")
+router.register("remote/runs", RemoteRunViewSet, basename="remote-run")
 
 urlpatterns = [
     path(

@@ -42,6 +42,7 @@ class JobKind(models.TextChoices):
     FUSION_SWEEP = "fusion_sweep", "Fusion sweep"
     FUSION_PLAN = "fusion_plan", "Fusion plan"
     SHARING_SWEEP = "sharing_sweep", "Sharing sweep"
+    REMOTE_SCENARIO = "remote_scenario", "Remote scenario"
 
 
 ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
@@ -56,6 +57,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     JobState.FAILED: frozenset(),
     JobState.CANCELLED: frozenset(),
 }
+
+# The kinds that measure one model: their jobs need it.
+MODEL_KINDS = (JobKind.PROFILE, JobKind.REMOTE_SCENARIO)
 
 # A job whose worker was lost this many times fails instead of going back to the queue: it is
 # more likely to be what kills the worker than a victim of bad luck.
@@ -134,9 +138,10 @@ def _count(n: int, noun: str) -> str:
 
 class ProfilingJob(models.Model):
     """One request to measure on a device: profile a network with given settings (``kind``
-    ``profile``), or an experiment (a fusion sweep or plan over several networks, a sharing sweep
-    over SGEMM shapes and networks), whose workloads and options are in ``settings``, with
-    ``model`` empty.
+    ``profile``), serve a network and measure it from a client under network profiles (kind
+    ``remote_scenario``, its profiles in ``settings``), or an experiment (a fusion sweep or plan
+    over several networks, a sharing sweep over SGEMM shapes and networks), whose workloads and
+    options are in ``settings``, with ``model`` empty.
 
     The lifecycle methods below are the only writers of ``state``; each returns whether it
     made the move, and refreshes the instance when it did.
@@ -179,9 +184,9 @@ class ProfilingJob(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(state__in=JobState.values), name="profilingjob_state_valid"),
             models.CheckConstraint(
-                condition=~Q(kind=JobKind.PROFILE) | Q(model__isnull=False),
-                name="profilingjob_profile_has_model",
-                violation_error_message="a profiling job needs a model.",
+                condition=~Q(kind__in=MODEL_KINDS) | Q(model__isnull=False),
+                name="profilingjob_model_kinds_have_model",
+                violation_error_message="a profiling job or a remote scenario needs a model.",
             ),
             models.CheckConstraint(
                 condition=Q(progress__gte=0.0, progress__lte=1.0),
@@ -218,6 +223,9 @@ class ProfilingJob(models.Model):
         """What the job measures, in a few words: its model's name, or its kind and networks."""
         if self.kind == JobKind.PROFILE:
             return self.model.name if self.model is not None else "(deleted model)"
+        if self.kind == JobKind.REMOTE_SCENARIO:
+            name = self.model.name if self.model is not None else "(deleted model)"
+            return f"remote run of {name}"
         if self.kind == JobKind.SHARING_SWEEP:
             spec = self.settings.get("spec") or {}
             parts = [_count(len(spec.get("shapes") or []), "shape"), _count(len(spec.get("networks") or []), "network")]

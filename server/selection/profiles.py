@@ -125,15 +125,22 @@ def candidate_profiles(team: Team, device: Device, model_ids: list[int]) -> list
                     f"PATCH /api/models/{pk}/ {{'top1_accuracy': ...}}"
                 }
             )
+        if accuracy[0] <= 0:  # equation 4 weighs by accuracy: a model of 0 % could never be drawn
+            raise ValidationError(
+                {"models": f"model {model.name!r} (#{pk}) has an accuracy of 0 %; CNNSelect needs more than 0"}
+            )
         measured = _measured(model, device)
-        if measured is not None:
-            samples, job_id = measured
-            profile = ModelProfile.from_samples(model.name, accuracy[0], samples)
-            source: dict[str, Any] = {"kind": "measured", "job": job_id}
-        else:
-            mu, sigma, predictor_id = _predicted(team, model, device)
-            profile = ModelProfile(model.name, accuracy[0], mu, sigma)
-            source = {"kind": "predicted", "predictor": predictor_id}
+        try:
+            if measured is not None:
+                samples, job_id = measured
+                profile = ModelProfile.from_samples(model.name, accuracy[0], samples)
+                source: dict[str, Any] = {"kind": "measured", "job": job_id}
+            else:
+                mu, sigma, predictor_id = _predicted(team, model, device)
+                profile = ModelProfile(model.name, accuracy[0], mu, sigma)
+                source = {"kind": "predicted", "predictor": predictor_id}
+        except ValueError as e:  # a profile CNNSelect cannot use (a prediction of 0 ms, say)
+            raise ValidationError({"models": f"model {model.name!r} (#{pk}): {e}"}) from None
         out.append(Candidate(model, profile, accuracy[1], source))
     return out
 

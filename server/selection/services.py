@@ -71,8 +71,8 @@ def select_for_request(team: Team, raw: Any) -> dict[str, Any]:
     threshold_ms = _number(raw, "threshold_ms", default=0.0)
     input_ms, input_source = _input_time(team, raw)
     seed = raw.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ValidationError({"seed": f"seed must be a non-negative integer, got {seed!r}"})
+    if "seed" in raw and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValidationError({"seed": f"seed must be a non-negative integer (or left out), got {seed!r}"})
     candidates = candidate_profiles(team, device, raw.get("models"))  # type: ignore[arg-type]
     try:
         selection = select_model(

@@ -3,11 +3,11 @@
 Every operation, GETs and POSTs alike, gets a bounded number of generated requests (valid ones,
 and ones the schema refuses), generated deterministically so that every CI run sends the same.
 The rows that id 1 names (a team's model, job and predictor, a device) exist, and an OpenCL device
-2, a fusion sweep 8 with rows, a fusion plan 9 and a sharing sweep 10 with rows, so that requests
-reach the code behind the lookups and the schema's examples succeed; the test also asserts that
-every operation answered 2xx at least once, so a run of refusals only cannot pass. The only
-exceptions to "all checks, everywhere" are in ``schemathesis.toml`` next to this file, each with
-its reason.
+2, a fusion sweep 8 with rows, a fusion plan 9, a sharing sweep 10 with rows and a remote run 11,
+so that requests reach the code behind the lookups and the schema's examples succeed; the test
+also asserts that every operation answered 2xx at least once, so a run of refusals only cannot
+pass. The only exceptions to "all checks, everywhere" are in ``schemathesis.toml`` next to this
+file, each with its reason.
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ from typing import Any
 import pytest
 
 from server.fusion.services import submit_fusion_plan, submit_fusion_sweep
+from server.remote.services import submit_remote_run
 from server.tenancy.services import submit_sharing_sweep
 from tests.e2e.live_clients import wait_for_request_threads
 from tests.server.fusion_api_factories import finish_plan, finish_sweep
 from tests.server.predictor_data import ready_predictor, store_profiles
+from tests.server.remote_factories import finish_remote
 from tests.server.sharing_api_factories import finish_sharing
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True, reset_sequences=True)]
@@ -81,7 +83,10 @@ def test_the_api_answers_as_its_schema_says(
     finish_plan(plan)
     sharing = submit_sharing_sweep(member.team, gpu, {"spec": {"shapes": [[64, 8, 64]], "tenants": [1, 2]}})
     finish_sharing(sharing)
-    assert (gpu.pk, sweep.pk, plan.pk, sharing.pk) == (2, 8, 9, 10)
+    # A succeeded remote run 11 of model 1 served by device 1 (the POST example's model and device).
+    remote = submit_remote_run(member.team, jobs[0].model, device, {"profiles": ["unshaped", "lte"], "requests": 5})
+    finish_remote(remote)
+    assert (gpu.pk, sweep.pk, plan.pk, sharing.pk, remote.pk) == (2, 8, 9, 10, 11)
 
     command = [
         str(Path(sys.executable).with_name("st")),

@@ -11,8 +11,10 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from devicelab.fusion.sweep import SweepSpec
+from devicelab.remote.spec import MAX_PROFILES, MAX_REQUESTS, PAYLOADS
 from devicelab.tenancy.sweep import MAX_TENANTS, STRATEGIES, SharingSpec
 from server.fusion.services import PLAN_OPTIONS
+from server.remote.services import SETTINGS_KEYS
 
 pytestmark = pytest.mark.django_db
 
@@ -73,6 +75,7 @@ def test_list_filters_are_documented_with_their_choices() -> None:
             "detail": "boolean",
         },
         "/api/sharing/sweeps/": {"state": JobState.values, "device": None},
+        "/api/remote/runs/": {"state": JobState.values, "device": None, "model": None},
         "/api/sharing/sweeps/{id}/rows/": {
             "workload": "pattern",
             "strategy": list(STRATEGIES),
@@ -147,3 +150,13 @@ def test_request_bodies_are_documented_by_their_serializers() -> None:
     tenants = sharing_spec["properties"]["tenants"]
     assert tenants["uniqueItems"] is True and tenants["items"]["maximum"] == MAX_TENANTS
     assert sharing_spec["properties"]["shapes"]["items"]["minItems"] == 3
+    remote = body("/api/remote/runs/")
+    assert set(remote["properties"]) == {"model", "device"} | set(SETTINGS_KEYS)  # every key the service reads
+    assert sorted(remote["required"]) == ["device", "model", "profiles"]
+    profiles = remote["properties"]["profiles"]
+    assert profiles["uniqueItems"] is True and (profiles["minItems"], profiles["maxItems"]) == (1, MAX_PROFILES)
+    assert remote["properties"]["requests"]["maximum"] == MAX_REQUESTS
+    payload = components[remote["properties"]["payload"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
+    assert set(payload["enum"]) == set(PAYLOADS)
+    answers = schema["paths"]["/api/remote/runs/"]["post"]["responses"]
+    assert set(answers) >= {"202", "400"}

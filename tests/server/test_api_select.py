@@ -150,3 +150,10 @@ def test_a_model_named_like_a_zoo_model_takes_its_published_accuracy(
     api.patch(f"/api/models/{named.pk}/", {"top1_accuracy": 12.5}, format="json")  # its own number wins
     body = _select(api, lab, sla_ms=300, input_ms=10, models=[lab["fast"].pk, named.pk], seed=0).json()
     assert next(c for c in body["candidates"] if c["name"] == "mobilenet_v2")["accuracy"] == 12.5
+
+
+def test_a_null_seed_and_a_zero_accuracy_are_refused(api: Any, lab: dict[str, Any]) -> None:
+    assert "seed" in _select(api, lab, sla_ms=100, input_ms=5, seed=None).json()
+    api.patch(f"/api/models/{lab['fast'].pk}/", {"top1_accuracy": 0.0}, format="json")
+    response = _select(api, lab, sla_ms=100, input_ms=5)
+    assert response.status_code == 400 and "0 %" in str(response.json()["models"])

@@ -1,0 +1,259 @@
+"""Remote runs as jobs: submit one, store what the worker measured, read it.
+
+A remote run serves one of the team's image models on a CPU device (the lab machine) and measures
+it from a client under 1 to 8 network profiles: presets, the team's stored profiles, or
+``unshaped``. Each name is resolved at submission and the profile itself is frozen in the job's
+settings (``RemoteSpec.as_dict()``). Storing is idempotent and only lands for the run that holds
+the job's claim, as for profiling results and sharing sweeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import QuerySet
+
+from devicelab.backends.base import MAX_THREADS, ProfileSettings, UnsupportedSetting
+from devicelab.graph import GraphError, graph_from_dict
+from devicelab.graph.ir import Graph
+from devicelab.measure.breakdown import NotAnImageModel, image_input
+from devicelab.remote.client import profile_link
+from devicelab.remote.on_device import CPU, payload_bytes
+from devicelab.remote.spec import (
+    DEFAULT_PAYLOAD,
+    DEFAULT_REQUESTS,
+    DEFAULT_WARMUP,
+    MAX_PROFILES,
+    MAX_REQUESTS,
+    MAX_SEED,
+    MAX_WARMUP,
+    PAYLOADS,
+    UNSHAPED,
+    RemoteSpec,
+)
+from devicelab.selection.network_profiles import NetworkProfile
+from server.accounts.models import Team
+from server.devices.models import Device
+from server.networks.models import NetworkModel
+from server.networks.services import import_limits, model_not_ready_message
+from server.profiling.models import JobKind, ProfilingJob
+from server.profiling.services import check_device_takes_jobs, claimed_for_ingest, finish_ingest, queue_job
+from server.remote.models import RemoteProfileSummary, RemoteScenarioResult
+from server.selection.services import network_profile
+
+SETTINGS_KEYS = ("profiles", "requests", "warmup", "payload", "seed", "threads", "cores")
+PROFILE_NAME_LENGTH = 100  # as a stored profile's name
+ANSWER_BYTES = 700  # the server's answer (top 5 and its times), head included: about 0.6 kB
+# The network time a run's requests are expected to take (each profile's mean transfers) may be
+# at most this share of the task's time limit: the rest is the server's compute, the model's
+# load, and the spread of the profiles' draws.
+NETWORK_SHARE_OF_LIMIT = 0.5
+
+
+def _fail(field: str, message: str) -> ValidationError:
+    return ValidationError({field: message})
+
+
+def _integer(raw: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _fail(key, f"{key} must be an integer between {low} and {high}, got {value!r}")
+    return value
+
+
+def served_graph(model: NetworkModel) -> Graph:
+    """The model's graph as the worker serves it; a ``ValidationError`` on ``model`` when it is
+    not an image model with one N x 3 x H x W float32 input (the endpoint takes a photo)."""
+    try:
+        graph = graph_from_dict(model.graph, import_limits())
+        image = image_input(graph)
+    except (GraphError, NotAnImageModel) as exc:
+        raise _fail(
+            "model",
+            f"model {model.name!r} (#{model.pk}) is not an image model a remote run can serve: {exc}; "
+            "a remote run sends a photo to a model with one N x 3 x H x W image input",
+        ) from None
+    if image.dtype != "float32":
+        raise _fail("model", f"model {model.name!r} (#{model.pk}) takes {image.dtype} images; serving takes float32")
+    return graph
+
+
+def resolve_profiles(team: Team, raw: Any) -> dict[str, NetworkProfile | None]:
+    """Profile names (presets, the team's stored profiles, or ``unshaped``) as the profiles they
+    name, in order; a ``ValidationError`` on ``profiles`` naming the bad one otherwise."""
+    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
+        raise _fail("profiles", f"profiles must be a list of network profile names, got {raw!r}")
+    if not 1 <= len(raw) <= MAX_PROFILES:
+        raise _fail("profiles", f"profiles must name 1 to {MAX_PROFILES} network profiles, got {len(raw)}")
+    resolved: dict[str, NetworkProfile | None] = {}
+    for i, name in enumerate(raw):
+        if not 0 < len(name) <= PROFILE_NAME_LENGTH or "\x00" in name:
+            raise _fail(
+                "profiles", f"profiles[{i}] must be a name of 1 to {PROFILE_NAME_LENGTH} characters, got {name!r}"
+            )
+        if name in resolved:
+            raise _fail("profiles", f"profiles names {name!r} twice")
+        if name == UNSHAPED:
+            resolved[name] = None
+            continue
+        try:
+            profile = network_profile(team, name)
+        except ValidationError as exc:
+            why = " ".join(exc.message_dict.get("network_profile", exc.messages))
+            raise _fail("profiles", f"profiles[{i}]: {why}, or {UNSHAPED} (no shaping)") from None
+        try:
+            profile_link(profile, 1.0)  # its mean link is one the lab can apply
+        except ValueError as exc:
+            raise _fail("profiles", f"profiles[{i}]: {name!r} cannot be applied to a link: {exc}") from None
+        resolved[name] = profile
+    return resolved
+
+
+def _serving_settings(device: Device, raw: Mapping[str, Any]) -> tuple[int, tuple[int, ...]]:
+    """The serving process's threads and cores, within what the device declared."""
+    threads = _integer(raw, "threads", 1, 1, MAX_THREADS)
+    cores = raw.get("cores", [])
+    if not isinstance(cores, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cores):
+        raise _fail("cores", f"cores must be a list of core ids (non-negative integers), got {cores!r}")
+    capabilities = device.declared_capabilities()
+    if capabilities is not None:
+        try:
+            capabilities.check(ProfileSettings(backend=device.kind, threads=threads, cores=tuple(cores)))
+        except UnsupportedSetting as exc:
+            raise _fail(
+                exc.setting, f"device {device.name!r} (#{device.pk}) cannot serve with this {exc.setting}: {exc.reason}"
+            ) from None
+    return threads, tuple(cores)
+
+
+def network_estimate_s(spec: RemoteSpec, nbytes: int) -> float:
+    """The network time a run is expected to take (s): every request's upload of ``nbytes`` and
+    its answer, at each profile's mean."""
+    per_round_ms = sum(
+        p.transfer_ms(nbytes) + p.transfer_ms(ANSWER_BYTES) for p in spec.network_profiles.values() if p is not None
+    )
+    return (spec.requests + spec.warmup) * per_round_ms / 1e3
+
+
+def _check_fits_the_time_limit(spec: RemoteSpec, nbytes: int) -> None:
+    limit = float(django_settings.LATENCYLAB_TASK_TIME_LIMIT) * NETWORK_SHARE_OF_LIMIT
+    estimate = network_estimate_s(spec, nbytes)
+    if estimate > limit:
+        raise _fail(
+            "requests",
+            f"{spec.requests} requests (and {spec.warmup} warm-up) under these profiles take about {estimate:.0f} s "
+            f"of network time for a {nbytes:,}-byte {spec.payload} payload; a job may spend {limit:.0f} s on it "
+            "(half its time limit): ask for fewer requests or profiles",
+        )
+
+
+def submit_remote_run(
+    team: Team, model: NetworkModel, device: Device, raw: Mapping[str, Any], user: Any = None
+) -> ProfilingJob:
+    """Queue a remote run of ``model`` served by the CPU ``device``. ``raw``: ``profiles`` (1 to
+    8 names: presets, the team's stored profiles, ``unshaped``), ``requests`` per profile (default
+    20, 1..500), ``warmup`` (default 3), ``payload`` (``jpeg``, the default: the lab's phone photo;
+    ``png``; ``tensor``: the photo preprocessed on the phone), ``seed`` (default 0), and the serving
+    process's ``threads`` (default 1) and ``cores`` (default: the OS decides)."""
+    if model.team_id != team.pk:
+        raise _fail("model", f"there is no model #{model.pk} in team {team.name!r}")
+    if not model.is_ready:
+        raise _fail("model", model_not_ready_message(model))
+    check_device_takes_jobs(device)
+    if device.kind != CPU:
+        raise _fail(
+            "device",
+            f"remote runs are served by a CPU device (the lab machine); {device.name!r} (#{device.pk}) is a "
+            f"{device.kind} device",
+        )
+    unknown = sorted(set(raw) - set(SETTINGS_KEYS))
+    if unknown:
+        raise _fail("settings", f"unknown key(s) {unknown}; known: {sorted(SETTINGS_KEYS)}")
+    graph = served_graph(model)
+    links = resolve_profiles(team, raw.get("profiles"))
+    payload = raw.get("payload", DEFAULT_PAYLOAD)
+    if payload not in PAYLOADS:
+        raise _fail("payload", f"payload must be one of {', '.join(PAYLOADS)}, got {payload!r}")
+    threads, cores = _serving_settings(device, raw)
+    spec = RemoteSpec(
+        profiles=tuple(links),
+        network_profiles=links,
+        requests=_integer(raw, "requests", DEFAULT_REQUESTS, 1, MAX_REQUESTS),
+        warmup=_integer(raw, "warmup", DEFAULT_WARMUP, 0, MAX_WARMUP),
+        payload=payload,
+        seed=_integer(raw, "seed", 0, 0, MAX_SEED),
+        threads=threads,
+        cores=cores,
+    )
+    _check_fits_the_time_limit(spec, payload_bytes(payload, graph))
+    return queue_job(team, device, kind=JobKind.REMOTE_SCENARIO, settings=spec.as_dict(), user=user, model=model)
+
+
+# -- the worker's side -------------------------------------------------------------------------
+
+
+def _summary(result: RemoteScenarioResult, position: int, s: Mapping[str, Any]) -> RemoteProfileSummary:
+    return RemoteProfileSummary(
+        result=result,
+        position=position,
+        profile=s["profile"],
+        requests=s["requests"],
+        **{
+            f"{part}_{stat}_ms": s[part][stat]
+            for part in ("upload", "server", "compute", "download")
+            for stat in ("median", "p90")
+        },
+        e2e_median_ms=s["e2e"]["median"],
+        e2e_p90_ms=s["e2e"]["p90"],
+        e2e_mean_ms=s["e2e"]["mean"],
+        e2e_std_ms=s["e2e"]["std"],
+        network_share=s["network_share"],
+        stages_ms=dict(s["stages_ms"]),
+    )
+
+
+def ingest_remote(job_id: int, token: str, result: Mapping[str, Any]) -> RemoteScenarioResult | None:
+    """Store a remote run (``remote_on_device``'s result) and its profiles' summaries in one
+    transaction; the job succeeds. The stored run when it was stored already; None when the job
+    is not this run's."""
+    with transaction.atomic():
+        job = claimed_for_ingest(job_id, token, RemoteScenarioResult.objects.all())
+        if job is None:
+            return RemoteScenarioResult.objects.filter(job_id=job_id).first()
+        spec = dict(result["spec"])
+        data = {k: result[k] for k in ("model", "load_ms", "content_type", "payload_bytes", "results", "environment")}
+        stored = RemoteScenarioResult.objects.create(
+            job=job,
+            attempt=job.attempts,
+            model_name=str(result["model"])[:200],
+            payload=result["payload"],
+            content_type=result["content_type"],
+            payload_bytes=result["payload_bytes"],
+            load_ms=result["load_ms"],
+            requests=spec["requests"],
+            warmup=spec["warmup"],
+            spec=spec,
+            environment=dict(result.get("environment") or {}),
+            data=data,
+            elapsed_s=result["elapsed_s"],
+        )
+        RemoteProfileSummary.objects.bulk_create(_summary(stored, i, s) for i, s in enumerate(result["summaries"]))
+        finish_ingest(job, token)
+    return stored
+
+
+# -- reading -----------------------------------------------------------------------------------
+
+
+def profile_summaries(stored: RemoteScenarioResult) -> QuerySet[RemoteProfileSummary]:
+    """A run's profiles in the order the job named them."""
+    return stored.profiles.all()
+
+
+def stored_run(job: ProfilingJob) -> RemoteScenarioResult | None:
+    """The job's stored run, None before it is stored."""
+    return RemoteScenarioResult.objects.filter(job=job).first()
