@@ -44,12 +44,11 @@ def network_profile(team: Team, name: Any) -> NetworkProfile:
 
 def _input_time(team: Team, raw: Mapping[str, Any]) -> tuple[float, dict[str, Any]]:
     """T_input and where it came from."""
-    given, profile_name = raw.get("input_ms"), raw.get("network_profile")
-    if (given is None) == (profile_name is None):
+    if ("input_ms" in raw) == ("network_profile" in raw):  # a null counts as given: it is a mistake
         raise ValidationError({"input_ms": "give exactly one of input_ms and network_profile"})
-    if given is not None:
+    if "input_ms" in raw:
         return _number(raw, "input_ms"), {"kind": "given"}
-    profile = network_profile(team, profile_name)
+    profile = network_profile(team, raw["network_profile"])
     nbytes = int(_number(raw, "input_bytes", minimum=1, default=DEFAULT_INPUT_BYTES))
     return profile.transfer_ms(nbytes), {"kind": "network_profile", "profile": profile.name, "input_bytes": nbytes}
 

@@ -157,3 +157,8 @@ def test_a_null_seed_and_a_zero_accuracy_are_refused(api: Any, lab: dict[str, An
     api.patch(f"/api/models/{lab['fast'].pk}/", {"top1_accuracy": 0.0}, format="json")
     response = _select(api, lab, sla_ms=100, input_ms=5)
     assert response.status_code == 400 and "0 %" in str(response.json()["models"])
+
+
+def test_a_null_beside_the_other_input_time_is_a_mistake(api: Any, lab: dict[str, Any]) -> None:
+    response = _select(api, lab, sla_ms=300, network_profile="lte", input_ms=None)
+    assert response.status_code == 400 and "exactly one" in str(response.json()["input_ms"])
