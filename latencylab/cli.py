@@ -11,6 +11,7 @@ from latencylab.commands import (
     fusion_cmds,
     graph_cmds,
     nas_cmds,
+    network_cmds,
     predictor_cmds,
     remote_cmds,
     selection_cmds,
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sharing_cmds.add_parsers(sub)
     selection_cmds.add_parsers(sub)
     remote_cmds.add_parsers(sub)
+    network_cmds.add_parsers(sub)
     return parser
 
 

@@ -20,6 +20,7 @@ _BAD_INPUT_STATUSES = (400, 404)
 # that building the parser imports no numpy.
 PRECISIONS = ("fp32", "fp16", "int8")
 DELEGATES = ("cpu", "xnnpack", "gpu", "nnapi")
+BACKENDS = ("cpu", "opencl", "android")  # devicelab.backends' kinds, written out: building the parser imports none
 
 
 def _add_server_arguments(p: argparse.ArgumentParser) -> None:
@@ -36,6 +37,16 @@ def add_parsers(sub: Any) -> None:
     prof.add_argument("--runs", type=int, help="measured runs")
     prof.add_argument("--warmup", type=int, help="warm-up runs")
     prof.add_argument("--threads", type=int, help="CPU threads")
+    prof.add_argument(
+        "--backend", choices=BACKENDS, help="the device's backend; a device of another kind refuses the job"
+    )
+    prof.add_argument(
+        "--cold-runs",
+        type=int,
+        metavar="N",
+        help="cold starts to measure, each in a fresh process (default 1: the profile's own; the device "
+        "must offer N: capabilities.max_cold_runs)",
+    )
     prof.add_argument(
         "--cores", type=_cores_argument, help="pin to these CPU ids (0-3 or 0,2) or to a phone's core cluster (big)"
     )
@@ -163,14 +174,19 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     from latencylab.client import InputError
 
     settings: dict[str, Any] = {}
-    for flag, key, minimum in (("runs", "runs", 1), ("warmup", "warmup_runs", 0), ("threads", "threads", 1)):
+    for flag, key, minimum in (
+        ("runs", "runs", 1),
+        ("warmup", "warmup_runs", 0),
+        ("threads", "threads", 1),
+        ("cold_runs", "cold_runs", 1),
+    ):
         value = getattr(args, flag)
         if value is None:
             continue
         if value < minimum:
-            raise InputError(f"--{flag} must be at least {minimum}, got {value}")
+            raise InputError(f"--{flag.replace('_', '-')} must be at least {minimum}, got {value}")
         settings[key] = value
-    for key in ("cores", "precision", "delegate", "cooldown_c", "cooldown_max_s"):
+    for key in ("backend", "cores", "precision", "delegate", "cooldown_c", "cooldown_max_s"):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value
@@ -257,6 +273,13 @@ def print_result(job: dict[str, Any], top: int = 10) -> None:
             f"std {_ms(e2e['std'])}  min {_ms(e2e['min'])}  max {_ms(e2e['max'])}  cv {cv}{noisy}"
         )
     print(f"cold start ms: load {_ms(cold['load_ms'])}  first run {_ms(cold['first_run_ms'])}")
+    starts = result.get("cold_starts") or {}
+    if starts.get("source") == "fresh-process":
+        total = starts["total_ms"]
+        print(
+            f"cold starts ({starts['n']} fresh processes), load + first run ms: median {_ms(total['median'])}  "
+            f"mean {_ms(total['mean'])}  std {_ms(total['std'])}  min {_ms(total['min'])}  max {_ms(total['max'])}"
+        )
     if result.get("peak_memory_mb") is not None:
         print(f"peak memory: {result['peak_memory_mb']:.1f} MB")
     for line in _conditions(env):

@@ -8,6 +8,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.routers import DefaultRouter
 
 from server.api.fusion_views import FusionPlanViewSet, FusionSweepViewSet
+from server.api.network_probe_views import NetworkProbeView
 from server.api.predict_views import PredictorViewSet, PredictView, SideBySideView
 from server.api.remote_views import RemoteRunViewSet
 from server.api.selection_views import NetworkProfileView, SelectView, SimulationViewSet
@@ -47,6 +48,7 @@ urlpatterns = [
     path("predict/side-by-side/", SideBySideView.as_view(), name="predict-side-by-side"),
     path("select/", SelectView.as_view(), name="select"),
     path("network-profiles/", NetworkProfileView.as_view(), name="network-profiles"),
+    path("network-probe/", NetworkProbeView.as_view(), name="network-probe"),
     path("", include(router.urls)),
     # Any other path under /api/ that ends in a slash (``/api/jobs/0.5/``: the router's ids have no
     # dot) is a JSON 404 like the API's own, not Django's HTML page. Paths without the slash are

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from devicelab.backends.base import DELEGATES, PRECISIONS
+from devicelab.measure.cold_starts import FRESH_PROCESS, ColdSample, ColdStarts
 from latencylab.cli import main
 from latencylab.commands import client_cmds
 from tests.server import conftest as server_fixtures
@@ -46,6 +47,17 @@ def test_a_bad_delegate_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as exc:
         main(["profile", "1", "--device", "x", "--delegate", "metal"])
     assert exc.value.code == 2 and "invalid choice: 'metal'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["profile", "1", "--device", "x", "--backend", "cuda"])
+    assert exc.value.code == 2 and "invalid choice: 'cuda'" in capsys.readouterr().err
+    assert main(["profile", "1", "--device", "x", "--cold-runs", "0", "--url", "http://x", "--token", "t"]) == 2
+    assert capsys.readouterr().err == "latencylab: error: --cold-runs must be at least 1, got 0\n"
+
+
+def test_the_cli_offers_devicelabs_backends() -> None:
+    from devicelab.backends import registry
+
+    assert set(client_cmds.BACKENDS) == set(registry.BACKEND_MODULES)
 
 
 def _wait_for(predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
@@ -74,6 +86,7 @@ def test_profile_on_a_phone_sends_its_settings_and_prints_its_conditions(
     model = make_network(member.team, graph)
     argv = ["profile", str(model.pk), "--device", "bench-pixel-7", "--delegate", "xnnpack", "--cores", "big"]
     argv += ["--threads", "2", "--cooldown-c", "40", "--cooldown-max-s", "120", "--timeout", "120"]
+    argv += ["--backend", "android", "--cold-runs", "3"]
     argv += ["--url", live_server.url, "--token", member.key]
     outcome: dict[str, int] = {}
     cli = threading.Thread(target=lambda: outcome.update(rc=main(argv)))
@@ -82,7 +95,9 @@ def test_profile_on_a_phone_sends_its_settings_and_prints_its_conditions(
         job = _wait_for(lambda: ProfilingJob.objects.filter(device=phone).first())
         assert job.settings["delegate"] == "xnnpack" and job.settings["cores"] == [6, 7]
         assert job.settings["cooldown_c"] == 40.0 and job.settings["cooldown_max_s"] == 120.0
-        finish_phone_job(job, graph, flags=[HOT_FLAG])
+        assert job.settings["cold_runs"] == 3 and job.settings["backend"] == "android"
+        starts = ColdStarts(FRESH_PROCESS, [ColdSample(50.0, 20.0), ColdSample(60.0, 21.0), ColdSample(90.0, 30.0)])
+        finish_phone_job(job, graph, flags=[HOT_FLAG], cold_starts=starts)
     finally:
         cli.join(timeout=120)
     assert outcome.get("rc") == 0
@@ -98,6 +113,10 @@ def test_profile_on_a_phone_sends_its_settings_and_prints_its_conditions(
     assert "median" not in lines[1].split("(")[0] and "(no median or p90: the tool reports averages only)" in lines[1]
     out = captured.out
     assert "peak memory: 41.9 MB" in out
+    assert (
+        "cold starts (3 fresh processes), load + first run ms: median 81.000  mean 90.333  std 26.274  "
+        "min 70.000  max 120.000" in out
+    )
     assert (
         "temperature: hottest before 38.5 °C (cpu-1-2), after 44.0 °C (cpu-1-2); cool-down: waited 12.5 s for < 40 °C"
         in out

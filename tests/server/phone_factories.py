@@ -14,6 +14,7 @@ from typing import Any
 
 from devicelab.backends.base import Capabilities, ColdStart, DeviceInfo, OpTiming, ProfileResult, ProfileSettings
 from devicelab.graph import Graph
+from devicelab.measure.cold_starts import ColdStarts
 from devicelab.measure.stats import from_aggregate
 
 PIXEL_7_HARDWARE: dict[str, Any] = {
@@ -44,6 +45,7 @@ PIXEL_7_CAPABILITIES = Capabilities(
     delegates=("cpu", "xnnpack", "gpu", "nnapi"),
     core_clusters={"little": (0, 1, 2, 3), "mid": (4, 5), "big": (6, 7)},
     cools_down=True,
+    max_cold_runs=50,
 )
 
 # The kernels XNNPACK reports for the graph's operator types (the tool's node type column).
@@ -157,6 +159,7 @@ def phone_result(
     flags: list[str] | None = None,
     environment: dict[str, Any] | None = None,
     hot_c: float = 38.5,
+    cold_starts: ColdStarts | None = None,
 ) -> ProfileResult:
     """A result as the android backend reports it: ``benchmark_model``'s aggregates (count, mean,
     std, min, max; no samples), per-operator means, cold start, peak memory and flags."""
@@ -174,6 +177,7 @@ def phone_result(
         environment=environment if environment is not None else phone_environment(delegate, hot_c=hot_c),
         peak_memory_mb=41.9,
         flags=list(flags or []),
+        cold_starts=cold_starts,
     )
 
 

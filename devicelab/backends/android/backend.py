@@ -19,7 +19,9 @@ A job on a phone, in order (``docs/phones.md`` has the reasons):
    recorded;
 4. the result: end-to-end statistics as the tool reports them (count, avg, std, min, max; no
    per-run samples exist), cold start (init, first inference), memory footprint, one row per
-   operator (``op_mapping``), flags when the phone was hot or throttled.
+   operator (``op_mapping``), flags when the phone was hot or throttled;
+5. with ``settings.cold_runs`` > 1, that many more cold starts, each its own ``benchmark_model``
+   process (one warm-up run, one timed run, no profiling): its ``Init`` and ``First inference``.
 
 Infrastructure failures (adb, unplugged, timeouts) raise ``DeviceLost``; a run the tool fails
 raises ``BackendError`` with the tool's message (``tool_run.check_exit``).
@@ -47,6 +49,7 @@ from devicelab.backends.android.benchmark_output import (
 from devicelab.backends.android.op_mapping import ModelNode, nodes_from_export, nodes_from_upload, op_timings
 from devicelab.backends.base import (
     DELEGATES,
+    MAX_COLD_RUNS,
     Backend,
     BackendError,
     Capabilities,
@@ -59,6 +62,7 @@ from devicelab.backends.base import (
     ProgressFn,
 )
 from devicelab.graph.ir import Graph
+from devicelab.measure.cold_starts import FRESH_PROCESS, ColdSample, ColdStarts
 from devicelab.measure.harness import Harness
 from devicelab.measure.stats import SampleStats, from_aggregate
 
@@ -114,6 +118,7 @@ def capabilities(desc: phone_state.PhoneDescription) -> Capabilities:
         delegates=delegates,
         core_clusters={c["name"]: tuple(c["cores"]) for c in desc.clusters},
         cools_down=True,
+        max_cold_runs=MAX_COLD_RUNS,
     )
 
 
@@ -316,6 +321,7 @@ def profile(
     h.report(0.92, "reading the operator profile")
     csv_text = link.read_bytes(csv_path).decode("utf-8", "replace") if link.exists(csv_path) else ""
     link.run(f"rm -f {csv_path}")
+    cold_starts = _cold_starts(link, model_path, delegate, settings, cores, serial, graph.name, h)
     after = phone_state.snapshot(link, used)
     try:
         summary = parse_summary(out.text)
@@ -376,7 +382,50 @@ def profile(
         environment=env,
         peak_memory_mb=memory.peak_mb if memory and memory.peak_mb is not None else None,
         flags=flags,
+        cold_starts=cold_starts,
     )
+
+
+def _cold_starts(
+    link: adb.PhoneLink,
+    model_path: str,
+    delegate: str,
+    settings: ProfileSettings,
+    cores: tuple[int, ...],
+    serial: str,
+    model: str,
+    h: Harness,
+) -> ColdStarts | None:
+    """``settings.cold_runs`` cold starts, each a new ``benchmark_model`` process on the phone (a
+    fresh interpreter, delegate and allocation): its ``Init`` and its first inference. None when
+    one is asked for (the profile's own run is that one)."""
+    if settings.cold_runs <= 1:
+        return None
+    cmd = tool_run.command_line(
+        model_path,
+        "",
+        delegate=delegate,
+        threads=settings.threads,
+        warmup_runs=1,
+        runs=1,
+        precision=settings.precision,
+        cores=cores,
+        op_profiling=False,
+    )
+    meter = h.meter(0.93, 0.99, settings.cold_runs)
+    samples = []
+    for i in range(settings.cold_runs):
+        out = link.stream(cmd.command, lambda _text: None, lambda: None, RUN_TIMEOUT_BASE_S)
+        tool_run.check_exit(out, serial, model)
+        try:
+            summary = parse_summary(out.text)
+        except BenchmarkOutputError as e:
+            raise BackendError(
+                f"benchmark_model on phone {serial}, cold start {i + 1}: printed output we cannot read: {e}"
+            ) from None
+        samples.append(ColdSample(summary.init_us / 1000.0, summary.first_inference_us / 1000.0))
+        meter.step(f"cold start {i + 1}/{settings.cold_runs} (fresh benchmark_model process)")
+    return ColdStarts(FRESH_PROCESS, samples)
 
 
 def _e2e(summary: RunSummary, serial: str) -> SampleStats:

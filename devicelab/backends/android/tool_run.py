@@ -69,8 +69,15 @@ def command_line(
     precision: str,
     cores: Sequence[int] = (),
     tool: str = REMOTE_TOOL,
+    op_profiling: bool = True,
 ) -> ToolCommand:
-    """The full shell command of a run (``taskset`` first when cores are pinned)."""
+    """The full shell command of a run (``taskset`` first when cores are pinned); without
+    ``op_profiling`` (a cold start), no per-operator profile and no CSV."""
+    profiling = [
+        "--enable_op_profiling=true",
+        "--op_profiling_output_mode=csv",
+        f"--op_profiling_output_file={csv_path}",
+    ]
     flags = [
         f"--graph={model_path}",
         f"--num_threads={threads}",
@@ -80,9 +87,7 @@ def command_line(
         "--warmup_min_secs=0",
         f"--max_secs={MAX_SECS}",
         *DELEGATE_FLAGS[delegate],
-        "--enable_op_profiling=true",
-        "--op_profiling_output_mode=csv",
-        f"--op_profiling_output_file={csv_path}",
+        *(profiling if op_profiling else []),
         "--report_peak_memory_footprint=true",
     ]
     # fp16 arithmetic, where the delegate has it (the builtin CPU kernels compute in fp32, fp16
@@ -95,7 +100,7 @@ def command_line(
         flags.append("--allow_fp16=true")
     mask = core_mask(cores) if cores else None
     words = ([f"taskset {mask}"] if mask else []) + [shlex.quote(tool)] + [shlex.quote(f) for f in flags]
-    return ToolCommand(" ".join(words), csv_path, mask)
+    return ToolCommand(" ".join(words), csv_path if op_profiling else "", mask)
 
 
 def error_lines(text: str, limit: int = 6) -> list[str]:

@@ -131,6 +131,26 @@ def test_cores_by_cluster_name_are_pinned_with_toybox_taskset(farm: AdbDouble) -
     assert set(r.environment["governors"]) == {"6", "7"}
 
 
+def test_cold_runs_are_each_a_fresh_benchmark_model_process(farm: AdbDouble) -> None:
+    from devicelab.measure.cold_starts import FRESH_PROCESS
+
+    info, phone = pixel(farm)
+    assert info.capabilities is not None and info.capabilities.max_cold_runs > 1
+    before = len(phone.history)
+    r = run(info, net(), cores=[6, 7], threads=2, delegate="gpu", cold_runs=3)
+    starts = r.cold_starts
+    assert starts is not None and starts.source == FRESH_PROCESS and len(starts.samples) == 3
+    assert all(s.load_ms > 0 and s.first_run_ms > 0 for s in starts.samples)
+    tool_runs = [c for c in phone.history[before:] if "benchmark_model" in c and "--graph=" in c]
+    assert len(tool_runs) == 4  # the profile's run, then one process per cold start
+    profiled, *cold = tool_runs
+    assert "--enable_op_profiling=true" in profiled
+    for command in cold:  # the same model, delegate and cores; one warm-up and one run, nothing profiled
+        assert command.startswith("taskset c0 ") and "--use_gpu=true" in command
+        assert "--warmup_runs=1" in command and "--num_runs=1" in command and "op_profiling" not in command
+    assert r.cold_distribution() is starts
+
+
 def test_an_uploaded_tflite_runs_as_uploaded(farm: AdbDouble) -> None:
     from devicelab.graph.tflite import graph_from_tflite_bytes
 
