@@ -225,6 +225,7 @@ STAGE_COLORS = {
     "decode": "#3d9be9",
     "resize_crop": "#2a9d8f",
     "normalize": "#97c160",
+    "preprocess": "#e0a526",
     "model_load": "#9aa5b1",
     "inference": "#c8553d",
     "postprocess": "#7b61c9",

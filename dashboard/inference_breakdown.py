@@ -8,6 +8,7 @@ from typing import Any
 
 from dashboard import figures
 from dashboard.formatting import size
+from devicelab.measure.breakdown import STAGES
 from server.profiling.models import JobResult
 
 
@@ -36,21 +37,23 @@ def _pipeline_label(image: dict[str, Any]) -> str:
     return f"{str(image['format']).upper()} {image['width']}x{image['height']}, {size(image['bytes'])}"
 
 
+def _stage_names(pipelines: list[dict[str, Any]]) -> list[str]:
+    """Every stage any pipeline has, in the order a client runs them."""
+    present = {s["name"] for p in pipelines for s in p["stages"]}
+    return [name for name in STAGES if name in present]
+
+
 def breakdown_of(result: JobResult) -> Breakdown:
     """The page's view of a result's breakdown and cold starts."""
     stored = dict(result.time_breakdown or {})
     pipelines = (stored.get("pipelines") or []) if stored.get("applicable") else []
     rows: list[StageRow] = []
-    if pipelines:
-        for i, stage in enumerate(pipelines[0]["stages"]):
-            rows.append(
-                StageRow(
-                    stage["label"],
-                    stage["where"],
-                    [float(p["stages"][i]["central_ms"]) for p in pipelines],
-                    int(stage["n"]),
-                )
-            )
+    for name in _stage_names(pipelines):
+        by_pipeline = [next((s for s in p["stages"] if s["name"] == name), None) for p in pipelines]
+        first = next(s for s in by_pipeline if s is not None)
+        # a stage one pipeline does not have (a phone's own preparation of its JPEG) is 0 ms there
+        ms = [0.0 if s is None else float(s["central_ms"]) for s in by_pipeline]
+        rows.append(StageRow(first["label"], first["where"], ms, int(first["n"])))
     return Breakdown(
         stored=stored,
         pipelines=[_pipeline_label(p["image"]) for p in pipelines],
@@ -64,7 +67,7 @@ def breakdown_figures(result: JobResult, breakdown: Breakdown) -> dict[str, str 
     """The stacked bar of the breakdown (None when there is none) and the cold-start distribution."""
     stages = []
     if breakdown.rows:
-        names = [s["name"] for s in breakdown.stored["pipelines"][0]["stages"]]
+        names = _stage_names(breakdown.stored["pipelines"])
         stages = [figures.StageBar(name, r.label, r.where, r.ms) for name, r in zip(names, breakdown.rows)]
     samples = breakdown.cold["samples"]
     return {

@@ -18,18 +18,22 @@ Data only (no Pillow here): the server and the dashboard read these shapes witho
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from devicelab.graph.ir import Graph
 from devicelab.measure.stats import SampleStats, central
 
 # The stages of one inference, in the order a client runs them.
-STAGES = ("decode", "resize_crop", "normalize", "model_load", "inference", "postprocess")
+STAGES = ("decode", "resize_crop", "normalize", "preprocess", "model_load", "inference", "postprocess")
+# Where a device measures the image's preparation itself (a phone, with TensorFlow Lite's ImageNet
+# evaluation tool), decode, resize + crop and normalize are one stage: the tool times them together.
+CLIENT_PREPARATION = ("decode", "resize_crop", "normalize")
 STAGE_LABELS = {
     "decode": "image decode",
     "resize_crop": "resize + center crop",
     "normalize": "normalize",
+    "preprocess": "decode + resize + crop + normalize",
     "model_load": "model load",
     "inference": "inference",
     "postprocess": "post-processing",
@@ -186,6 +190,23 @@ class TimeBreakdown:
     warmup_runs: int = 0
     environment: dict[str, Any] = field(default_factory=dict)  # Pillow and numpy versions, affinity
 
+    def with_device_preparation(self, image_format: str, stage: StageTiming, note: str) -> TimeBreakdown:
+        """This breakdown with the ``image_format`` pipeline's decode, resize + crop and normalize
+        replaced by one ``preprocess`` stage the device measured itself; ``note`` says what ran where."""
+        if not self.applicable:
+            raise ValueError("a breakdown that does not apply has no pipeline to change")
+        if stage.name != "preprocess" or stage.where != DEVICE:
+            raise ValueError(f"the device's preparation is a {DEVICE!r} 'preprocess' stage, not {stage.name!r}")
+        if image_format not in {p.image.format for p in self.pipelines}:
+            raise ValueError(f"no {image_format!r} pipeline in this breakdown")
+        pipelines = [
+            PipelineTiming(p.image, [stage, *(s for s in p.stages if s.name not in CLIENT_PREPARATION)])
+            if p.image.format == image_format
+            else p
+            for p in self.pipelines
+        ]
+        return replace(self, pipelines=pipelines, note=note)
+
     @classmethod
     def not_applicable(cls, reason: str) -> TimeBreakdown:
         """The breakdown of a model that is not an image model: none, and why."""
@@ -211,6 +232,7 @@ class TimeBreakdown:
 
 
 __all__ = [
+    "CLIENT_PREPARATION",
     "DEVICE",
     "HOST",
     "STAGES",

@@ -294,7 +294,8 @@ def measure_breakdown(
 
 HOST_SIDE_NOTE = (
     "decode, resize + crop, normalize and post-processing were measured on the worker's machine, not on "
-    "the phone: running them on the phone needs an app there. Model load and inference are the phone's."
+    "the phone (with TensorFlow Lite's ImageNet evaluation tool configured as LATENCYLAB_TFLITE_IMAGENET_EVAL, "
+    "the JPEG's are timed on the phone). Model load and inference are the phone's."
 )
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tests.adb_double import benchmark_tool, services, toybox
+from tests.adb_double import benchmark_tool, imagenet_eval, services, toybox
 from tests.adb_double.services import Battery, GpuInfo
 from tests.adb_double.shell import SH, Proc, Program, Session, Shell
 from tests.adb_double.thermal import CORE_WATTS, IPC, Thermal, cluster_kinds, zone_for
@@ -391,7 +391,7 @@ class Phone:
         if not f.mode & 0o111:
             return fail(f"{name}: can't execute: Permission denied", "Permission denied", 126)
         content = f.read()
-        program = benchmark_tool.program_for(content)
+        program = benchmark_tool.program_for(content) or imagenet_eval.program_for(content)
         if program is not None:
             return program
         if content[:4] == b"\x7fELF":

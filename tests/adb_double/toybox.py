@@ -92,6 +92,31 @@ def rm(proc: Proc) -> int:
     return status
 
 
+def cp(proc: Proc) -> int:
+    """``cp SOURCE... DEST``: files only (toybox's ``-r`` is not needed here); DEST a directory
+    when there are several sources."""
+    paths = _paths(proc.argv[1:])
+    if len(paths) < 2:
+        return _usage(proc, "cp", "Needs 2 arguments")
+    fs = proc.phone.fs
+    *sources, dest = paths
+    into = fs.is_dir(proc.resolve(dest))
+    if len(sources) > 1 and not into:
+        return _fail(proc, "cp", f"'{dest}' not directory")
+    status = 0
+    for src in sources:
+        f = fs.get(proc.resolve(src))
+        if f is None:
+            status = _fail(proc, "cp", f"{src}: {ENOENT}")
+            continue
+        target = proc.resolve(dest) + "/" + src.rsplit("/", 1)[-1] if into else proc.resolve(dest)
+        if not fs.is_dir(target.rsplit("/", 1)[0] or "/"):
+            status = _fail(proc, "cp", f"{dest}: {ENOENT}")
+            continue
+        fs.write(target, f.read(), mode=f.mode)
+    return status
+
+
 def chmod(proc: Proc) -> int:
     """``chmod MODE PATH...`` with an octal mode or ``[ugoa]+x``-style changes."""
     args = [a for a in proc.argv[1:] if a not in ("-R",)]
@@ -377,6 +402,7 @@ PROGRAMS: dict[str, Program] = {
     "ls": ls,
     "echo": echo,
     "rm": rm,
+    "cp": cp,
     "chmod": chmod,
     "sha256sum": sha256sum,
     "mkdir": mkdir,

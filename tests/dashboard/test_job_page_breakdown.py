@@ -134,3 +134,37 @@ def test_a_result_stored_before_breakdowns_says_not_measured(
     html = web_client(me).get(f"/jobs/{job.pk}/").content.decode()
     assert 'id="breakdown-not-measured"' in html and 'id="chart-breakdown"' not in html
     assert 'id="chart-cold-starts"' in html
+
+
+def test_a_phones_own_preparation_of_its_jpeg_is_a_device_stage_beside_the_pngs_host_stages(
+    make_member: Callable, web_client: Callable, make_job: Callable, photos: Any
+) -> None:
+    from dataclasses import replace
+
+    from devicelab.backends.android.backend import PHONE_PREPARATION_NOTE
+    from devicelab.measure.breakdown import StageTiming
+    from devicelab.measure.stats import from_aggregate
+
+    me = make_member()
+    job = make_job(me.team)
+    phone = DeviceInfo("android", "android:TEST", "Pixel", {})
+    result = result_with_breakdown(model_graph(job.model), photos, device=phone)
+    assert result.breakdown is not None
+    on_phone = StageTiming("preprocess", "device", from_aggregate(3, 61.5, 2.0), [], "the phone's tool")
+    result = replace(
+        result, breakdown=result.breakdown.with_device_preparation("jpeg", on_phone, PHONE_PREPARATION_NOTE)
+    )
+    finished(job, result)
+    html = web_client(me).get(f"/jobs/{job.pk}/").content.decode()
+    fig = _figure(html, "chart-breakdown")
+    traces = {t["name"]: t["x"] for t in fig["data"]}
+    assert list(traces)[:4] == [
+        "image decode (host)",
+        "resize + center crop (host)",
+        "normalize (host)",
+        "decode + resize + crop + normalize (device)",
+    ]
+    assert traces["decode + resize + crop + normalize (device)"] == [61.5, 0.0]  # the JPEG's, on the phone
+    assert traces["image decode (host)"][0] == 0.0 and traces["image decode (host)"][1] > 0  # the PNG's, on the host
+    note = re.search(r'<p class="small" id="breakdown-host-side">(.*?)</p>', html, re.S)
+    assert note and "measured on the phone" in note.group(1)

@@ -12,6 +12,7 @@ packet is a lost phone.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import struct
@@ -226,7 +227,26 @@ class _Utf8:
         return self._decoder.decode(data)
 
 
+def _remote_sha256(link: PhoneLink, path: str) -> str | None:
+    out = link.run(f"sha256sum {path} 2>/dev/null")
+    head = out.stdout.split()
+    return head[0] if out.exit_code == 0 and head else None
+
+
+def ensure_file(link: PhoneLink, data: bytes, path: str, mode: int) -> bool:
+    """Push ``data`` to ``path`` unless the phone has it already (by sha256); True if pushed."""
+    if _remote_sha256(link, path) == hashlib.sha256(data).hexdigest():
+        return False
+    link.push(data, path, mode=mode)
+    if mode & 0o111:
+        link.run(f"chmod {mode:o} {path}")
+    if _remote_sha256(link, path) != hashlib.sha256(data).hexdigest():
+        raise DeviceLost(f"phone {link.serial}: {path} does not hold what was pushed (transfer cut short?)")
+    return True
+
+
 __all__ = [
+    "ensure_file",
     "ADB_SERVER_ENV",
     "DEFAULT_ADB_SERVER",
     "Attached",

@@ -39,7 +39,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from devicelab.backends.android import adb, phone_state, tool_run
+from devicelab.backends.android import adb, image_eval, phone_state, tool_run
+from devicelab.backends.android.adb import ensure_file
 from devicelab.backends.android.benchmark_output import (
     BenchmarkOutputError,
     RunSummary,
@@ -62,6 +63,7 @@ from devicelab.backends.base import (
     ProgressFn,
 )
 from devicelab.graph.ir import Graph
+from devicelab.measure.breakdown import TimeBreakdown
 from devicelab.measure.cold_starts import FRESH_PROCESS, ColdSample, ColdStarts
 from devicelab.measure.harness import Harness
 from devicelab.measure.stats import SampleStats, from_aggregate
@@ -161,22 +163,9 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _remote_sha256(link: adb.PhoneLink, path: str) -> str | None:
-    out = link.run(f"sha256sum {path} 2>/dev/null")
-    head = out.stdout.split()
-    return head[0] if out.exit_code == 0 and head else None
-
-
-def ensure_file(link: adb.PhoneLink, data: bytes, path: str, mode: int) -> bool:
-    """Push ``data`` to ``path`` unless the phone has it already (by sha256); True if pushed."""
-    if _remote_sha256(link, path) == _sha256(data):
-        return False
-    link.push(data, path, mode=mode)
-    if mode & 0o111:
-        link.run(f"chmod {mode:o} {path}")
-    if _remote_sha256(link, path) != _sha256(data):
-        raise DeviceLost(f"phone {link.serial}: {path} does not hold what was pushed (transfer cut short?)")
-    return True
+def _model_path(data: bytes) -> str:
+    """Where a model's bytes live on the phone: under their own sha256."""
+    return f"{tool_run.REMOTE_DIR}/models/{_sha256(data)[:32]}.tflite"
 
 
 def _model_bytes(
@@ -292,7 +281,7 @@ def profile(
     h.report(0.02, "pushing benchmark_model and the model")
     link.run(f"mkdir -p {tool_run.REMOTE_DIR}/models")
     ensure_file(link, tool, tool_run.REMOTE_TOOL, 0o755)
-    model_path = f"{tool_run.REMOTE_DIR}/models/{_sha256(data)[:32]}.tflite"
+    model_path = _model_path(data)
     ensure_file(link, data, model_path, 0o644)
     used = cores or tuple(int(c) for c in (device.capabilities.cores if device.capabilities else ()))
     cooldown = _Cooldown(
@@ -460,6 +449,52 @@ def _flags(
     return flags
 
 
+PREPARATION_START = 0.95  # of a job's progress, when the phone times the photo's preparation
+PHONE_PREPARATION_NOTE = (
+    "the JPEG's decode + resize + crop + normalize were measured on the phone with TensorFlow Lite's ImageNet "
+    "evaluation tool; the PNG's (the tool reads JPEG only) and post-processing on the worker's machine. Model "
+    "load and inference are the phone's."
+)
+
+
+def phone_preparation(
+    device: DeviceInfo,
+    graph: Graph,
+    settings: ProfileSettings,
+    model_file: ModelFile | None,
+    breakdown: TimeBreakdown,
+) -> TimeBreakdown:
+    """``breakdown`` with its JPEG pipeline's preparation measured on the phone. A tool that fails
+    leaves the worker's measurement in place and says why; a lost phone raises ``DeviceLost``."""
+    from devicelab.measure.photos import phone_photos
+
+    _, cores = _check(device, settings)
+    serial = str(device.hardware.get("serial") or device.identity.split(":", 1)[-1])
+    assert breakdown.input is not None
+    data, _, _ = _model_bytes(graph, settings, model_file)
+    jpeg = next(p for p in phone_photos() if p.format == "jpeg")
+    classes = math.prod(breakdown.input.output_shape[1:]) or 1
+    link = adb.PhoneLink(adb.client(), serial)
+    link.check_ready()
+    try:
+        stage, record = image_eval.measure_preparation(
+            link,
+            _model_path(data),
+            jpeg,
+            classes,
+            min(max(breakdown.runs, 1), image_eval.MAX_IMAGES),
+            settings.threads,
+            cores,
+        )
+    except BackendError as e:
+        log.warning("phone %s: photo preparation not measured on the phone: %s", serial, e)
+        env = {**breakdown.environment, "phone_preparation_error": str(e)}
+        note = f"{breakdown.note} The phone's ImageNet evaluation tool failed, so the worker's are shown: {e}"
+        return replace(breakdown, environment=env, note=note)
+    env = {**breakdown.environment, "phone_preparation": record}
+    return replace(breakdown.with_device_preparation("jpeg", stage, PHONE_PREPARATION_NOTE), environment=env)
+
+
 class AndroidBackend(Backend):
     """Phones on the adb server, through TensorFlow Lite's benchmark_model."""
 
@@ -479,6 +514,33 @@ class AndroidBackend(Backend):
     ) -> ProfileResult:
         """Measure a model on a phone (see the module)."""
         return profile(device, graph, settings, progress, model_file)
+
+    def profile_job(
+        self,
+        device: DeviceInfo,
+        graph: Graph,
+        settings: ProfileSettings,
+        progress: ProgressFn | None = None,
+        model_file: ModelFile | None = None,
+    ) -> ProfileResult:
+        """The profile and its time breakdown (``Backend.profile_job``); where the lab configured
+        TensorFlow Lite's ImageNet evaluation tool, the JPEG's preparation is then measured on the
+        phone (``image_eval``) in place of the worker's."""
+        if image_eval.configured_tool() is None or progress is None:
+            result = super().profile_job(device, graph, settings, progress, model_file)
+        else:
+            report = progress
+            result = super().profile_job(
+                device, graph, settings, lambda f, m: report(PREPARATION_START * f, m), model_file
+            )
+            report(PREPARATION_START, "timing the photo's preparation on the phone")
+        breakdown = result.breakdown
+        if image_eval.configured_tool() is None or breakdown is None or not breakdown.applicable:
+            return result
+        result = replace(result, breakdown=phone_preparation(device, graph, settings, model_file, breakdown))
+        if progress is not None:
+            progress(1.0, "done")
+        return result
 
 
 BACKEND = AndroidBackend()

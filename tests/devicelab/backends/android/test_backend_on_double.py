@@ -236,3 +236,46 @@ def test_many_files_are_read_in_commands_short_enough_for_any_adbd(farm: AdbDoub
     assert values["/nope"] is None and values[paths[7]] == "2850000" and values[paths[0]] == "1803000"
     commands = phone.history[before:]
     assert len(commands) > 1 and all(len(c) < 4096 for c in commands)
+
+
+def test_the_photos_preparation_is_timed_on_the_phone_by_tflites_evaluation_tool(
+    farm: AdbDouble, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from devicelab.backends.android import image_eval
+    from tests.adb_double.imagenet_eval import imagenet_eval_binary
+
+    info, phone = pixel(farm)
+    tool = tmp_path / "run_eval"
+    tool.write_bytes(imagenet_eval_binary())
+    monkeypatch.setenv(image_eval.TOOL_ENV, str(tool))
+    progress: list[tuple[float, str]] = []
+    settings = ProfileSettings.from_dict({**QUICK, "runs": 3, "cores": [6, 7], "threads": 2})
+    result = backend.BACKEND.profile_job(info, net(), settings, lambda f, m: progress.append((f, m)))
+    assert [f for f, _ in progress] == sorted(f for f, _ in progress) and progress[-1] == (1.0, "done")
+    breakdown = result.breakdown
+    assert breakdown is not None and breakdown.applicable and breakdown.host_side
+    jpeg, png = (next(p for p in breakdown.pipelines if p.image.format == f) for f in ("jpeg", "png"))
+    assert [(s.name, s.where) for s in jpeg.stages] == [
+        ("preprocess", "device"),
+        ("model_load", "device"),
+        ("inference", "device"),
+        ("postprocess", "host"),
+    ]
+    prep = jpeg.stages[0]
+    # 12 megapixels at the double's 5 ns a pixel: about 61 ms a photo, as the tool's mean of 3
+    assert prep.stats.n == 3 and 45 < prep.stats.mean < 80 and prep.samples_ms == []
+    assert [s.name for s in png.stages][:3] == ["decode", "resize_crop", "normalize"]  # the tool reads JPEG only
+    assert "measured on the phone" in breakdown.note
+    record = breakdown.environment["phone_preparation"]
+    assert record["images"] == 3 and record["command"].startswith("taskset c0 ")
+    assert "--num_interpreter_threads=2" in record["command"] and record["inference_avg_ms"] > 0
+    copies = [c for c in phone.history if c.startswith("cp ")]
+    assert copies and copies[-1].count(" && cp ") == 2  # the photo, pushed once, copied per image
+    # a tool that fails leaves the worker's measurement in place and says why
+    tool.write_bytes(b"#!/system/bin/sh\necho 'ERROR: Could not run the task evaluation!'\nexit 3\n")
+    failed = backend.BACKEND.profile_job(info, net(), settings, lambda f, m: None)
+    assert failed.breakdown is not None
+    stages = [s.name for s in failed.breakdown.pipelines[0].stages]
+    assert stages[:3] == ["decode", "resize_crop", "normalize"]
+    assert "evaluation tool failed" in failed.breakdown.note and "exit 3" in failed.breakdown.note
+    assert "Could not run the task evaluation" in failed.breakdown.environment["phone_preparation_error"]
