@@ -8,6 +8,9 @@ from typing import Any
 from django.utils import timezone
 from django.utils.timesince import timesince
 
+from devicelab.text import one_line
+from server.devices.models import DeviceKind
+
 
 def ms(value: float | None) -> str:
     """Milliseconds with precision that suits their size ('' for None)."""
@@ -244,9 +247,28 @@ def settings_items(settings: dict[str, Any]) -> list[tuple[str, str]]:
     return items
 
 
+# How much of a failure reason a list shows: whole up to this length, else its start and its end.
+REASON_CHARS = 240
+
+
+def reason(text: str | None, limit: int = REASON_CHARS) -> str:
+    """A failure reason short enough for a list, keeping its end: reasons name what failed first
+    and the cause last ("... failed on device 'x' after 3 attempts: <cause>"), so a long one keeps
+    its first third and its last two thirds around an ellipsis (the whole reason goes in a title)."""
+    return one_line(text or "", limit, marker=" … ")
+
+
 def flag_name(flag: str) -> str:
     """The kind of a result's flag: 'hot: 46.2 °C at start > 40 °C' -> 'hot'."""
     return flag.split(":", 1)[0].strip()
+
+
+def device_state(device: Any) -> tuple[str, str]:
+    """A device's state as (key, label) for its badge: its status, or "dataset" for a device known
+    only from imported measurements (no worker holds it, so "offline" would read as broken)."""
+    if device.kind == DeviceKind.IMPORTED:
+        return "dataset", "dataset"
+    return str(device.status), str(device.get_status_display()).lower()
 
 
 def ago(when: datetime | None) -> str:

@@ -1,7 +1,9 @@
 """Forms of the dashboard: uploading a model and submitting jobs (which may fan out).
 
 They turn what a person typed into calls of the services (``upload_model``,
-``submit_profiling_job``) and put the services' refusals next to the field they concern.
+``submit_profiling_job``) and put the services' refusals next to the field they concern. A zoo
+network chosen on the submit form becomes one of the team's models through ``upload_model`` (its
+graph JSON, de-duplicated by sha256 like any upload) when the jobs are queued.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.datastructures import MultiValueDict
 
+from dashboard.formatting import core_ranges, hardware_summary, si
 from devicelab.backends.base import (
     DELEGATES,
+    MAX_COLD_RUNS,
     MAX_COOLDOWN_S,
+    MAX_NOISE_RERUNS,
     MAX_RUNS,
     MAX_THREADS,
     MAX_WARMUP_RUNS,
@@ -27,11 +32,13 @@ from devicelab.backends.base import (
     ProfileSettings,
     UnsupportedSetting,
 )
+from devicelab.graph import graph_to_json
+from devicelab.graph import zoo as model_zoo
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.models import NetworkModel
-from server.networks.services import BadModel, UploadTooLarge, receive_model, too_large_message
-from server.profiling.models import ProfilingJob
+from server.networks.services import BadModel, UploadTooLarge, receive_model, too_large_message, upload_model
+from server.profiling.models import JobKind, ProfilingJob
 from server.profiling.services import submit_profiling_job
 
 
@@ -87,6 +94,23 @@ class _ModelChoice(forms.ModelMultipleChoiceField):
         return f"{obj.name} (#{obj.pk}, {obj.num_operators} ops)"
 
 
+def _filter_attrs(kind: str, *words: Any) -> dict[str, str]:
+    """What the submit page's list filters read on a checkbox (``dashboard.js``): its kind for the
+    kind select, and the words the text filter matches besides the label."""
+    return {"data-kind": kind, "data-search": " ".join(str(w) for w in words if w).lower()}
+
+
+class _ModelCheckboxes(forms.CheckboxSelectMultiple):
+    """Model checkboxes that carry the model's format and file name for the page's filters."""
+
+    def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option = super().create_option(name, value, *args, **kwargs)
+        model = getattr(value, "instance", None)
+        if model is not None:
+            option["attrs"].update(_filter_attrs(model.format, model.filename, model.format))
+        return option
+
+
 class _DeviceChoice(forms.ModelMultipleChoiceField):
     def label_from_instance(self, obj: Any) -> str:
         return f"{obj.name} (#{obj.pk}, {obj.kind}, {obj.status})"
@@ -99,6 +123,8 @@ class _DeviceCheckboxes(forms.CheckboxSelectMultiple):
     def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         option = super().create_option(name, value, *args, **kwargs)
         device = getattr(value, "instance", None)
+        if device is not None:
+            option["attrs"].update(_filter_attrs(device.kind, device.kind, hardware_summary(device.hardware or {})))
         caps = device.declared_capabilities() if device is not None else None
         if caps is not None:
             option["attrs"].update(
@@ -110,9 +136,67 @@ class _DeviceCheckboxes(forms.CheckboxSelectMultiple):
                     "data-delegates": " ".join(caps.delegates),
                     "data-core-clusters": " ".join(sorted(caps.core_clusters)),
                     "data-cools-down": "true" if caps.cools_down else "false",
+                    "data-max-cold-runs": str(caps.max_cold_runs),
                 }
             )
         return option
+
+
+def zoo_label(entry: model_zoo.ZooEntry) -> str:
+    """A zoo network as the submit form lists it: name, family, published parameters and MACs."""
+    macs = f", {si(entry.reference_macs)} MACs" if entry.reference_macs else ""
+    return f"{entry.name} (zoo: {entry.family}, {si(entry.reference_params)} params{macs})"
+
+
+class _ZooCheckboxes(forms.CheckboxSelectMultiple):
+    """Zoo checkboxes that carry the network's family for the page's filters."""
+
+    def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option = super().create_option(name, value, *args, **kwargs)
+        entry = model_zoo.entries().get(str(value))
+        if entry is not None:
+            option["attrs"].update(_filter_attrs(entry.family, entry.family, "table 1" if entry.table1 else ""))
+        return option
+
+
+def zoo_model(team: Team, user: Any, name: str) -> NetworkModel:
+    """The team's model of the zoo network ``name``: uploaded as its graph JSON through
+    ``upload_model`` the first time, the same row (same bytes, same sha256) after that."""
+    graph = model_zoo.build(name)
+    model, _ = upload_model(team, user, graph_to_json(graph).encode(), f"{name}.json", name=name)
+    return model
+
+
+def initial_from_job(job: ProfilingJob) -> dict[str, Any]:
+    """The submit form's starting values for running ``job`` again with changes: its model,
+    device and settings (a profile job's; empty for any other kind)."""
+    if job.kind != JobKind.PROFILE or job.model_id is None:
+        return {}
+    s = job.settings or {}
+    initial: dict[str, Any] = {"models": [job.model_id], "devices": [job.device_id]}
+    for key in (
+        "threads",
+        "runs",
+        "warmup_runs",
+        "precision",
+        "delegate",
+        "cooldown_c",
+        "cooldown_max_s",
+        "cold_runs",
+        "on_noise",
+        "noise_reruns",
+    ):
+        if s.get(key) not in (None, ""):
+            initial[key] = s[key]
+    if s.get("cores"):
+        initial["cores"] = core_ranges(s["cores"])
+    return initial
+
+
+def offered_cold_runs(devices: Iterable[Device]) -> int:
+    """The most cold starts any of ``devices`` measures (the universal bound when none declared)."""
+    declared = [caps.max_cold_runs for caps in (d.declared_capabilities() for d in devices) if caps is not None]
+    return max(declared) if declared else MAX_COLD_RUNS
 
 
 def offered(devices: Iterable[Device]) -> tuple[list[str], int]:
@@ -159,9 +243,15 @@ def offered_runtime_options(devices: Iterable[Device]) -> RuntimeOptions:
 
 
 class SubmitJobsForm(forms.Form):
-    """Models x devices with one set of settings: one job per pair."""
+    """Models (the team's and zoo networks) x devices with one set of settings: one job per pair."""
 
-    models = _ModelChoice(queryset=NetworkModel.objects.none(), widget=forms.CheckboxSelectMultiple, label="Models")
+    models = _ModelChoice(queryset=NetworkModel.objects.none(), widget=_ModelCheckboxes, label="Models", required=False)
+    zoo = forms.MultipleChoiceField(
+        required=False,
+        widget=_ZooCheckboxes,
+        label="Zoo networks",
+        help_text="Added to your models (as graph JSON) when the jobs are queued.",
+    )
     devices = _DeviceChoice(
         queryset=Device.objects.none(),
         widget=_DeviceCheckboxes,
@@ -171,6 +261,33 @@ class SubmitJobsForm(forms.Form):
     threads = forms.IntegerField(min_value=1, max_value=MAX_THREADS, initial=1, help_text="Intra-op threads.")
     runs = forms.IntegerField(min_value=1, max_value=MAX_RUNS, initial=30, help_text="Timed runs.")
     warmup_runs = forms.IntegerField(min_value=0, max_value=MAX_WARMUP_RUNS, initial=5, label="Warm-up runs")
+    cold_runs = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_COLD_RUNS,
+        initial=1,
+        label="Cold starts",
+        help_text="Load + first run, measured this many times; above 1, each in a fresh process.",
+    )
+    on_noise = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("flag", "flag it"),
+            ("rerun", "measure again, keep the steadiest"),
+            ("fail", "fail the job"),
+        ],
+        initial="flag",
+        label="When noisy",
+        help_text="A result whose CV is above 5 %: keep it flagged, profile again, or fail saying why.",
+    )
+    noise_reruns = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_NOISE_RERUNS,
+        initial=2,
+        label="Reruns",
+        help_text="With 'measure again': at most this many more profiles.",
+    )
     cores = forms.CharField(
         required=False,
         label="CPU cores",
@@ -220,6 +337,13 @@ class SubmitJobsForm(forms.Form):
         precisions, max_threads = offered(online)
         self.fields["precision"].choices = [(p, p) for p in precisions]  # type: ignore[attr-defined]
         self.fields["threads"].widget.attrs["max"] = max_threads
+        self.fields["cold_runs"].widget.attrs["max"] = offered_cold_runs(online)
+        entries = model_zoo.entries()
+        self.fields["zoo"].choices = [(n, zoo_label(entries[n])) for n in sorted(entries)]  # type: ignore[attr-defined]
+        # The kinds the page's list filters offer: formats of models, families of the zoo, kinds of devices.
+        self.model_formats = sorted(set(ready.values_list("format", flat=True)))
+        self.zoo_families = sorted({e.family for e in entries.values()})
+        self.device_kinds = sorted(set(online.values_list("kind", flat=True)))
         # Phones' options appear only when an online device offers them (the page hides the rest).
         self.runtime_options = offered_runtime_options(online)
         self.fields["delegate"].choices = [("", "device default")] + [  # type: ignore[attr-defined]
@@ -233,9 +357,16 @@ class SubmitJobsForm(forms.Form):
         """The cores as a list of ids."""
         return parse_cores(self.cleaned_data.get("cores") or "")
 
+    def clean_cold_runs(self) -> int:
+        """Cold starts; left empty, the one every profile measures."""
+        value = self.cleaned_data.get("cold_runs")
+        return 1 if value is None else int(value)
+
     def clean(self) -> dict[str, Any]:
         """Check the settings against what each chosen device declared, on the field they name."""
         data = super().clean() or {}
+        if not data.get("models") and not data.get("zoo") and "models" not in self.errors:
+            self.add_error("models", "choose at least one of your models or a zoo network")
         if self.errors:
             return data
         if data.get("cores") and data.get("core_cluster"):
@@ -275,7 +406,11 @@ class SubmitJobsForm(forms.Form):
             "runs": d["runs"],
             "warmup_runs": d["warmup_runs"],
             "precision": d["precision"],
+            "cold_runs": d.get("cold_runs") or 1,
+            "on_noise": d.get("on_noise") or "flag",
         }
+        if d.get("noise_reruns") is not None:
+            settings["noise_reruns"] = d["noise_reruns"]
         if d["cores"]:
             settings["cores"] = d["cores"]
         if d.get("core_cluster"):
@@ -290,19 +425,28 @@ class SubmitJobsForm(forms.Form):
     def save(self, user: Any) -> list[ProfilingJob]:
         """Queue one job per (model, device) through ``submit_profiling_job``, all or none.
 
-        A refusal (device offline, bad settings) rolls the whole submission back and lands on
-        the field it names; nothing is enqueued, since enqueueing waits for the commit.
+        Zoo networks become the team's models first (``zoo_model``; they stay among its models
+        even if the jobs are refused). A refusal (device offline, bad settings) rolls the whole
+        submission back and lands on the field it names; nothing is enqueued, since enqueueing
+        waits for the commit.
         """
         settings = self.job_settings()
+        models = list(self.cleaned_data["models"])
         try:
+            chosen = {m.pk for m in models}
+            for name in self.cleaned_data.get("zoo") or ():
+                model = zoo_model(self.team, user, name)
+                if model.pk not in chosen:
+                    chosen.add(model.pk)
+                    models.append(model)
             with transaction.atomic():
                 return [
                     submit_profiling_job(self.team, model, device, settings, user=user)
-                    for model in self.cleaned_data["models"]
+                    for model in models
                     for device in self.cleaned_data["devices"]
                 ]
         except ValidationError as exc:
-            field_for = {"model": "models", "device": "devices", "settings": None}
+            field_for = {"model": "models", "device": "devices", "settings": None, "zoo": "zoo"}
             if hasattr(exc, "error_dict"):
                 for key, errors in exc.error_dict.items():
                     self.add_error(field_for.get(key), [m for e in errors for m in e.messages])

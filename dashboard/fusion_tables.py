@@ -13,7 +13,7 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard.formatting import percent
+from dashboard.formatting import percent, reason
 from dashboard.tables import sort_value
 
 
@@ -42,10 +42,9 @@ def _num(value: float | None, text: str) -> str:
 def _check(r: TableRow) -> str:
     if r.error:
         why = escape(r.error)
-        short = escape(r.error if len(r.error) <= 60 else r.error[:59] + "…")
         return (
             f'<span class="badge state-failed" title="{why}">refused</span> '
-            f'<span class="muted clip" title="{why}">{short}</span>'
+            f'<span class="muted reason" title="{why}">{escape(reason(r.error, 160))}</span>'
         )
     if r.correct is True:
         return '<span class="badge state-succeeded">correct</span>'

@@ -92,7 +92,15 @@ def mape_by_kernel_type(errors: Sequence[KernelError]) -> str:
             max(220, min(640, 60 + 24 * len(errors))),
             "MAPE (%)",
             "kernel type",
-            yaxis={"autorange": "reversed"},
+            # Kernel types are long ("dw_conv_plus_1x1/nchwc8"): without an explicit standoff,
+            # plotly puts the title against the labels' edge, where it touches or overlaps them;
+            # automargin then widens the margin to hold labels, gap and title.
+            yaxis={
+                "autorange": "reversed",
+                "automargin": True,
+                "ticklabelstandoff": 6,
+                "title": {"text": "kernel type", "standoff": 14},
+            },
             showlegend=False,
         ),
     )

@@ -18,7 +18,7 @@ from django.db.models.fields.json import KT
 
 from server.accounts.models import Team
 from server.devices.models import Device
-from server.predictors.models import Predictor, PredictorMethod, PredictorState
+from server.predictors.models import Predictor, PredictorMethod, PredictorState, rank_reason
 
 # Paper 001's order of the methods (section 4.2), and their short names on charts and tables.
 METHOD_ORDER = {m: i for i, m in enumerate(PredictorMethod.values)}
@@ -41,7 +41,7 @@ def finite(value: Any) -> float | None:
 
 
 def _best_key(p: Any) -> tuple[Any, ...]:
-    # The order of PredictorQuerySet.best_first: lowest e2e MAPE (unevaluated last), newest version.
+    # The order of PredictorQuerySet.best_first among rankable predictors: lowest e2e MAPE, newest version.
     mape = finite(p.e2e_mape)
     return (mape is None, mape if mape is not None else 0.0, -p.version, -p.pk)
 
@@ -75,9 +75,10 @@ class DevicePredictors:
 
 
 def best_of(predictors: list[Predictor]) -> Predictor | None:
-    """The ready predictor that ``POST /api/predict/`` with the device (and no method) would use."""
-    ready = [p for p in predictors if p.state == PredictorState.READY]
-    return min(ready, key=_best_key) if ready else None
+    """The device's best: the rankable predictor ``POST /api/predict/`` with the device (and no
+    method) uses; None when no ready one is rankable (an unranked one then answers, never "best")."""
+    rankable = [p for p in predictors if p.rankable]
+    return min(rankable, key=_best_key) if rankable else None
 
 
 def predictors_by_device(team: Team) -> list[DevicePredictors]:
@@ -109,10 +110,12 @@ def predictor_for_team(team: Team, pk: int) -> Predictor | None:
 
 
 def best_on_device(team: Team, device_id: int) -> int | None:
-    """The id of the ready predictor the team's predictions on a device use by default (one query)."""
+    """The id of the device's best predictor for the team: the rankable one its predictions use by
+    default (one query); None when it has no rankable one."""
     return (
         Predictor.objects.visible_to(team)
         .ready()
+        .rankable()
         .filter(device_id=device_id)
         .best_first()
         .values_list("pk", flat=True)
@@ -150,6 +153,7 @@ class Peer:
     version: int
     e2e_mape: float | None
     n_train: int
+    n_test: int
     trained_at: datetime | None
     shared: bool
     protocol: str
@@ -163,6 +167,11 @@ class Peer:
     def label(self) -> str:
         """'GBDT v2'."""
         return f"{method_name(self.method)} v{self.version}"
+
+    @property
+    def rank_reason(self) -> str:
+        """Why it cannot be ranked ("" when it can)."""
+        return rank_reason(PredictorState.READY, self.n_test, self.e2e_mape)
 
 
 @dataclass
@@ -182,7 +191,15 @@ def scenario_peers(team: Team, predictor: Predictor) -> ScenarioComparison:
         .filter(device_id=predictor.device_id, scenario_key=predictor.scenario_key)
         .order_by("-trained_at", "-pk")
         .values(
-            "pk", "method", "version", "e2e_mape", "n_train", "trained_at", "team_id", "evaluation__by_training_size"
+            "pk",
+            "method",
+            "version",
+            "e2e_mape",
+            "n_train",
+            "n_test",
+            "trained_at",
+            "team_id",
+            "evaluation__by_training_size",
         )
         .annotate(protocol=KT("evaluation__protocol"))[:PEERS_LIMIT]
     )
@@ -193,6 +210,7 @@ def scenario_peers(team: Team, predictor: Predictor) -> ScenarioComparison:
             version=r["version"],
             e2e_mape=finite(r["e2e_mape"]),
             n_train=r["n_train"],
+            n_test=r["n_test"],
             trained_at=r["trained_at"],
             shared=r["team_id"] is None,
             protocol=r["protocol"] or "",
@@ -202,8 +220,9 @@ def scenario_peers(team: Team, predictor: Predictor) -> ScenarioComparison:
         for r in rows
     ]
     peers.sort(key=lambda p: (METHOD_ORDER.get(p.method, len(METHOD_ORDER)), -p.version, -p.pk))
-    if peers:
-        min(peers, key=_best_key).best = True
+    rankable = [p for p in peers if not p.rank_reason]
+    if rankable:
+        min(rankable, key=_best_key).best = True
     # The curve's last point is the full training set (its size differs between versions); the
     # smaller, fixed sizes (30, 100) get a column each.
     sizes = sorted({c.n for p in peers for c in p.curve[:-1]})

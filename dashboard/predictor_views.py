@@ -116,9 +116,11 @@ def protocol_text(protocol: str) -> str:
 @require_GET
 @team_page
 def predictor_list(request: HttpRequest) -> HttpResponse:
-    """Per device, the predictor versions the team sees (its own and the shared ones), best marked."""
+    """Per device, the predictor versions the team sees (its own and the shared ones), best marked;
+    it reloads itself while one of them is queued or training."""
     team = request.team  # type: ignore[attr-defined]
     groups = queries.predictors_by_device(team)
+    active = any(p.state in (PredictorState.QUEUED, PredictorState.TRAINING) for g in groups for p in g.predictors)
     return render(
         request,
         "dashboard/predictors.html",
@@ -126,6 +128,8 @@ def predictor_list(request: HttpRequest) -> HttpResponse:
             "groups": groups,
             "total": sum(len(g.predictors) for g in groups),
             "method_names": queries.METHOD_NAMES,
+            # The list follows a training's progress too, as a predictor's own page does.
+            "refresh_seconds": REFRESH_SECONDS if active else None,
         },
     )
 

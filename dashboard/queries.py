@@ -16,13 +16,14 @@ from typing import Any
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Max, Q, QuerySet
 from django.db.models.functions import Coalesce
 
-from dashboard.formatting import hardware_summary
+from dashboard.formatting import device_state, hardware_summary
 from dashboard.phones import PhoneModel, phone_model
 from devicelab.graph.ops import OPS
 from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind, DeviceStatus
 from server.networks.models import NetworkModel
 from server.networks.services import operator_table
+from server.predictors.models import ImportedMeasurement
 from server.profiling.models import ACTIVE_STATES, JobKind, JobResult, JobState, OperatorTiming, ProfilingJob
 
 # A model's graph JSON can be megabytes: lists never load it.
@@ -79,10 +80,11 @@ def job_list(team: Team) -> QuerySet[ProfilingJob]:
 
 
 def job_for_team(team: Team, pk: int) -> ProfilingJob | None:
-    """One of the team's jobs with its model (without the graph), device and result; None otherwise."""
+    """One of the team's jobs with its model (without the graph), device, result and who cancelled
+    it; None otherwise."""
     return (
         ProfilingJob.objects.for_team(team)
-        .select_related("model", "device", "result")
+        .select_related("model", "device", "result", "cancelled_by")
         .defer(*(f"model__{f}" for f in _HEAVY_MODEL_FIELDS))
         .filter(pk=pk)
         .first()
@@ -191,16 +193,55 @@ def fleet(team: Team) -> list[FleetRow]:
 
 
 def fleet_counts(rows: list[FleetRow]) -> dict[str, int]:
-    """Devices per status, and jobs queued on the whole fleet."""
-    counts = {s: 0 for s in DeviceStatus.values}
+    """Devices per state (``dataset``: imported, never online), and jobs queued on the whole fleet."""
+    counts = {s: 0 for s in [*DeviceStatus.values, "dataset"]}
     for r in rows:
-        counts[r.device.status] = counts.get(r.device.status, 0) + 1
+        state = device_state(r.device)[0]
+        counts[state] = counts.get(state, 0) + 1
     counts["total"] = len(rows)
     counts["queued"] = sum(r.queued for r in rows)
     return counts
 
 
 # -- a device ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImportedRow:
+    """One network's imported measurements on a dataset device, as its page lists them."""
+
+    network: str
+    e2e_ms: float
+    e2e_std_ms: float | None
+    kernels: int
+    kernel_sum_ms: float
+    operators: int
+
+    @property
+    def listed_share(self) -> float | None:
+        """The listed kernels' time over the end-to-end latency (the rest is overhead and
+        unlisted operators)."""
+        return self.kernel_sum_ms / self.e2e_ms if self.e2e_ms > 0 else None
+
+
+def imported_measurements(device: Device) -> list[ImportedRow]:
+    """Every network measured elsewhere on ``device`` (a dataset device), by name; one query."""
+    rows = (
+        ImportedMeasurement.objects.filter(device=device)
+        .only("network", "e2e_ms", "e2e_std_ms", "kernels", "operators")
+        .order_by("network", "source")
+    )
+    return [
+        ImportedRow(
+            network=m.network,
+            e2e_ms=m.e2e_ms,
+            e2e_std_ms=m.e2e_std_ms,
+            kernels=len(m.kernels or []),
+            kernel_sum_ms=sum(float(k.get("latency_ms") or 0.0) for k in m.kernels or []),
+            operators=len(m.operators or []),
+        )
+        for m in rows
+    ]
 
 
 def queue_depth(team: Team, device: Device) -> dict[str, int]:
@@ -425,6 +466,7 @@ class OpRow:
     fused_into: str
     macs: int | None
     share: float | None = None  # of the summed operator time
+    p90: float | None = None
 
     @property
     def timed(self) -> bool:
@@ -432,16 +474,22 @@ class OpRow:
         return self.mean is not None
 
     @property
+    def ms(self) -> float | None:
+        """The time the page ranks and sums: the median, or the mean where the runtime reported
+        none (a phone's tool): one slow outlier run moves a mean, not a median."""
+        return self.median if self.median is not None else self.mean
+
+    @property
     def gmacs_per_s(self) -> float | None:
-        """Achieved throughput in GMAC/s, when the operator has MACs and a time."""
-        if not self.macs or not self.mean:
+        """Achieved throughput in GMAC/s (at the median time), when the operator has MACs and a time."""
+        if not self.macs or not self.ms:
             return None
-        return self.macs / (self.mean * 1e-3) / 1e9
+        return self.macs / (self.ms * 1e-3) / 1e9
 
 
 @dataclass(frozen=True)
 class TypeTime:
-    """One operator type of a job: its operators' summed mean time."""
+    """One operator type of a job: its operators' summed median time (mean where there is none)."""
 
     op_type: str
     count: int
@@ -497,10 +545,13 @@ def operator_breakdown(result: JobResult) -> Breakdown:
         "n",
         "fused_into",
         "pk",
+        "p90",
     )
     raw = sorted(timings, key=lambda t: (t[0] is None, t[0] if t[0] is not None else 0, t[12]))
     rows = []
-    for position, (index, name, op_type, kernel, ins, outs, attrs, mean, median, std, n, fused, _) in enumerate(raw):
+    for position, (index, name, op_type, kernel, ins, outs, attrs, mean, median, std, n, fused, _, p90) in enumerate(
+        raw
+    ):
         rows.append(
             OpRow(
                 position=position,
@@ -516,19 +567,20 @@ def operator_breakdown(result: JobResult) -> Breakdown:
                 n=n,
                 fused_into=fused,
                 macs=_macs(op_type, ins, outs, attrs) if index is not None else None,
+                p90=p90,
             )
         )
     timed = [r for r in rows if r.timed]
-    total = sum(r.mean for r in timed if r.mean is not None)
+    total = sum(r.ms or 0.0 for r in timed)
     per_type: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     for r in timed:
-        r.share = (r.mean or 0.0) / total if total else None
+        r.share = (r.ms or 0.0) / total if total else None
         acc = per_type[r.op_type]
         acc[0] += 1
-        acc[1] += r.mean or 0.0
+        acc[1] += r.ms or 0.0
     by_type = [TypeTime(t, int(c), ms, ms / total if total else 0.0) for t, (c, ms) in per_type.items()]
     by_type.sort(key=lambda t: -t.total_ms)
-    top = sorted(timed, key=lambda r: -(r.mean or 0.0))[:TOP_N]
+    top = sorted(timed, key=lambda r: -(r.ms or 0.0))[:TOP_N]
     return Breakdown(
         rows=rows,
         by_type=by_type,
@@ -597,9 +649,9 @@ class Comparison:
 def _side(row: OpRow | None) -> tuple[float | None, str]:
     if row is None:
         return None, "absent"
-    if row.mean is None:
+    if row.ms is None:
         return None, f"fused into {row.fused_into}" if row.fused_into else "not timed"
-    return row.mean, ""
+    return row.ms, ""
 
 
 def compare(a_job: ProfilingJob, a: Breakdown, b_job: ProfilingJob, b: Breakdown) -> Comparison:

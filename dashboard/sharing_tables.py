@@ -12,7 +12,7 @@ from html import escape
 
 from django.utils.safestring import SafeString, mark_safe
 
-from dashboard.formatting import ms, percent, size
+from dashboard.formatting import ms, percent, reason, size
 from dashboard.tables import sort_value
 from server.tenancy.models import SharingStatus
 from server.tenancy.summary import Cell, strategy_label
@@ -32,8 +32,8 @@ def _check(c: Cell) -> str:
     if c.status != SharingStatus.OK:
         css, label = _STATUS_BADGES.get(c.status, ("state-failed", c.status))
         why = escape(c.error)
-        short = escape(c.error if len(c.error) <= 70 else c.error[:69] + "…")
-        return f'<span class="badge {css}" title="{why}">{escape(label)}</span> <span class="muted clip" title="{why}">{short}</span>'
+        short = escape(reason(c.error, 160))
+        return f'<span class="badge {css}" title="{why}">{escape(label)}</span> <span class="muted reason" title="{why}">{short}</span>'
     if c.correct is True:
         return '<span class="badge state-succeeded">correct</span>'
     if c.correct is False:

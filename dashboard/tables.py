@@ -46,6 +46,13 @@ def _type_cell(op_type: str) -> str:
     )
 
 
+def _breakable(text: str) -> str:
+    """``text`` escaped, with a line-break opportunity after each ``/`` and ``::``: exported ONNX
+    names (``/backbone/stage3/block2/expand/Conv``) and runtime kernels have no space to wrap at,
+    and one unbroken name would push the table's last columns out of its card."""
+    return escape(text).replace("/", "/<wbr>").replace("::", "::<wbr>")
+
+
 def _join(rows: Iterable[str]) -> SafeString:
     return mark_safe("\n".join(rows))  # noqa: S308 - every row value is escaped where it is built
 
@@ -63,21 +70,22 @@ def _operator_row(r: OpRow) -> str:
         )
     if r.timed:
         timing = (
-            _num(r.mean, formatting.ms(r.mean))
-            + _num(r.median, formatting.ms(r.median))
+            _num(r.median, formatting.ms(r.median))
+            + _num(r.mean, formatting.ms(r.mean))
+            + _num(r.p90, formatting.ms(r.p90))
             + _num(r.std, formatting.ms(r.std))
             + f'<td class="num" data-value="{sort_value(r.share)}"><span class="sharebar" '
             f'style="width: {round((r.share or 0.0) * 60)}px"></span>{formatting.percent(r.share)}</td>'
         )
     else:
-        into = escape(r.fused_into or "another kernel")
-        timing = f'<td class="muted small" colspan="4" data-value="">fused into <span class="mono">{into}</span></td>'
+        into = _breakable(r.fused_into or "another kernel")
+        timing = f'<td class="muted small" colspan="5" data-value="">fused into <span class="mono">{into}</span></td>'
     gmacs = r.gmacs_per_s
     fused = "" if r.timed else ' class="fused"'
     return (
         f'<tr data-op-type="{escape(r.op_type)}"{fused}>{index}'
-        f'<td class="mono">{escape(r.name)}</td>{_type_cell(r.op_type)}'
-        f'<td class="mono small">{escape(r.kernel)}</td>'
+        f'<td class="mono wrap">{_breakable(r.name)}</td>{_type_cell(r.op_type)}'
+        f'<td class="mono small wrap">{_breakable(r.kernel)}</td>'
         f'<td class="mono small">{escape(formatting.shapes(r.input_shapes))}</td>'
         f'<td class="mono small">{escape(formatting.shapes(r.output_shapes))}</td>'
         f"{timing}{_num(r.macs, formatting.si(r.macs))}{_num(gmacs, f'{gmacs:.1f}' if gmacs else '')}</tr>"
@@ -143,8 +151,8 @@ def _stamp(when: datetime | None) -> tuple[str, str]:
 
 
 def fleet_rows(rows: list[FleetRow]) -> SafeString:
-    """The overview's device table: kind, hardware, state (and why it is offline), heartbeat,
-    current job, queue depth."""
+    """The overview's device table: kind, hardware, state (and why it is offline; "dataset" for a
+    device known only from imported measurements), heartbeat, current job, queue depth."""
     device_url, job_url = _url_for("dashboard:device"), _url_for("dashboard:job")
     out = []
     for r in rows:
@@ -164,17 +172,25 @@ def fleet_rows(rows: list[FleetRow]) -> SafeString:
         else:
             current = '<span class="muted">—</span>'
         ours = f' <span class="muted small">({r.queued_ours} yours)</span>' if r.queued_ours else ""
-        offline = not d.is_online and d.offline_reason
-        reason = f'<div class="muted small offline-reason">{escape(d.offline_reason)}</div>' if offline else ""
+        state, label = formatting.device_state(d)
+        if state == "dataset":
+            # No worker holds it: it has no heartbeat and no queue, only imported measurements.
+            source = escape(str((d.hardware or {}).get("source") or "elsewhere"))
+            reason = f'<div class="muted small">measurements from {source}</div>'
+            heartbeat = '<td class="small" data-value="" title="no worker heart-beats a dataset device">—</td>'
+            queue = '<td class="num" data-value="">—</td>'
+        else:
+            offline = not d.is_online and d.offline_reason
+            reason = f'<div class="muted small offline-reason">{escape(d.offline_reason)}</div>' if offline else ""
+            heartbeat = f'<td class="small" data-value="{ts}" title="{full}">{formatting.ago(d.last_heartbeat)}</td>'
+            queue = f'<td class="num" data-value="{r.queued}">{r.queued}{ours}</td>'
         out.append(
             f'<tr><td><a href="{device_url[0]}{d.pk}{device_url[1]}">{escape(d.name)}</a> '
             f'<span class="muted small">#{d.pk}</span></td>'
             f'<td><span class="kind">{escape(d.kind)}</span></td>'
             f'<td class="small">{escape(r.hardware)}</td>'
-            f'<td data-value="{escape(d.status)}"><span class="badge device-{escape(d.status)}">'
-            f"{escape(d.get_status_display().lower())}</span>{reason}</td>"
-            f'<td class="small" data-value="{ts}" title="{full}">{formatting.ago(d.last_heartbeat)}</td>'
-            f"<td>{current}</td>"
-            f'<td class="num" data-value="{r.queued}">{r.queued}{ours}</td></tr>'
+            f'<td data-value="{escape(state)}"><span class="badge device-{escape(state)}" '
+            f'data-device-state="{escape(state)}">{escape(label)}</span>{reason}</td>'
+            f"{heartbeat}<td>{current}</td>{queue}</tr>"
         )
     return _join(out)

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -17,17 +18,17 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from dashboard import figures, job_pages, queries
+from dashboard import figures, job_pages, operator_export, queries
 from dashboard.access import team_page
 from dashboard.conditions import conditions
 from dashboard.formatting import hardware_rows
-from dashboard.forms import ModelUploadForm, SubmitJobsForm
+from dashboard.forms import ModelUploadForm, SubmitJobsForm, initial_from_job
 from dashboard.inference_breakdown import breakdown_figures, breakdown_of
 from server.devices.models import Device, DeviceKind
 from server.networks.models import ModelState, NetworkModel
 from server.networks.services import UploadTooLarge, check_declared_size, operator_table_shown
 from server.profiling.models import JobResult, JobState, ProfilingJob
-from server.profiling.services import cancel_job
+from server.profiling.services import cancel_job, rerun_job
 
 RECENT_JOBS = 15
 JOBS_PER_PAGE = 50
@@ -67,9 +68,12 @@ def overview(request: HttpRequest) -> HttpResponse:
 @require_GET
 @team_page
 def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """One device: hardware, queue, the team's jobs on it, latency of each model over time."""
+    """One device: hardware, queue, the team's jobs on it, latency of each model over time (a
+    dataset device: its imported measurements instead)."""
     team = request.team  # type: ignore[attr-defined]
     device = get_object_or_404(Device, pk=pk)  # devices are lab-wide
+    if device.kind == DeviceKind.IMPORTED:
+        return _dataset_device(request, device)
     depth = queries.queue_depth(team, device)
     running = queries.running_job(device)
     series = queries.latency_history(team, device)
@@ -97,6 +101,25 @@ def device_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "jobs": list(queries.job_list(team).filter(device=device)[:JOBS_PER_PAGE]),
             "latency_chart": chart,
             "series_count": len(series),
+        },
+    )
+
+
+def _dataset_device(request: HttpRequest, device: Device) -> HttpResponse:
+    """A device known only from imported measurements: no worker, queue or jobs, but every
+    network measured on it with its end-to-end latency and kernels."""
+    group = queries.same_model(device)
+    measurements = queries.imported_measurements(device)
+    return render(
+        request,
+        "dashboard/device_dataset.html",
+        {
+            "device": device,
+            "hardware": hardware_rows(device.hardware or {}),
+            "same_model": group,
+            "same_model_others": [d for d in [*group.measured, *group.imported] if d.pk != device.pk] if group else [],
+            "measurements": measurements,
+            "kernel_count": sum(m.kernels for m in measurements),
         },
     )
 
@@ -223,9 +246,13 @@ def model_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @team_page
 def submit_jobs(request: HttpRequest) -> HttpResponse:
-    """Pick models, devices and settings; one job per (model, device)."""
+    """Pick models (the team's or the zoo's), devices and settings; one job per (model, device).
+    ``?from=<job>`` starts from that job's model, device and settings; ``?model=`` and ``?device=``
+    pre-select."""
     team = request.team  # type: ignore[attr-defined]
-    initial: dict[str, Any] = {}
+    source = _int_param(request, "from")
+    source_job = queries.job_for_team(team, source) if source is not None else None
+    initial: dict[str, Any] = initial_from_job(source_job) if source_job is not None else {}
     for key, field in (("model", "models"), ("device", "devices")):
         ids = [int(v) for v in request.GET.getlist(key) if v.isdigit()]
         if ids:
@@ -238,7 +265,7 @@ def submit_jobs(request: HttpRequest) -> HttpResponse:
         if jobs:
             messages.success(request, f"Queued {len(jobs)} jobs: " + ", ".join(f"#{j.pk}" for j in jobs) + ".")
             return redirect("dashboard:jobs")
-    offline = Device.objects.offline().count()
+    offline = Device.objects.offline().exclude(kind=DeviceKind.IMPORTED).count()  # dataset devices never run jobs
     return render(request, "dashboard/submit.html", {"form": form, "offline_devices": offline})
 
 
@@ -267,8 +294,8 @@ def job_list(request: HttpRequest) -> HttpResponse:
 
 def _job_figures(result: JobResult, breakdown: queries.Breakdown) -> dict[str, str | None]:
     timed = [r for r in breakdown.rows if r.timed]
-    points = [figures.OperatorPoint(r.position, r.name, r.op_type, r.mean or 0.0) for r in timed]
-    top = [figures.OperatorPoint(r.position, r.name, r.op_type, r.mean or 0.0) for r in breakdown.top]
+    points = [figures.OperatorPoint(r.position, r.name, r.op_type, r.ms or 0.0) for r in timed]
+    top = [figures.OperatorPoint(r.position, r.name, r.op_type, r.ms or 0.0) for r in breakdown.top]
     return {
         "histogram": figures.samples_histogram(result.samples_ms, result.e2e_median, result.e2e_p90)
         if result.samples_ms and result.e2e_median is not None and result.e2e_p90 is not None
@@ -351,11 +378,60 @@ def job_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     """Cancel a queued or running job of the team."""
     team = request.team  # type: ignore[attr-defined]
     job = get_object_or_404(ProfilingJob.objects.for_team(team), pk=pk)
-    if cancel_job(job):
+    if cancel_job(job, user=request.user):
         messages.success(request, f"Job #{job.pk} cancelled.")
     else:
         messages.warning(request, f"Job #{job.pk} already {job.state}; only queued or running jobs can be cancelled.")
     return redirect("dashboard:job", pk=job.pk)
+
+
+@require_POST
+@team_page
+def job_rerun(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue a finished job again: same model, device and settings (``rerun_job``); a refusal (the
+    device is offline, the settings are no longer offered) is shown on the job's page."""
+    team = request.team  # type: ignore[attr-defined]
+    job = queries.job_for_team(team, pk)
+    if job is None:
+        raise Http404("no such job in your team")
+    try:
+        again = rerun_job(job, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, f"Job #{job.pk} was not run again: " + " ".join(exc.messages))
+        return redirect("dashboard:job", pk=job.pk)
+    messages.success(request, f"Queued job #{again.pk}: the same model, device and settings as job #{job.pk}.")
+    return redirect("dashboard:job", pk=again.pk)
+
+
+def _job_operators(request: HttpRequest, pk: int) -> tuple[ProfilingJob, queries.Breakdown]:
+    """The team's job ``pk`` and its operator breakdown; 404 for another team's job or one without a result."""
+    job = queries.job_for_team(request.team, pk)  # type: ignore[attr-defined]
+    if job is None:
+        raise Http404("no such job in your team")
+    result = queries.result_of(job)
+    if result is None:
+        raise Http404(f"job #{job.pk} has no result ({job.state}): no operator table to download")
+    return job, queries.operator_breakdown(result)
+
+
+@require_GET
+@team_page
+def job_operators_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """The job's operator table as CSV (units in the column names)."""
+    job, breakdown = _job_operators(request, pk)
+    response = HttpResponse(operator_export.operators_csv(breakdown), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-operators.csv"'
+    return response
+
+
+@require_GET
+@team_page
+def job_operators_json(request: HttpRequest, pk: int) -> JsonResponse:
+    """The job's operator table as JSON: the job, what each column holds, and the rows."""
+    job, breakdown = _job_operators(request, pk)
+    response = JsonResponse(operator_export.operators_document(job, breakdown), json_dumps_params={"indent": 1})
+    response["Content-Disposition"] = f'attachment; filename="job-{job.pk}-operators.json"'
+    return response
 
 
 # -- comparison --------------------------------------------------------------------------------

@@ -95,7 +95,10 @@ class WaitTimeout(ClientError):
 
 
 class Predictions(list[dict[str, Any]]):
-    """Per-architecture predictions in input order; ``predictor`` is the predictor that answered."""
+    """Per-architecture predictions in input order, each with its ``warnings`` (kernels outside the
+    predictor's training range, kernels another type's model priced); ``predictor`` is the
+    predictor that answered: id, version, test MAPE (``e2e_mape`` on ``n_test`` networks),
+    ``rankable`` / ``rank_reason`` and ``chosen_as``."""
 
     def __init__(self, results: Iterable[dict[str, Any]] = (), predictor: dict[str, Any] | None = None) -> None:
         super().__init__(results)
@@ -590,7 +593,9 @@ class Client:
     ) -> Predictions:
         """Predicted latency of each architecture on ``device`` (its best ready predictor, or its
         ``method`` one) or by ``predictor``; a list of ``{"name", "latency_ms", "kernels_ms",
-        "overhead_ms"[, "kernels"]}`` in input order, with ``.predictor`` naming who answered.
+        "overhead_ms", "warnings"[, "kernels"]}`` in input order, with ``.predictor`` naming who
+        answered, its version and test MAPE, and whether it is rankable (a device without a
+        rankable predictor is answered by an unranked one: ``chosen_as == "unranked"``).
 
         Architectures are sent ``chunk_size`` (at most 1000) at a time; see ``encode_architecture``
         for what an item may be.

@@ -20,6 +20,11 @@ _FALSE = {"0", "false", "no", "off"}
 # Names already reported by ``note_embedded_default``: the log says it once per process.
 _reported: set[str] = set()
 
+# Set by a process that starts the service's processes (``latencylab up``, ``demo``) to the names
+# it has reported: its children use the same defaults (same environment, same var/) and leave the
+# user one line per default instead of one per process.
+REPORTED_VARIABLE = "LATENCYLAB_DEFAULTS_REPORTED"
+
 
 def _raw(name: str) -> str | None:
     value = os.environ.get(name)
@@ -76,8 +81,17 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 def note_embedded_default(name: str, default: str) -> None:
-    """Log, once per process, that ``name`` is unset and the embedded ``default`` is in use."""
+    """Log, once per process, that ``name`` is unset and the embedded ``default`` is in use
+    (not at all when the parent process listed ``name`` in ``LATENCYLAB_DEFAULTS_REPORTED``)."""
     if name in _reported:
         return
     _reported.add(name)
+    if name in env_list(REPORTED_VARIABLE, []):
+        return
     log.warning("%s is not set; using the embedded default: %s", name, default)
+
+
+def reported_defaults() -> dict[str, str]:
+    """``{LATENCYLAB_DEFAULTS_REPORTED: names}`` for the environment of a child process, so it does
+    not repeat what this process reported (empty when it reported nothing)."""
+    return {REPORTED_VARIABLE: ",".join(sorted(_reported))} if _reported else {}

@@ -321,6 +321,12 @@ LATENCYLAB_PREDICT_NB201_TABLE = env_bool("LATENCYLAB_PREDICT_NB201_TABLE", True
 # web process.
 LATENCYLAB_PREDICT_PROCESSES = env_int("LATENCYLAB_PREDICT_PROCESSES", min(os.cpu_count() or 1, 4), minimum=1)
 LATENCYLAB_PREDICT_PARALLEL_MIN = env_int("LATENCYLAB_PREDICT_PARALLEL_MIN", 200, minimum=1)
+# Predictor guard rails (docs/predictors.md, "Guard rails"). A kernel type seen in fewer training
+# networks than this gets no model of its own (a model of its kind or feature group stands in),
+# and training is refused when nothing can stand in for it. A predictor evaluated on fewer test
+# networks than MIN_TEST_NETWORKS trains and answers but is never a device's best.
+LATENCYLAB_PREDICTOR_MIN_NETWORKS_PER_KERNEL = env_int("LATENCYLAB_PREDICTOR_MIN_NETWORKS_PER_KERNEL", 5, minimum=1)
+LATENCYLAB_PREDICTOR_MIN_TEST_NETWORKS = env_int("LATENCYLAB_PREDICTOR_MIN_TEST_NETWORKS", 5, minimum=1)
 
 # -- Celery (read by workers/ with namespace "CELERY") ----------------------------------------
 
@@ -336,7 +342,9 @@ else:
     note_embedded_default("CELERY_BROKER_URL", f"kombu filesystem transport under {BROKER_DIR}")
     for _sub in ("queue", "processed", "control"):
         (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    # The transport has no host, but kombu warns "No hostname was supplied" on every connection
+    # made from a URL without one (each worker start, each pooled connection): name localhost.
+    CELERY_BROKER_URL = "filesystem://localhost/"
     # One settings module serves producer and consumer alike, so the folder messages are
     # written to must be the folder they are read from.
     CELERY_BROKER_TRANSPORT_OPTIONS = {

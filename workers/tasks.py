@@ -44,8 +44,9 @@ class JobStopped(Exception):
 
 TRANSIENT_ERRORS = (DeviceBusy, DeviceOffline)
 # Upload formats a device runs as uploaded (its own weights and quantization) when its runtime
-# reads them; every other upload runs as its graph.
-RUN_AS_UPLOADED = frozenset({"tflite"})
+# reads them (a phone a .tflite, the CPU's onnxruntime a .onnx); every other upload runs as its
+# graph, and a graph JSON always does.
+RUN_AS_UPLOADED = frozenset({"tflite", "onnx"})
 
 
 class _ProgressReporter:
@@ -156,7 +157,7 @@ def run_profiling_job(self: Task, job_id: int) -> str:
 
 def _uploaded_file(model: Any, info: DeviceInfo) -> ModelFile | None:
     """The uploaded file, for a device that runs uploads of its format as they are (a phone runs
-    a ``.tflite`` with its own weights and quantization); None otherwise."""
+    a ``.tflite``, the CPU an ``.onnx``, with its own weights and quantization); None otherwise."""
     caps = info.capabilities
     if model.format not in RUN_AS_UPLOADED or caps is None or model.format not in caps.formats or not model.file:
         return None

@@ -28,6 +28,13 @@ def figure(fig_json: str | None, element_id: str, css_class: str = "") -> SafeSt
     )
 
 
+@register.filter
+def device_badge(device: object) -> SafeString:
+    """A device's state badge: online, busy, offline, or dataset (``formatting.device_state``)."""
+    key, label = formatting.device_state(device)
+    return format_html('<span class="badge device-{}" data-device-state="{}">{}</span>', key, key, label)
+
+
 register.filter("ms", formatting.ms)
 register.filter("si", formatting.si)
 register.filter("filesize", formatting.size)
@@ -37,6 +44,7 @@ register.filter("ago", formatting.ago)
 register.filter("settings_items", formatting.settings_items)
 register.filter("celsius", formatting.celsius)
 register.filter("flag_name", formatting.flag_name)
+register.filter("reason", formatting.reason)
 
 
 register.simple_tag(tables.operator_rows, name="operator_rows")

@@ -8,9 +8,12 @@ worker only sees these shapes; the server turns them into rows.
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from devicelab.graph.ir import Graph
@@ -19,7 +22,7 @@ from devicelab.graph.limits import NO_LIMITS
 from devicelab.measure.breakdown import NotAnImageModel, TimeBreakdown, image_input
 from devicelab.measure.cold_starts import FRESH_PROCESS, ColdStartError, ColdStarts, run_fresh
 from devicelab.measure.harness import Meter, Progress
-from devicelab.measure.stats import SampleStats
+from devicelab.measure.stats import HIGH_CV, SampleStats, central
 
 DEVICE_KINDS = ("cpu", "opencl", "android")
 PRECISIONS = ("fp32", "fp16", "int8")
@@ -32,6 +35,8 @@ MAX_COOLDOWN_S = 3_600.0
 MAX_RUNS = 10_000
 MAX_WARMUP_RUNS = 1_000
 MAX_THREADS = 1_024
+NOISE_POLICIES = ("flag", "rerun", "fail")
+MAX_NOISE_RERUNS = 5  # each a whole profile again
 MAX_COLD_RUNS = 50  # each a fresh process that imports the runtime and loads the model: seconds apiece
 
 ProgressFn = Callable[[float, str], None]
@@ -199,6 +204,11 @@ class ProfileSettings:
     # cold starts (load + first run) to measure: 1 is the profile's own, in its process; more are
     # each made in a fresh process (``devicelab.measure.cold_starts``)
     cold_runs: int = 1
+    # what a noisy result (its end-to-end CV above devicelab.measure.stats.HIGH_CV) does: "flag" it
+    # and keep it, "rerun" the profile up to noise_reruns more times (the steadiest attempt is
+    # kept), or "fail" the job saying how noisy and how loaded the machine was
+    on_noise: str = "flag"
+    noise_reruns: int = 2
 
     def __post_init__(self) -> None:
         if not 1 <= self.threads <= MAX_THREADS:
@@ -219,6 +229,10 @@ class ProfileSettings:
             raise ValueError(f"cooldown_c must be a temperature between 0 and 120 °C, got {self.cooldown_c}")
         if self.cooldown_max_s is not None and not 0 <= self.cooldown_max_s <= MAX_COOLDOWN_S:
             raise ValueError(f"cooldown_max_s must be between 0 and {MAX_COOLDOWN_S:.0f} s, got {self.cooldown_max_s}")
+        if self.on_noise not in NOISE_POLICIES:
+            raise ValueError(f"on_noise {self.on_noise!r} is not one of {', '.join(NOISE_POLICIES)}")
+        if not 0 <= self.noise_reruns <= MAX_NOISE_RERUNS:
+            raise ValueError(f"noise_reruns must be between 0 and {MAX_NOISE_RERUNS}, got {self.noise_reruns}")
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
@@ -303,10 +317,31 @@ class ModelFile:
     data: bytes
     name: str = ""
 
+    @property
+    def sha256(self) -> str:
+        """The SHA-256 of the file's bytes (hex), as recorded with a result that ran it."""
+        return hashlib.sha256(self.data).hexdigest()
 
-def cold_start_payload(device: DeviceInfo, graph: Graph, settings: ProfileSettings) -> dict[str, Any]:
-    """What a fresh process needs to load ``graph`` on ``device`` as ``settings`` ask, as plain JSON."""
-    return {"device": device.as_dict(), "graph": graph_to_dict(graph), "settings": settings.as_dict()}
+
+def cold_start_payload(
+    device: DeviceInfo, graph: Graph, settings: ProfileSettings, model_path: Path | None = None, model_format: str = ""
+) -> dict[str, Any]:
+    """What a fresh process needs to load ``graph`` on ``device`` as ``settings`` ask, as plain JSON;
+    with ``model_path``, the uploaded file it loads too (by its path: a model's bytes do not belong
+    in JSON)."""
+    payload = {"device": device.as_dict(), "graph": graph_to_dict(graph), "settings": settings.as_dict()}
+    if model_path is not None:
+        payload["model_file"] = {"path": str(model_path), "format": model_format}
+    return payload
+
+
+def read_cold_start_model(payload: Mapping[str, Any]) -> ModelFile | None:
+    """The uploaded file a fresh process loads (``cold_start_payload``'s ``model_path``), or None."""
+    spec = payload.get("model_file")
+    if not spec:
+        return None
+    path = Path(spec["path"])
+    return ModelFile(str(spec["format"]), path.read_bytes(), path.name)
 
 
 def read_cold_start_payload(payload: Mapping[str, Any]) -> tuple[DeviceInfo, Graph, ProfileSettings]:
@@ -321,15 +356,27 @@ def read_cold_start_payload(payload: Mapping[str, Any]) -> tuple[DeviceInfo, Gra
 
 
 def fresh_cold_starts(
-    entry: str, device: DeviceInfo, graph: Graph, settings: ProfileSettings, meter: Meter | None = None
+    entry: str,
+    device: DeviceInfo,
+    graph: Graph,
+    settings: ProfileSettings,
+    meter: Meter | None = None,
+    model_file: ModelFile | None = None,
 ) -> ColdStarts | None:
     """``settings.cold_runs`` cold starts, each in a fresh process calling the backend's ``entry``
     (``"module:function"``, which reads ``cold_start_payload``); None when one is asked for (the
-    profile's own, in its process, is that one)."""
+    profile's own, in its process, is that one). With ``model_file``, each process loads that file,
+    written once to a temporary file whose path the payload carries."""
     if settings.cold_runs <= 1:
         return None
     try:
-        return run_fresh(entry, cold_start_payload(device, graph, settings), settings.cold_runs, meter)
+        with tempfile.TemporaryDirectory(prefix="devicelab-cold-") as tmp:
+            path = None
+            if model_file is not None:
+                path = Path(tmp) / f"model.{model_file.format}"
+                path.write_bytes(model_file.data)
+            payload = cold_start_payload(device, graph, settings, path, model_file.format if model_file else "")
+            return run_fresh(entry, payload, settings.cold_runs, meter)
     except ColdStartError as exc:
         raise BackendError(
             f"{device.kind} backend: cold starts of graph {graph.name!r} in fresh processes: {exc}"
@@ -339,6 +386,9 @@ def fresh_cold_starts(
 # The share of a profile job's progress that the backend's profile takes; the time breakdown's
 # client stages take the rest.
 PROFILE_SHARE = 0.9
+# A rerun of a noisy profile (settings.on_noise = "rerun") gets this fraction of what is left of
+# the profile's share of the progress: 75 %, then 19 %, 5 %, ... of it.
+RERUN_PROGRESS = 0.25
 
 
 class Backend(ABC):
@@ -366,6 +416,67 @@ class Backend(ABC):
         ``model_file``: the uploaded file the graph came from, for a backend that runs uploads as
         they are (the others run the graph)."""
 
+    def _profile_under_noise_policy(
+        self,
+        device: DeviceInfo,
+        graph: Graph,
+        settings: ProfileSettings,
+        report: Progress | None,
+        share: float,
+        model_file: ModelFile | None,
+    ) -> ProfileResult:
+        """``profile`` as ``settings.on_noise`` asks, the machine's load read before each attempt
+        (``devicelab.measure.machine_load``; not for a phone, whose load is not this machine's).
+        ``environment`` gets ``machine_load`` (the kept attempt's) and ``noise`` (the policy and
+        every attempt's CV); ``BackendError`` when the policy is "fail" and the result is noisy."""
+        from devicelab.measure.machine_load import MachineLoad, read_load  # psutil
+
+        attempts = 1 + (settings.noise_reruns if settings.on_noise == "rerun" else 0)
+        tried: list[tuple[ProfileResult, MachineLoad | None]] = []
+        for i in range(attempts):
+            lo = share * (1 - RERUN_PROGRESS**i)
+            hi = share if i == attempts - 1 else share * (1 - RERUN_PROGRESS ** (i + 1))
+
+            def scaled(fraction: float, message: str, lo: float = lo, hi: float = hi) -> None:
+                assert report is not None
+                report(lo + (hi - lo) * fraction, message if fraction < 1.0 or share == 1.0 else "model measured")
+
+            load = None if device.kind == "android" else read_load(settings.cores if device.kind == "cpu" else ())
+            result = self.profile(device, graph, settings, scaled if report is not None else None, model_file)
+            tried.append((result, load))
+            if not result.e2e.noisy:
+                break
+            if i + 1 < attempts and report is not None:
+                report(hi, f"noisy (CV {result.e2e.cv:.0%}): measuring again ({i + 2}/{attempts})")
+        steady = [k for k, (r, _) in enumerate(tried) if not r.e2e.noisy]
+        kept = steady[0] if steady else min(range(len(tried)), key=lambda k: tried[k][0].e2e.cv)
+        result, load = tried[kept]
+        noise = {
+            "policy": settings.on_noise,
+            "reruns_allowed": attempts - 1,
+            "threshold_cv": HIGH_CV,
+            "kept": kept,
+            "attempts": [
+                {
+                    "cv": r.e2e.cv,
+                    "noisy": r.e2e.noisy,
+                    "central_ms": central(r.e2e),
+                    "machine_load": None if lo_ is None else lo_.summary(),
+                }
+                for r, lo_ in tried
+            ],
+        }
+        # a phone's backend reads the phone's own load; this machine's is not the device's
+        own = result.environment.get("machine_load")
+        environment = {**result.environment, "machine_load": own if load is None else load.as_dict(), "noise": noise}
+        if result.e2e.noisy and settings.on_noise == "fail":
+            machine = f"; the machine: {load.summary()}" if load is not None else ""
+            raise BackendError(
+                f"noisy measurement: end-to-end CV {result.e2e.cv:.0%} is above {HIGH_CV:.0%} "
+                f"(settings.on_noise = fail){machine}"
+            )
+        return replace(result, environment=environment)
+
     def profile_job(
         self,
         device: DeviceInfo,
@@ -385,11 +496,9 @@ class Backend(ABC):
         except NotAnImageModel:
             share = 1.0
         outer = Progress(progress)
-
-        def scaled(fraction: float, message: str) -> None:
-            outer(share * fraction, message if fraction < 1.0 or share == 1.0 else "model measured")
-
-        result = self.profile(device, graph, settings, scaled if progress is not None else None, model_file)
+        result = self._profile_under_noise_policy(
+            device, graph, settings, outer if progress is not None else None, share, model_file
+        )
         cold = result.cold_distribution()
         fresh = cold.source == FRESH_PROCESS
         runs, warmup = bounded_runs(settings.runs, settings.warmup_runs)

@@ -1,9 +1,17 @@
-"""The host CPU backend: runs IR graphs through ONNX Runtime and times them, whole and per operator.
+"""The host CPU backend: runs ONNX models through ONNX Runtime and times them, whole and per operator.
 
 Measurement discipline (the product of this module; ``docs/measurement.md`` has the measurements
 behind each choice):
 
-* The graph is exported with fixed seeded weights and fed one fixed seeded input.
+* An uploaded ONNX model runs as uploaded: its own weights, quantization and graph (the file's
+  SHA-256 is recorded as ``model_sha256``). A graph that arrived as IR (the zoo, NAS, graph JSON)
+  is exported with fixed seeded weights. Either is fed one fixed seeded input of the model's own
+  input dtypes and shapes (``devicelab.measure.inputs``).
+* Precision says what the model computes in: ``int8`` for a quantized model (its QDQ or QLinear
+  operators run as int8 kernels), ``fp32`` for the others. Each is refused for the other kind of
+  model, naming why (the backend does not quantize or dequantize a model, and a quantized model's
+  result filed under fp32 would mix into fp32 comparisons and predictor training sets); ``fp16``
+  is not offered.
 * A session is built the way a user would run it: ``ORT_ENABLE_ALL`` graph optimizations, the
   CPU execution provider, ``intra_op_num_threads = settings.threads``, one inter-op thread,
   sequential execution.
@@ -19,7 +27,9 @@ behind each choice):
   overhead would otherwise leak into the numbers. Per-operator times come from ONNX Runtime's
   profiler in a second session, on the optimized graph ORT saved for this model (nodes uniquely
   named, loaded with optimizations off: the same kernels, and every profiled kernel is a node we
-  can read). ``map_kernels`` says which kernel implements which IR operator.
+  can read). ``map_kernels`` says which kernel implements which IR operator; for an upload, the
+  import's node map names the operator of every node of the file (``uploaded_node_owners``), and
+  the profiled copy gives unnamed nodes the importer's names (names only: the same graph).
 * Both sessions get the same warm-up: the first run and ``warmup_runs`` more are dropped (a
   fresh session's second run is still much slower than the runs after it).
 * The ``runs`` timed runs of each session alternate in ``BLOCKS`` blocks (plain, profiled,
@@ -35,6 +45,7 @@ behind each choice):
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tempfile
@@ -61,13 +72,18 @@ from devicelab.backends.base import (
     ProfileSettings,
     ProgressFn,
     fresh_cold_starts,
+    read_cold_start_model,
     read_cold_start_payload,
 )
-from devicelab.backends.ort_mapping import map_kernels, op_timings
+from devicelab.backends.ort_mapping import map_kernels, op_timings, uploaded_node_owners
 from devicelab.backends.ort_profile import kernel_nodes, name_nodes_uniquely, parse_profile
+from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph
+from devicelab.graph.limits import NO_LIMITS
+from devicelab.graph.onnx.prepare import node_names
 from devicelab.measure.harness import Harness, Meter, repeat, split_evenly, wall_ms
 from devicelab.measure.inputs import INPUT_SEED, make_inputs
+from devicelab.measure.memory import PeakRss
 from devicelab.measure.stats import summarize
 
 KIND = "cpu"
@@ -75,6 +91,9 @@ WEIGHT_SEED = 0
 OPTIMIZATION_LEVEL = "ORT_ENABLE_ALL"
 BLOCKS = 5  # the timed runs alternate between the plain and the profiled session in this many blocks
 COLD_START_ENTRY = f"{__name__}:cold_start_entry"  # what a fresh process runs for one cold start
+PRECISIONS = ("fp32", "int8")
+AS_UPLOADED = "onnx as uploaded"
+EXPORTED = "onnx exported by latencylab (seeded weights)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,10 +111,10 @@ def host_identity() -> str:
 
 
 def capabilities(topo: cpu_topology.CpuTopology) -> Capabilities:
-    """What the host CPU runs: fp32 ONNX graphs through ONNX Runtime, up to one thread per online
-    core, pinned to any of those cores where the OS can pin a thread."""
+    """What the host CPU runs: ONNX models through ONNX Runtime, fp32 and (a quantized model) int8,
+    up to one thread per online core, pinned to any of those cores where the OS can pin a thread."""
     return Capabilities(
-        precisions=("fp32",),
+        precisions=PRECISIONS,
         max_threads=max(1, len(topo.online)),
         pins_cores=hasattr(os, "sched_setaffinity"),
         cores=tuple(topo.online),
@@ -121,7 +140,9 @@ def discover() -> list[DeviceInfo]:
 # Validation, affinity, sessions
 
 
-def _check_request(device: DeviceInfo, settings: ProfileSettings, online: Sequence[int]) -> tuple[int, ...]:
+def _check_request(
+    device: DeviceInfo, settings: ProfileSettings, online: Sequence[int], graph: Graph
+) -> tuple[int, ...]:
     """Reject a device or settings this backend cannot honour; return the sorted, distinct cores."""
     if device.kind != KIND:
         raise ValueError(f"the cpu backend cannot profile a {device.kind!r} device")
@@ -129,8 +150,24 @@ def _check_request(device: DeviceInfo, settings: ProfileSettings, online: Sequen
         raise ValueError(f"device {device.identity!r} is not this host's CPU ({host_identity()!r})")
     if settings.backend != KIND:
         raise ValueError(f"settings ask for backend {settings.backend!r}, this is the cpu backend")
-    if settings.precision != "fp32":
-        raise ValueError(f"the cpu backend runs fp32 graphs only, not {settings.precision!r}")
+    if settings.precision not in PRECISIONS:
+        raise ValueError(f"the cpu backend runs {' and '.join(PRECISIONS)} models, not {settings.precision!r}")
+    quantized = graph.quantized_operators()
+    if settings.precision == "int8" and not quantized:
+        raise ValueError(
+            f"precision int8 needs a quantized model, and {graph.name!r} has no quantized operators "
+            "(no QuantizeLinear, QLinearConv or int8 tensors): quantize it (for example with "
+            "onnxruntime.quantization.quantize_static) and upload that, or profile it with fp32"
+        )
+    if settings.precision != "int8" and quantized:
+        # The model runs its int8 kernels whatever is asked; a result filed under fp32 would mix
+        # into fp32 comparisons and predictor training sets.
+        first = quantized[0]
+        raise ValueError(
+            f"{graph.name!r} is a quantized model ({len(quantized)} quantized operators, the first "
+            f"{first.name!r}: {first.type} on {graph.compute_dtype(first)}) and runs its int8 kernels "
+            f"as it is: profile it with precision int8, not {settings.precision}"
+        )
     cores = tuple(sorted(set(settings.cores)))
     missing = [c for c in cores if c not in set(online)]
     if missing:
@@ -232,13 +269,78 @@ def _run(session: ort.InferenceSession, feeds: dict[str, np.ndarray], graph: Gra
         raise _backend_error("run", graph, e) from e
 
 
-def _check_inputs(session: ort.InferenceSession, graph: Graph) -> None:
-    wanted = [i.name for i in session.get_inputs()]
-    unknown = [n for n in wanted if n not in graph.inputs]
+def _check_inputs(session: ort.InferenceSession, graph: Graph, feeds: dict[str, np.ndarray]) -> None:
+    """The model asks for the inputs the graph declares, of the dtypes the feeds have."""
+    unknown = [i.name for i in session.get_inputs() if i.name not in graph.inputs]
     if unknown:
         raise BackendError(
-            f"exported graph {graph.name!r} asks for inputs {unknown} that the IR graph does not declare"
+            f"the model of graph {graph.name!r} asks for inputs {unknown} that the graph does not declare"
         )
+    for i in session.get_inputs():
+        want = _ORT_TYPES.get(i.type)
+        if want is not None and feeds[i.name].dtype != want:
+            raise BackendError(
+                f"input {i.name!r} of graph {graph.name!r} is {i.type} in the model but "
+                f"{feeds[i.name].dtype} in the graph"
+            )
+
+
+_ORT_TYPES = {
+    "tensor(float)": np.dtype(np.float32),
+    "tensor(float16)": np.dtype(np.float16),
+    "tensor(int8)": np.dtype(np.int8),
+    "tensor(uint8)": np.dtype(np.uint8),
+    "tensor(int32)": np.dtype(np.int32),
+    "tensor(int64)": np.dtype(np.int64),
+}
+
+
+class _Model:
+    """The ONNX model a profile runs: the upload as it is, or the graph's export."""
+
+    def __init__(self, graph: Graph, model_file: ModelFile | None) -> None:
+        from devicelab.graph.onnx import graph_to_onnx_bytes
+
+        self.uploaded = model_file is not None and model_file.format == "onnx"
+        if model_file is not None and self.uploaded:
+            self.data = model_file.data
+            self.format = AS_UPLOADED
+        else:
+            self.data = graph_to_onnx_bytes(graph, seed=WEIGHT_SEED)
+            self.format = EXPORTED
+        self.sha256 = hashlib.sha256(self.data).hexdigest()
+        self.file = ModelFile("onnx", self.data, "model.onnx") if self.uploaded else None
+
+    def for_profiling(self, graph: Graph) -> tuple[bytes, dict[str, str]]:
+        """The model the per-operator profile starts from, and which IR operator each of its
+        nodes went into (uploads only: an export names its nodes after the operators). Unnamed
+        nodes of an upload get the importer's names, so that their kernels can be mapped."""
+        if not self.uploaded:
+            return self.data, {}
+        from devicelab.graph.onnx import import_onnx_model, parse_onnx_bytes
+
+        model = parse_onnx_bytes(self.data)
+        try:
+            node_map = import_onnx_model(model, name=graph.name, limits=NO_LIMITS).node_map
+        except GraphError as exc:
+            raise BackendError(
+                f"cpu backend: the uploaded model of graph {graph.name!r} no longer imports: {exc}"
+            ) from None
+        owners = uploaded_node_owners(model, node_map)
+        nodes = list(model.graph.node)
+        names = node_names(nodes)
+        if all(n.name == name for n, name in zip(nodes, names, strict=True)):
+            return self.data, owners
+        for n, name in zip(nodes, names, strict=True):
+            n.name = name
+        return model.SerializeToString(), owners
+
+
+def model_precision(graph: Graph) -> str:
+    """The precision a model computes in: int8 for a quantized one, else its input's float type."""
+    if graph.quantized_operators():
+        return "int8"
+    return "fp16" if graph.tensors[graph.inputs[0]].dtype == "float16" else "fp32"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -275,16 +377,20 @@ def _alternating_blocks(
 
 
 def profile(
-    device: DeviceInfo, graph: Graph, settings: ProfileSettings, progress: ProgressFn | None = None
+    device: DeviceInfo,
+    graph: Graph,
+    settings: ProfileSettings,
+    progress: ProgressFn | None = None,
+    model_file: ModelFile | None = None,
 ) -> ProfileResult:
-    """Measure a graph on the host CPU: cold start, end-to-end samples and per-operator times."""
-    from devicelab.graph.onnx import graph_to_onnx_bytes
-
+    """Measure a model on the host CPU: cold start, end-to-end samples and per-operator times.
+    ``model_file``: the uploaded ONNX file the graph came from, which then runs as uploaded."""
     topo = cpu_topology.read_topology()
-    cores = _check_request(device, settings, topo.online)
+    cores = _check_request(device, settings, topo.online, graph)
     h = Harness(progress)
-    h.report(0.0, "exporting graph to ONNX")
-    model = graph_to_onnx_bytes(graph, seed=WEIGHT_SEED)
+    h.report(0.0, "reading the uploaded model" if model_file is not None else "exporting graph to ONNX")
+    run = _Model(graph, model_file)
+    model = run.data
     feeds = make_inputs(graph)
     env: dict[str, Any] = {
         "runtime": runtime_version(),
@@ -296,10 +402,14 @@ def profile(
         "graph_optimization_level": OPTIMIZATION_LEVEL,
         "cores": list(cores),
         "cpu_model": topo.model,
+        "model_format": run.format,
+        "model_sha256": run.sha256,
+        "model_precision": model_precision(graph),
         "input_seed": INPUT_SEED,
-        "weight_seed": WEIGHT_SEED,
         "op_timing_source": "onnxruntime profiler on the saved optimized graph",
     }
+    if not run.uploaded:
+        env["weight_seed"] = WEIGHT_SEED
 
     # Cold start, as a user would meet it: a fresh session without the profiler, its first run.
     # Then the profiled session (per-operator times), on the optimized graph ORT saves: every node
@@ -310,13 +420,18 @@ def profile(
         workdir = Path(tmp)
         env["affinity"] = applied
         before = _thread_ids()
+        memory = PeakRss()
         session = h.load(lambda: _new_session(model, _session_options(settings), graph), 0.02, "creating session")
         # The intra-op pool's threads were created just now and inherited the pinned affinity.
         env["runtime_threads_affinity"] = sorted(set(thread_affinities(sorted(_thread_ids() - before)).values()))
         env["providers"] = session.get_providers()
-        _check_inputs(session, graph)
+        _check_inputs(session, graph, feeds)
         h.first_run(partial(_run, session, feeds, graph), 0.04)
         h.warm_up(partial(_run, session, feeds, graph), settings.warmup_runs, 0.05, 0.1)
+        # the session's memory once it has run: its arena and buffers are allocated by now, and the
+        # profiled session that follows is not counted
+        peak = memory.peak()
+        env["memory"] = {**peak.as_dict(), "what": "the measured session: load, first run and warm-up"}
         alternate = settings.threads == 1  # see the module's docs: pool threads of an idle session spin
         if not alternate:
             samples = h.timed(partial(wall_ms, _run, session, feeds, graph), settings.runs, 0.1, 0.5)
@@ -324,7 +439,8 @@ def profile(
 
         h.report(0.11 if alternate else 0.51, "saving the optimized graph")
         saved = workdir / "optimized.onnx"
-        _new_session(model, _session_options(settings, save_optimized=saved), graph)  # saves, then dropped
+        to_profile, node_owners = run.for_profiling(graph)
+        _new_session(to_profile, _session_options(settings, save_optimized=saved), graph)  # saves, then dropped
         optimized = name_nodes_uniquely(onnx.load(str(saved)))
         nodes = kernel_nodes(optimized)
         h.report(0.13 if alternate else 0.53, "creating profiled session")
@@ -353,8 +469,10 @@ def profile(
         profiles, run_ms = parse_profile(profile_path, keep=kept)
 
     # both sessions are gone: a fresh process's cold start shares the machine with nothing of ours
-    cold_starts = fresh_cold_starts(COLD_START_ENTRY, device, graph, settings, h.meter(0.96, 0.99, settings.cold_runs))
-    kmap = map_kernels(graph, nodes)
+    cold_starts = fresh_cold_starts(
+        COLD_START_ENTRY, device, graph, settings, h.meter(0.96, 0.99, settings.cold_runs), run.file
+    )
+    kmap = map_kernels(graph, nodes, node_owners)
     rows = op_timings(graph, nodes, profiles, kmap, len(run_ms))
     env["kernel_nodes"] = len(nodes)
     env["kernel_owner"] = {n.name: kmap.owner[n.name] for n in nodes}  # kernel node -> IR operator (None: runtime)
@@ -373,17 +491,19 @@ def profile(
         cold=ColdStart(load_ms=load_ms, first_run_ms=first_ms),
         ops=rows,
         environment=env,
+        peak_memory_mb=peak.above_baseline_mb,
         cold_starts=cold_starts,
     )
 
 
-def cold_start(device: DeviceInfo, graph: Graph, settings: ProfileSettings) -> ColdStart:
-    """One cold start as ``profile`` measures its own: a new session without the profiler (the
-    export to ONNX before it is not timed), then its first run, pinned as the job asks."""
-    from devicelab.graph.onnx import graph_to_onnx_bytes
-
-    cores = _check_request(device, settings, cpu_topology.read_topology().online)
-    model = graph_to_onnx_bytes(graph, seed=WEIGHT_SEED)
+def cold_start(
+    device: DeviceInfo, graph: Graph, settings: ProfileSettings, model_file: ModelFile | None = None
+) -> ColdStart:
+    """One cold start as ``profile`` measures its own: a new session without the profiler (reading
+    the upload or exporting the graph before it is not timed), then its first run, pinned as the
+    job asks."""
+    cores = _check_request(device, settings, cpu_topology.read_topology().online, graph)
+    model = _Model(graph, model_file).data
     feeds = make_inputs(graph)
     h = Harness(None)
     with pinned(cores):
@@ -394,8 +514,9 @@ def cold_start(device: DeviceInfo, graph: Graph, settings: ProfileSettings) -> C
 
 
 def cold_start_entry(payload: dict[str, Any]) -> dict[str, float]:
-    """A fresh process's cold start (run by ``devicelab.measure.cold_process``): load and first run (ms)."""
-    cold = cold_start(*read_cold_start_payload(payload))
+    """A fresh process's cold start (run by ``devicelab.measure.cold_process``): load and first run (ms)
+    of the uploaded file the payload names, or of the graph's export."""
+    cold = cold_start(*read_cold_start_payload(payload), read_cold_start_model(payload))
     return {"load_ms": cold.load_ms, "first_run_ms": cold.first_run_ms}
 
 
@@ -416,8 +537,9 @@ class CpuBackend(Backend):
         progress: ProgressFn | None = None,
         model_file: ModelFile | None = None,
     ) -> ProfileResult:
-        """Measure a graph on the host CPU (see the module's measurement discipline)."""
-        return profile(device, graph, settings, progress)
+        """Measure a graph on the host CPU (see the module's measurement discipline); an uploaded
+        ONNX ``model_file`` runs as uploaded."""
+        return profile(device, graph, settings, progress, model_file)
 
 
 BACKEND = CpuBackend()

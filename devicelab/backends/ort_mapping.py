@@ -7,7 +7,9 @@ which optimized-graph kernel implements it, one named rule per fusion it recogni
 * **ownership** of a kernel node (layout / copy nodes, ``_PASS_THROUGH``, are never owned), in
   three passes over the nodes in topological order, each trying its rules in turn:
 
-  1. by name (``_name_origin``): ``X``, ``X::helper`` and ORT's decorations of them;
+  1. by name (``_name_origin``): ``X``, ``X::helper`` and ORT's decorations of them, or of the
+     name of a node of an uploaded model that the import folded or fused into ``X``
+     (``node_owners``: the importer's node map, a folded node going to the operator it feeds);
   2. by the tensors it writes: the IR operator that writes a tensor of the same name;
   3. if a heavy kernel (conv, gemm, pool) cannot implement the operator it is named after (an
      NCHWc ``Conv`` named after the ``relu`` it absorbed), the nearest operator of the right
@@ -45,13 +47,16 @@ operators name their kernel in ``fused_into``) plus one per kernel the runtime a
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+
+import onnx
 
 from devicelab.backends.base import OpTiming
 from devicelab.backends.ort_profile import KernelNode, NodeProfile
 from devicelab.graph import ops as ir_ops
 from devicelab.graph.ir import Graph, Operator
+from devicelab.graph.onnx.prepare import node_names
 from devicelab.measure.stats import summarize
 
 # Which IR categories a heavy kernel can implement: a conv kernel named after the ReLU it absorbed
@@ -64,6 +69,11 @@ _KERNEL_FAMILY = {
     "ConvTranspose": "conv",
     "QLinearConv": "conv",
     "ConvInteger": "conv",
+    "QLinearMatMul": "fc",
+    "MatMulIntegerToFloat": "fc",
+    "DynamicQuantizeMatMul": "fc",
+    "QLinearAveragePool": "pool",
+    "QLinearGlobalAveragePool": "global_pool",
     "Gemm": "fc",
     "FusedGemm": "fc",
     "MatMul": "fc",
@@ -107,6 +117,13 @@ _KERNEL_IR_TYPES = {
     "ReduceMax": {"reduce_max", "global_max_pool"},
     "ReduceSum": {"reduce_sum"},
     "BatchNormalization": {"batch_norm"},
+    "QuantizeLinear": {"quantize_linear"},
+    "DequantizeLinear": {"dequantize_linear"},
+    "QLinearAdd": {"add"},
+    "QLinearMul": {"mul"},
+    "QLinearConcat": {"concat"},
+    "QLinearSigmoid": {"sigmoid"},
+    "QLinearLeakyRelu": {"leaky_relu"},
 }
 # The IR types behind a fused kernel's ``activation`` attribute (FusedConv, NCHWc Conv).
 _ACTIVATION_IR_TYPES = {
@@ -121,6 +138,9 @@ _ACTIVATION_IR_TYPES = {
 # IR categories ORT folds into the kernel *before* them (epilogues: BN, activations, bias adds);
 # other eliminated operators (pad, transpose, reshape) are folded into the kernel after them.
 _EPILOGUE_CATEGORIES = {"elementwise"}
+# ... and so is a quantize after a kernel (ORT's QDQ fusion makes DQ -> Conv -> Q one QLinearConv,
+# which writes the quantize's output); a dequantize is folded into the kernel after it.
+_EPILOGUE_TYPES = {"quantize_linear"}
 # Kernels that only move data between layouts or devices: never an IR operator's own work.
 _PASS_THROUGH = {"ReorderInput", "ReorderOutput", "MemcpyToHost", "MemcpyFromHost"}
 _NAME_SEPARATORS = " /_:#"
@@ -144,7 +164,7 @@ def _may_implement(kernel_op_type: str, ir_type: str) -> bool:
 
 def _is_epilogue(ir_type: str) -> bool:
     """Whether ORT folds an operator of this type into the kernel before it."""
-    return ir_ops.spec(ir_type).category in _EPILOGUE_CATEGORIES
+    return ir_type in _EPILOGUE_TYPES or ir_ops.spec(ir_type).category in _EPILOGUE_CATEGORIES
 
 
 def _name_origin(node_name: str, ir_names: list[str]) -> str | None:
@@ -218,6 +238,7 @@ class _Mapping:
 
     graph: Graph
     nodes: list[KernelNode]
+    node_owners: dict[str, str] = field(default_factory=dict)  # an uploaded model's node -> IR operator
     owner: dict[str, str | None] = field(init=False)
     named: set[str] = field(default_factory=set)  # IR operators that own a kernel so far
     fused: dict[str, str] = field(default_factory=dict)
@@ -227,6 +248,8 @@ class _Mapping:
         g, nodes = self.graph, self.nodes
         self.ir_names = sorted((o.name for o in g.operators), key=len, reverse=True)
         self.op_by_name = {o.name: o for o in g.operators}
+        self.node_owners = {k: v for k, v in self.node_owners.items() if v in self.op_by_name}
+        self.names = sorted(set(self.ir_names) | set(self.node_owners), key=len, reverse=True)
         self.position = {o.name: i for i, o in enumerate(g.operators)}
         self.producer = g.producers()
         self.consumers = g.consumers()
@@ -315,8 +338,10 @@ class _Mapping:
 
 
 def _owner_by_name(m: _Mapping, n: KernelNode) -> str | None:
-    """(1) A kernel named ``X``, ``X::helper`` or ORT's decoration of it (``X_nchwc``, ``fused X``)."""
-    return _name_origin(n.name, m.ir_names)
+    """(1) A kernel named ``X``, ``X::helper`` or ORT's decoration of it (``X_nchwc``, ``fused X``),
+    or after an uploaded model's node that went into ``X``."""
+    found = _name_origin(n.name, m.names)
+    return m.node_owners.get(found, found) if found is not None else None
 
 
 def _owner_by_written_tensor(m: _Mapping, n: KernelNode) -> str | None:
@@ -488,11 +513,12 @@ def _covered_by_nearest_owner(m: _Mapping, op_name: str) -> str:
     return m.owned[near][0].name if near is not None else m.through_pass(m.nodes[-1]).name
 
 
-def map_kernels(graph: Graph, nodes: list[KernelNode]) -> KernelMap:
+def map_kernels(graph: Graph, nodes: list[KernelNode], node_owners: dict[str, str] | None = None) -> KernelMap:
     """Attribute every kernel node to the IR operator it implements, and every fused IR operator
     to the kernel that now covers it (the rules are the module's). ``nodes`` must be
-    topologically ordered with unique names."""
-    m = _Mapping(graph, nodes)
+    topologically ordered with unique names; ``node_owners`` (``uploaded_node_owners``) names the
+    IR operator of each node of the uploaded model the graph was imported from."""
+    m = _Mapping(graph, nodes, dict(node_owners or {}))
     for considers, rules in _OWNER_PASSES:
         for n in nodes:
             if considers(m, n):
@@ -506,6 +532,37 @@ def map_kernels(graph: Graph, nodes: list[KernelNode]) -> KernelMap:
         if op.name not in m.owned and _resolve(m, op.name) is None and nodes:
             m.fused[op.name] = _covered_by_nearest_owner(m, op.name)
     return KernelMap(m.owner, m.fused)
+
+
+def uploaded_node_owners(model: onnx.ModelProto, node_map: Mapping[str, str | None]) -> dict[str, str]:
+    """The IR operator of each node of an uploaded ONNX model (named as the importer names them,
+    ``devicelab.graph.onnx.prepare.node_names``), from the import's ``node_map``: a node fused into
+    an operator (MatMul + Add into a ``fully_connected``) maps to it; a node the import folded or
+    dropped (the DequantizeLinear of a QDQ weight, a Constant, an Identity) to the first operator
+    it feeds, where the runtime does its work if it keeps it as a kernel."""
+    nodes = list(model.graph.node)
+    names = node_names(nodes)
+    readers: dict[str, list[int]] = {}
+    for i, n in enumerate(nodes):
+        for t in n.input:
+            readers.setdefault(t, []).append(i)
+    owners: dict[str, str] = {}
+    for i, name in enumerate(names):
+        found = node_map.get(name)
+        if found is None:  # folded: the operator it feeds, breadth-first downstream
+            seen, queue = {i}, deque([i])
+            while queue and found is None:
+                for j in (j for t in nodes[queue.popleft()].output for j in readers.get(t, [])):
+                    if j in seen:
+                        continue
+                    seen.add(j)
+                    found = node_map.get(names[j])
+                    if found is not None:
+                        break
+                    queue.append(j)
+        if found is not None and found != name:
+            owners[name] = found
+    return owners
 
 
 def op_timings(
@@ -563,4 +620,4 @@ def op_timings(
     return rows
 
 
-__all__ = ["KernelMap", "map_kernels", "op_timings"]
+__all__ = ["KernelMap", "map_kernels", "op_timings", "uploaded_node_owners"]

@@ -112,7 +112,7 @@ class GraphBuilder:
         op_name = self._unique(op_type, name)
         shapes = [self._tensors[t].shape for t in inputs]
         canonical, out_shapes = ops.normalize_and_infer(op_type, attrs, shapes, op_name)
-        dtype = self._tensors[inputs[0]].dtype
+        dtype = ops.output_dtype(op_type, canonical, [self._tensors[t].dtype for t in inputs], op_name)
         outs = [op_name] if len(out_shapes) == 1 else [f"{op_name}:{i}" for i in range(len(out_shapes))]
         for t, s in zip(outs, out_shapes):
             self._tensors[t] = Tensor(t, s, dtype)

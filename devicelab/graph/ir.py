@@ -19,6 +19,9 @@ from devicelab.graph import ops
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ops import Shape
 
+# Operator types that exist only in quantized models.
+QUANTIZATION_TYPES = frozenset({"quantize_linear", "dequantize_linear", "conv_integer", "matmul_integer"})
+
 
 @dataclass(frozen=True)
 class Tensor:
@@ -194,6 +197,15 @@ class Graph:
                         op=o.type,
                     )
             o.attrs = attrs
+            if ops.spec(o.type).out_dtype is not ops.dtypes.same:
+                dtype = ops.output_dtype(o.type, attrs, [self.tensors[t].dtype for t in o.inputs], o.name)
+                for t in o.outputs:
+                    if self.tensors[t].dtype != dtype:
+                        raise GraphError(
+                            f"output {t!r} is declared {self.tensors[t].dtype} but the operator writes {dtype}",
+                            node=o.name,
+                            op=o.type,
+                        )
         for t in self.outputs:
             if t not in written:
                 raise GraphError(f"graph output {t!r} is never written", node=t)
@@ -227,13 +239,59 @@ class Graph:
         """Total trainable parameters of the model."""
         return sum(c.params for _, c in self.costs())
 
+    def compute_dtype(self, op: Operator) -> str:
+        """The number format an operator computes in: its first input's dtype, or, for the middle
+        of ONNX's QDQ form (an operator that reads a ``dequantize_linear`` output and whose outputs
+        only ``quantize_linear`` reads, which runtimes fuse into one quantized kernel), the dtype
+        that was dequantized."""
+        return self._compute_dtype(op, self.producers(), self.consumers())
+
+    def _compute_dtype(self, op: Operator, producers: dict[str, Operator], consumers: dict[str, list[Operator]]) -> str:
+        if not op.inputs:
+            return "float32"
+        t = op.inputs[0]
+        p = producers.get(t)
+        if (
+            op.type not in ("quantize_linear", "dequantize_linear")
+            and p is not None
+            and p.type == "dequantize_linear"
+            and all(
+                consumers.get(out) and all(c.type == "quantize_linear" for c in consumers[out]) for out in op.outputs
+            )
+        ):
+            t = p.inputs[0]
+        return self.tensors[t].dtype
+
+    def macs_by_dtype(self) -> dict[str, int]:
+        """Multiply-adds by the number format they are computed in (``compute_dtype``): a quantized
+        model's convolutions count as int8 (or uint8) MACs."""
+        out: dict[str, int] = {}
+        producers, consumers = self.producers(), self.consumers()
+        for o, c in self.costs():
+            if c.macs:
+                dtype = self._compute_dtype(o, producers, consumers)
+                out[dtype] = out.get(dtype, 0) + c.macs
+        return dict(sorted(out.items()))
+
+    def quantized_operators(self) -> list[Operator]:
+        """The operators that quantize, dequantize or compute on int8 / uint8 values: none for a
+        float model."""
+        producers, consumers = self.producers(), self.consumers()
+        return [
+            o
+            for o in self.operators
+            if o.type in QUANTIZATION_TYPES or ops.is_quantized_dtype(self._compute_dtype(o, producers, consumers))
+        ]
+
     def input_shape(self) -> Shape:
         """Shape of the first graph input."""
         return self.tensors[self.inputs[0]].shape
 
     def op_table(self) -> list[dict[str, Any]]:
-        """One plain row per operator: index, name, type, shapes, attrs, MACs, FLOPs, params."""
+        """One plain row per operator: index, name, type, shapes, attrs, MACs, FLOPs, params and
+        the dtype it computes in."""
         rows = []
+        producers, consumers = self.producers(), self.consumers()
         for index, (o, c) in enumerate(self.costs()):
             rows.append(
                 {
@@ -249,6 +307,7 @@ class Graph:
                     "macs": c.macs,
                     "flops": c.flops,
                     "params": c.params,
+                    "dtype": self._compute_dtype(o, producers, consumers),
                 }
             )
         return rows
@@ -262,6 +321,7 @@ class Graph:
             "macs": self.macs,
             "flops": self.flops,
             "params": self.params,
+            "macs_by_dtype": self.macs_by_dtype(),
             "inputs": {t: list(self.tensors[t].shape) for t in self.inputs},
             "outputs": {t: list(self.tensors[t].shape) for t in self.outputs},
             "op_types": dict(sorted(counts.items())),

@@ -23,12 +23,15 @@ from devicelab.predict.errors import PredictorError
 from devicelab.predict.features import FEATURES, feature_group
 from devicelab.predict.models import METHODS, FittedModel
 from devicelab.predict.predictor import Scenario, ScenarioPredictor
+from devicelab.predict.ranges import FeatureRange
 
 FORMAT = "latencylab.predictor"
 # 2: ``kernel_power`` and ``per_kernel_ms`` (the calibrated overhead); 1 loads with 1 and 0.
 # 3: ``min_e2e_ratio`` (the floor of a prediction); 1 and 2 load with 0 (no floor but 0 ms).
-SCHEMA_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+# 4: ``training_ranges`` (per model, each feature's training range); 1-3 load without (unknown).
+# 5: ``per_element_ms`` (the overhead's activation-traffic term); 1-4 load with 0.
+SCHEMA_VERSION = 5
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 
 
 def _canonical(body: dict[str, Any]) -> bytes:
@@ -47,11 +50,15 @@ def predictor_to_dict(p: ScenarioPredictor) -> dict[str, Any]:
         "kernel_scale": p.kernel_scale,
         "kernel_power": p.kernel_power,
         "per_kernel_ms": p.per_kernel_ms,
+        "per_element_ms": p.per_element_ms,
         "min_e2e_ratio": p.min_e2e_ratio,
         "overhead_kinds": list(p.overhead_kinds),
         "features": {t: list(FEATURES[feature_group(t)]) for t in sorted(p.models)},
         "models": {t: m.to_dict() for t, m in sorted(p.models.items())},
         "meta": p.meta,
+        "training_ranges": (
+            None if p.training_ranges is None else {t: r.to_dict() for t, r in sorted(p.training_ranges.items())}
+        ),
     }
     return {**body, "sha256": hashlib.sha256(_canonical(body)).hexdigest()}
 
@@ -102,6 +109,7 @@ def predictor_from_dict(d: Any) -> ScenarioPredictor:
             if len(m.mean) != len(FEATURES[group]):
                 raise PredictorError(f"predictor artifact: model for {ktype!r} expects {len(m.mean)} features")
             models[ktype] = m
+        ranges = _training_ranges(d.get("training_ranges"), models) if version >= 4 else None
         return ScenarioPredictor(
             scenario=Scenario.from_dict(d["scenario"]),
             method=method,
@@ -113,12 +121,26 @@ def predictor_from_dict(d: Any) -> ScenarioPredictor:
             kernel_scale=float(d.get("kernel_scale", 1.0)),
             kernel_power=float(d["kernel_power"]) if version >= 2 else 1.0,
             per_kernel_ms=float(d["per_kernel_ms"]) if version >= 2 else 0.0,
+            per_element_ms=float(d["per_element_ms"]) if version >= 5 else 0.0,
             min_e2e_ratio=float(d["min_e2e_ratio"]) if version >= 3 else 0.0,
+            training_ranges=ranges,
         )
     except PredictorError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise PredictorError(f"predictor artifact is incomplete or malformed: {type(e).__name__}: {e}") from None
+
+
+def _training_ranges(data: Any, models: dict[str, FittedModel]) -> dict[str, FeatureRange] | None:
+    """The artifact's training ranges: one per model, as many values as the model's features."""
+    if data is None:
+        return None
+    if not isinstance(data, dict) or set(data) != set(models):
+        got = sorted(data) if isinstance(data, dict) else type(data).__name__
+        raise PredictorError(f"predictor artifact: training ranges for {got}, models for {sorted(models)}")
+    return {
+        t: FeatureRange.from_dict(data[t], len(FEATURES[feature_group(t)]), f"kernel type {t!r}") for t in sorted(data)
+    }
 
 
 def predictor_from_json(text: str | bytes) -> ScenarioPredictor:

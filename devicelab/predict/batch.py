@@ -98,9 +98,19 @@ def read_item(index: int, item: Any, limits: ImportLimits = DEFAULT_LIMITS) -> A
         return error(index, "", f"cannot be read: {type(exc).__name__}: {exc}")
 
 
-def result(name: str, latency: float, kernels: float, prediction: Prediction | None = None) -> Result:
-    """What the API says about one predicted architecture (with its kernels when asked)."""
+def result(
+    name: str,
+    latency: float,
+    kernels: float,
+    prediction: Prediction | None = None,
+    warnings: list[dict[str, Any]] | None = None,
+) -> Result:
+    """What the API says about one predicted architecture: its latency, its warnings (the
+    prediction's, or ``warnings`` when it comes from a lookup table) and its kernels when asked."""
     out: Result = {"name": name, "latency_ms": latency, "kernels_ms": kernels, "overhead_ms": latency - kernels}
+    if warnings is None:
+        warnings = [w.to_dict() for w in prediction.warnings] if prediction is not None else []
+    out["warnings"] = warnings
     if prediction is not None and prediction.kernels is not None:
         out["kernels"] = [
             {"name": k.name, "type": k.type, "ops": list(k.ops), "latency_ms": k.latency_ms, "model": k.model}

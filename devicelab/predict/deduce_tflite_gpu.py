@@ -11,9 +11,25 @@ TFLite converter writes it (``delegate_nodes``):
 * element-wise IR types the delegate has no single op for (swish, hard_sigmoid, gelu) are one
   linkable element-wise node each (their decompositions are element-wise chains as well).
 
-Then ``merge_nodes`` is Algorithm 3.1 line by line, and each fused chain becomes one kernel
-whose kind is chosen from its first node. Besides the paper's rules, two conversions are
-applied because the qed measurements show them on every device (``../shared/data``):
+Then ``merge_nodes`` is Algorithm 3.1, and each fused chain becomes one kernel whose kind is
+chosen from its first node. Two of its rules follow the kernel names the qed phones recorded
+(``../shared/data``) rather than the paper's text:
+
+* a node links into its reader only once every other input of the reader is written (TFLite's
+  ``IsReady``); a reader whose inputs all have one shape (a residual ADD) takes the producer of
+  the input written *last*, whichever operand that is: in the ResNets' downsampling blocks the
+  ADD and its ReLU went to the shortcut's 1x1 conv, launched after the main branch, on all six
+  phones (``convolution_2d_11_linked_:_add_12_linked_:_relu_13`` in resnet10), while the IR's
+  operand order puts the main branch first. A broadcasting reader (a squeeze-excitation MUL)
+  still needs the chain as its first input;
+* a Winograd kernel takes no linked nodes on Mali, PowerVR and Apple GPUs
+  (``WINOGRAD_UNLINKED``): each such phone ran 170 Winograd kernels in the qed data and not one
+  has a linked node; its activation or add runs as a kernel of its own (an element-wise kernel
+  the qed files do not list). Adreno phones never chose Winograd there, so Adreno keeps the
+  paper's rule.
+
+Besides the paper's rules, two conversions are applied because the qed measurements show them on
+every device:
 
 * a 1x1 ``conv2d`` on a 1x1 input runs the ``fully_connected`` kernel (337 of 337 rows);
 * an average pool whose window covers its whole unpadded input runs the ``mean`` kernel
@@ -112,6 +128,8 @@ LINKABLE = frozenset(
     }
 )
 _BN_FOLDERS = ("conv2d", "depthwise_conv2d", "fully_connected")
+# GPU families whose Winograd kernels take no linked nodes (see the module docstring)
+WINOGRAD_UNLINKED = frozenset({"mali", "powervr", "apple"})
 
 
 def gpu_family(name: str) -> str:
@@ -233,17 +251,17 @@ def dw_plus_1x1_supported(
 ) -> bool:
     """TFLite's ``IsDepthwiseConvPlus1x1ConvSupported``: a small depthwise conv and a small 1x1 conv.
 
-    The limits are those the qed measurements (TFLite 2.9 era) bear out on both iPhones: every
-    pair inside them ran the special kernel and none outside (a stride-2 depthwise conv, or a
-    16 -> 32 channel 1x1 conv, did not); newer TFLite versions allow a larger 1x1 conv.
+    The limits are TFLite's for Apple GPUs in fp16, and the qed measurements (TFLite 2.9 era) bear
+    them out on both iPhones: every pair inside them ran the special kernel and none outside. The
+    depthwise conv's stride is not a limit (the kernel reads its input at ``X * stride``):
+    fdmobilenet_wd4's stride-2 depthwise conv on 8 channels and its 8 -> 16 channel 1x1 conv ran
+    ``depthwise_conv_plus_1x1_conv_3_4_5_linked_:_relu_6`` on both iPhones; the stride-2 pairs
+    that did not (mobilenet_wd4, fdmobilenet_wd2, ghostnet) have a 1x1 conv to more than 16
+    channels. Newer TFLite versions allow a larger 1x1 conv.
     """
     channels = int(dw_input[1])
     kh, kw = dw_attrs["kernel"]
-    good_dw = (
-        dw_attrs.get("multiplier", 1) == 1
-        and dw_attrs.get("dilation", [1, 1]) == [1, 1]
-        and dw_attrs["stride"] == [1, 1]
-    )
+    good_dw = dw_attrs.get("multiplier", 1) == 1 and dw_attrs.get("dilation", [1, 1]) == [1, 1]
     good_conv = (
         conv_attrs["kernel"] == [1, 1]
         and conv_attrs.get("dilation", [1, 1]) == [1, 1]
@@ -287,6 +305,8 @@ class DelegateNode:
     kind: str = ""  # kernel kind of a node that can start a kernel
     raw: tuple[float, ...] = ()  # set for a special kernel; chain heads get theirs in deduce_kernels
     extra_labels: list[str] = field(default_factory=list)  # a batch norm's ADD after its MUL
+    takes_links: bool = True  # False: nothing links into its kernel (Winograd on ``WINOGRAD_UNLINKED``)
+    same_shape_inputs: bool = False  # an element-wise node whose inputs all have one shape
 
 
 def delegate_nodes(graph: Graph, family: str) -> list[DelegateNode]:
@@ -300,8 +320,19 @@ def delegate_nodes(graph: Graph, family: str) -> list[DelegateNode]:
     outputs = set(graph.outputs)
     nodes: list[DelegateNode] = []
     writer: dict[str, DelegateNode] = {}  # tensor -> the node that writes it
+    alias: dict[str, str] = {}  # output of a removed reshape -> its input
     for i, o in enumerate(ops):
-        src = list(o.inputs)
+        src = [alias.get(t, t) for t in o.inputs]
+        if (
+            o.type in ("flatten", "reshape")
+            and src[0] in writer
+            and _same_in_bhwc(tensors[o.inputs[0]].shape, tensors[o.outputs[0]].shape)
+        ):
+            # TFLite's RemoveIdentityReshape: a reshape that keeps the BHWC layout (a flatten
+            # after a global mean) is no node; the qed phones run mean_26 then fully_connected_27
+            writer[src[0]].ops.append(i)
+            alias[o.outputs[0]] = src[0]
+            continue
         if o.type == "batch_norm":
             p = writer.get(src[0])
             if (
@@ -325,12 +356,29 @@ def delegate_nodes(graph: Graph, family: str) -> list[DelegateNode]:
         node = DelegateNode(len(nodes), label, [i], src, list(o.outputs), kind)
         if o.type == "batch_norm":
             node.extra_labels.append("add")
+        node.takes_links = not (kind == "winograd" and family in WINOGRAD_UNLINKED)
+        node.same_shape_inputs = kind == "elementwise" and len(ins) > 1 and all(s == ins[0] for s in ins)
         nodes.append(node)
         for t in o.outputs:
             writer[t] = node
     if family == "apple":
         nodes = _fuse_dw_plus_1x1(graph, nodes)
     return nodes
+
+
+def _bhwc(shape: Sequence[int]) -> tuple[int, ...] | None:
+    """An NCHW or (N, C) shape as the GPU delegate lays it out (BHWC); None for other ranks."""
+    if len(shape) == 4:
+        return (shape[0], shape[2], shape[3], shape[1])
+    if len(shape) == 2:
+        return (shape[0], 1, 1, shape[1])
+    return None
+
+
+def _same_in_bhwc(a: Sequence[int], b: Sequence[int]) -> bool:
+    """Whether a reshape from ``a`` to ``b`` leaves the delegate's BHWC tensor as it is."""
+    x, y = _bhwc(a), _bhwc(b)
+    return x is not None and x == y
 
 
 def _fuse_dw_plus_1x1(graph: Graph, nodes: list[DelegateNode]) -> list[DelegateNode]:
@@ -386,22 +434,32 @@ def _fuse_dw_plus_1x1(graph: Graph, nodes: list[DelegateNode]) -> list[DelegateN
 
 
 def merge_nodes(nodes: list[DelegateNode]) -> list[list[DelegateNode]]:
-    """Algorithm 3.1 (MERGENODES): fuse each node into its only reader when that reader reads it
-    as its first input and is linkable. Returns the fused chains in launch order."""
+    """Algorithm 3.1 (MERGENODES): fuse each node into its only reader when that reader is
+    linkable, reads it as its first input (any input, for a reader of same-shaped inputs) and has
+    every other input written already, and the node's kernel takes links (see the module
+    docstring). Returns the fused chains in launch order."""
     uses: dict[str, list[tuple[int, int]]] = {}
+    written_at: dict[str, int] = {}
     for pos, n in enumerate(nodes):
         for k, t in enumerate(n.src):
             uses.setdefault(t, []).append((pos, k))
+        for t in n.dst:
+            written_at[t] = pos
     chains: list[list[DelegateNode]] = [[n] for n in nodes]
     alive = [True] * len(nodes)
     for pos, cur in enumerate(nodes):
-        if len(cur.dst) != 1:  # line 5
+        if len(cur.dst) != 1 or not chains[pos][0].takes_links:  # line 5
             continue
         candidates = uses.get(cur.dst[0], [])  # lines 7-13
-        if len(candidates) != 1 or candidates[0][1] != 0:  # line 14
+        if len(candidates) != 1:
             continue
-        nxt = candidates[0][0]
-        if _is_linkable(nodes[nxt]):  # lines 17-18 (its first input is ready: cur just wrote it)
+        nxt, index = candidates[0]
+        reader = nodes[nxt]
+        if index != 0 and not reader.same_shape_inputs:  # line 14
+            continue
+        # lines 17-18: the reader's other inputs are ready (graph inputs and weights always are)
+        ready = all(written_at.get(t, -1) < pos for t in reader.src if t != cur.dst[0])
+        if ready and _is_linkable(reader):
             chains[nxt] = chains[pos] + chains[nxt]  # line 19: MERGE(cur_node, next_node)
             alive[pos] = False  # line 20
     return [c for c, a in zip(chains, alive) if a]
@@ -475,6 +533,7 @@ __all__ = [
     "GPU_FAMILIES",
     "ConvInfo",
     "DelegateNode",
+    "WINOGRAD_UNLINKED",
     "TfliteGpuDeducer",
     "anchor_kind",
     "check_grouped_conv",

@@ -32,14 +32,15 @@ Definitions (paper 001, Table 3; shapes are NCHW with the batch dimension):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 import orjson
 
 from devicelab.graph import ops as ir_ops
-from devicelab.graph.ir import Graph, Operator
+from devicelab.graph.ir import QUANTIZATION_TYPES, Graph, Operator
+from devicelab.predict.errors import PredictorError
 
 RAW_NAMES: tuple[str, ...] = (
     "input_hw",
@@ -140,8 +141,47 @@ def feature_group(kernel_type: str) -> str:
         raise KeyError(f"unknown kernel kind {kind!r} (from kernel type {kernel_type!r})") from None
 
 
+# A feature group no model of a predictor covers is priced, last of all, by the models of another:
+# a grouped convolution by the ordinary convolution's (its FLOPs, weights and sizes count its
+# groups), so a predictor trained on networks that happen to run no grouped convolution does not
+# refuse every network that runs one. Group -> (the group that stands in, its kind preferred).
+STAND_IN_GROUP: dict[str, tuple[str, str]] = {"grouped_conv": ("conv", "conv2d")}
+
+
+def stand_in_types(kernel_type: str, types: Iterable[str]) -> list[str]:
+    """The types among ``types`` whose models may price ``kernel_type`` when it has no model of
+    its own, the nearest tier only: those of its kind; else of its Table 3 feature group; else of
+    the kind, then the group, ``STAND_IN_GROUP`` names for its group (``KeyError`` names an
+    unknown kind)."""
+    kind, group = kind_of(kernel_type), feature_group(kernel_type)
+    others = [t for t in types if t != kernel_type]
+    same_kind = [t for t in others if kind_of(t) == kind]
+    if same_kind:
+        return same_kind
+    same_group = [t for t in others if feature_group(t) == group]
+    if same_group or group not in STAND_IN_GROUP:
+        return same_group
+    other_group, other_kind = STAND_IN_GROUP[group]
+    in_other = [t for t in others if feature_group(t) == other_group]
+    return [t for t in in_other if kind_of(t) == other_kind] or in_other
+
+
+def refuse_quantized(op_type: str, dtype: str = "float32", name: str = "") -> None:
+    """Raise ``PredictorError`` for a quantized operator (a quantization type, or any operator on
+    int8 / uint8 values): the predictors model float kernels, and an int8 convolution predicted
+    as a float one would be silently wrong."""
+    if op_type in QUANTIZATION_TYPES or ir_ops.is_quantized_dtype(dtype):
+        what = f"operator {name!r} ({op_type} on {dtype})" if name else f"a {op_type} operator"
+        raise PredictorError(
+            f"{what} is quantized: the predictors model float kernels and do not predict quantized "
+            "models; profile the model itself (precision int8 on a cpu device)"
+        )
+
+
 def op_kind(op_type: str, attrs: dict[str, Any], input_shapes: Sequence[Sequence[int]]) -> str:
-    """The kernel kind that runs an IR operator when nothing (fusion, kernel choice) changes it."""
+    """The kernel kind that runs an IR operator when nothing (fusion, kernel choice) changes it
+    (``PredictorError`` for a quantization operator)."""
+    refuse_quantized(op_type)
     if op_type == "conv2d":
         cin = input_shapes[0][1]
         groups = attrs.get("groups", 1)
@@ -249,6 +289,8 @@ def op_raw_features(graph: Graph, op: Operator) -> tuple[float, ...]:
     """``raw_features`` of one operator of a checked graph, remembered per (type, attributes,
     shapes): a batch of NAS candidates repeats the same configurations thousands of times."""
     t = graph.tensors
+    if op.inputs:
+        refuse_quantized(op.type, t[op.inputs[0]].dtype, op.name)
     shapes_in = tuple([t[n].shape for n in op.inputs])
     shapes_out = tuple([t[n].shape for n in op.outputs])
     try:
@@ -280,6 +322,7 @@ __all__ = [
     "FEATURES",
     "KIND_GROUP",
     "RAW_NAMES",
+    "STAND_IN_GROUP",
     "WORK",
     "feature_group",
     "feature_matrix",
@@ -287,6 +330,7 @@ __all__ = [
     "op_kind",
     "op_raw_features",
     "raw_features",
+    "stand_in_types",
     "table3",
     "work_column",
 ]

@@ -24,6 +24,11 @@ features cannot see; the calibration learns how the predicted sum maps to the wh
 time, and with ``b`` near 1 how that grows with size. docs/predictors.md has the measurements
 behind both.
 
+Where the training data leaves kernel kinds in the overhead (``overhead_kinds``: the qed files
+list no element-wise kernel), both also learn ``d``, a cost per activation element each kernel
+reads or writes, added to its prediction like ``c`` (``devicelab.predict.traffic``): the unlisted
+kernels' time grows with the activations the network moves.
+
 Whatever the overhead model, a prediction is never below ``min_e2e_ratio`` times the predicted
 kernel sum: the smallest ratio of end-to-end latency to measured kernel sum among the training
 networks, at most 1. It only matters when the fitted ``T`` is negative (profiled kernels that add
@@ -31,13 +36,20 @@ up to more than the unprofiled runs, e.g. a profiler's own cost per kernel): a c
 ``T`` learned on larger networks would otherwise make a small network's latency negative.
 
 A kernel type with fewer than ``MIN_OWN_ROWS`` training rows gets no model of its own when
-another type of the same kind has enough (``meta["stood_in"]`` lists them): it is then handled
-as a type without a model.
+another type of the same kind has enough, and neither does a type seen in fewer than
+``min_networks`` training networks when a model of its kind or feature group can stand in
+(``devicelab.predict.coverage``; ``meta["stood_in"]`` lists them): it is then handled as a type
+without a model.
+
+Each model's training range (per feature, the smallest and largest value it was trained on) is
+stored with the predictor, and every prediction carries warnings for kernels outside it and for
+kernels another type's model priced (``devicelab.predict.ranges``).
 
 A kernel type without a model of its own is handled, in order, by: a kind whose time the
 training data left in the overhead (``overhead_kinds``: the qed data lists no element-wise
-kernels) contributes 0; a model of the same kind, else of the same Table 3 feature group,
-stands in (the one trained on the most rows; the breakdown names it); else the prediction
+kernels) contributes 0; a model of the same kind, else of the same Table 3 feature group, else
+(a grouped convolution) the ordinary convolution's (``features.stand_in_types``) stands in (the
+one trained on the most rows; the breakdown and the warnings name it); else the prediction
 fails with a ``PredictorError`` naming the type (or, with ``on_missing="zero"``, counts 0 and
 lists it).
 """
@@ -55,14 +67,23 @@ import numpy as np
 
 from devicelab.graph.ir import Graph
 from devicelab.predict import models as model_fns
+from devicelab.predict.coverage import MIN_OWN_ROWS, plan_models
 from devicelab.predict.errors import PredictorError
-from devicelab.predict.features import feature_group, feature_matrix, kind_of, work_column
+from devicelab.predict.features import (
+    FEATURES,
+    feature_group,
+    feature_matrix,
+    kind_of,
+    stand_in_types,
+    work_column,
+)
 from devicelab.predict.kernels import Deducer, Kernel
 from devicelab.predict.models import FittedModel
+from devicelab.predict.ranges import RANGE_UNKNOWN, STAND_IN, FeatureRange, PredictionWarning, outside_warnings
 from devicelab.predict.samples import Sample, data_hash
+from devicelab.predict.traffic import fit_traffic, kernels_moved, moved
 
 BACKENDS = ("cpu", "tflite_gpu", "opencl", "tflite_cpu")  # tflite_*: phones (and qed) through TFLite
-MIN_OWN_ROWS = 3  # fewer rows than this: the same kind's model predicts the type, if there is one
 OVERHEADS = ("constant", "affine", "calibrated")
 
 
@@ -143,6 +164,7 @@ class Prediction:
     overhead_ms: float
     kernels: tuple[KernelPrediction, ...] | None = None  # with ``breakdown=True``
     missing: tuple[str, ...] = ()  # kernel types no model covered (``on_missing="zero"``)
+    warnings: tuple[PredictionWarning, ...] = ()  # kernels outside the training range, stand-ins
 
 
 @dataclass
@@ -159,7 +181,13 @@ class ScenarioPredictor:
     kernel_scale: float = 1.0  # ``a`` of the affine / calibrated overhead; 1 for the paper's constant
     kernel_power: float = 1.0  # ``b`` of the calibrated overhead
     per_kernel_ms: float = 0.0  # ``c`` of the affine / calibrated overhead: added to every predicted kernel
+    # ``d`` of the affine / calibrated overhead where kinds are left in it: ms per activation
+    # element a kernel reads or writes, added to its prediction (``devicelab.predict.traffic``)
+    per_element_ms: float = 0.0
     min_e2e_ratio: float = 0.0  # the floor: end-to-end >= this * kernel sum (see the module's docs)
+    # per model (kernel type), the range of each feature it was trained on; None: trained before
+    # ranges were recorded (every prediction then says its range is unknown)
+    training_ranges: dict[str, FeatureRange] | None = None
 
     def end_to_end(self, kernels_ms: float) -> float:
         """End-to-end latency from a network's predicted kernel sum: ``a * sum**b + T``, never below
@@ -181,11 +209,9 @@ class ScenarioPredictor:
         if kind in self.overhead_kinds:
             return "overhead"
         try:
-            group = feature_group(kernel_type)
+            pool = stand_in_types(kernel_type, self.models)
         except KeyError:
             return None
-        same_kind = [t for t in self.models if kind_of(t) == kind]
-        pool = same_kind or [t for t in self.models if feature_group(t) == group]
         if not pool:
             return None
         return max(pool, key=lambda t: (self.models[t].n_train, t))
@@ -220,6 +246,7 @@ class ScenarioPredictor:
         for i, k in enumerate(flat):
             by_type.setdefault(k.type, []).append(i)
         missing: dict[str, set[int]] = {}
+        warned: list[tuple[int, PredictionWarning]] = []
         for ktype, idx in by_type.items():
             target = self.resolve(ktype)
             if target is None:
@@ -236,10 +263,22 @@ class ScenarioPredictor:
                 used[i] = target
             if target == "overhead":
                 continue
+            group = feature_group(target)
             raws = np.asarray([flat[i].raw for i in idx], dtype=np.float64)
-            x = feature_matrix(feature_group(target), raws)
+            x = feature_matrix(group, raws)
             # ``c`` may be negative (a profiler's cost inside each measured kernel): never below 0
-            lat[idx] = np.maximum(self.models[target].predict(x) + self.per_kernel_ms, 0.0)
+            added = self.per_kernel_ms + (self.per_element_ms * moved(raws) if self.per_element_ms else 0.0)
+            lat[idx] = np.maximum(self.models[target].predict(x) + added, 0.0)
+            owners = owner_a[idx]
+            if target != ktype:
+                warned += self._stand_in_warnings(ktype, target, owners)
+            ranges = self.training_ranges
+            if ranges is not None and target in ranges:
+                warned += outside_warnings(ktype, target, FEATURES[group], x, owners, ranges[target])
+        by_network: dict[int, list[PredictionWarning]] = {}
+        for n, w in warned:
+            by_network.setdefault(n, []).append(w)
+        unknown = (PredictionWarning(RANGE_UNKNOWN),) if self.training_ranges is None else ()
         kernel_sums = (
             np.bincount(owner_a, weights=lat, minlength=len(kernel_lists)) if flat else np.zeros(len(kernel_lists))
         )
@@ -255,9 +294,22 @@ class ScenarioPredictor:
                 )
             miss = tuple(sorted(t for t, owners in missing.items() if n in owners))
             e2e = self.end_to_end(total)
-            out.append(Prediction(names[n], e2e, total, e2e - total, details, miss))
+            found = sorted(by_network.get(n, ()), key=_warning_order)
+            out.append(Prediction(names[n], e2e, total, e2e - total, details, miss, (*unknown, *found)))
             start += len(ks)
         return out
+
+    def _stand_in_warnings(self, ktype: str, target: str, owners: np.ndarray) -> list[tuple[int, PredictionWarning]]:
+        """(network, warning) per network whose ``ktype`` kernels the ``target`` model priced."""
+        if "kernel_networks" in self.meta:
+            seen: int | None = int(self.meta["kernel_networks"].get(ktype, 0))
+        else:  # trained before networks were counted: a stood-in type was seen, every other never
+            seen = None if ktype in self.meta.get("stood_in", {}) else 0
+        networks, counts = np.unique(owners, return_counts=True)
+        return [
+            (int(n), PredictionWarning(STAND_IN, ktype, int(c), target, train_networks=seen))
+            for n, c in zip(networks, counts)
+        ]
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready summary: scenario, method, overhead, models with their sizes and searches."""
@@ -268,6 +320,7 @@ class ScenarioPredictor:
             "kernel_scale": self.kernel_scale,
             "kernel_power": self.kernel_power,
             "per_kernel_ms": self.per_kernel_ms,
+            "per_element_ms": self.per_element_ms,
             "overhead_kinds": list(self.overhead_kinds),
             "models": {
                 t: {"method": m.method, "n_train": m.n_train, "hyper": m.hyper, "cv_mspe": m.cv_mspe}
@@ -275,6 +328,10 @@ class ScenarioPredictor:
             },
             "meta": self.meta,
         }
+
+
+def _warning_order(w: PredictionWarning) -> tuple[str, str]:
+    return (w.code, w.kernel_type)
 
 
 def library_versions() -> dict[str, str]:
@@ -302,45 +359,44 @@ def train_predictor(
     mlp_trials: int = 8,
     extra_meta: dict[str, Any] | None = None,
     overhead: str = "constant",
+    min_networks: int = 1,
 ) -> ScenarioPredictor:
-    """Train one model per kernel type on the samples' measured kernels, and ``T_overhead``."""
+    """Train one model per kernel type on the samples' measured kernels, and ``T_overhead``.
+
+    A type seen in fewer than ``min_networks`` samples is stood in for by a model of its kind or
+    feature group where there is one (``coverage.plan_models``); where there is none it keeps a
+    model of its own and ``meta["uncovered"]`` names it (the server refuses such a predictor)."""
     if not samples:
         raise PredictorError("no training samples")
     if overhead not in OVERHEADS:
         raise PredictorError(f"unknown overhead model {overhead!r}; use one of {list(OVERHEADS)}")
     if method not in model_fns.METHODS:
         raise PredictorError(f"unknown method {method!r}; the methods are {list(model_fns.METHODS)}")
-    rows: dict[str, list[Kernel]] = {}
-    for s in samples:
-        for k in s.measured:
-            if k.latency_ms is None:
-                raise PredictorError(f"sample {s.name!r}: kernel {k.name!r} has no measured latency")
-            if k.latency_ms > 0:  # a kernel the profiler saw do no work teaches nothing about eq. (1)
-                rows.setdefault(k.type, []).append(k)
+    plan = plan_models(samples, min_networks)
     started = time.perf_counter()
     models: dict[str, FittedModel] = {}
-    stood_in: dict[str, int] = {}
-    for ktype in sorted(rows):
-        ks = rows[ktype]
-        sibling_rows = max((len(v) for t, v in rows.items() if t != ktype and kind_of(t) == kind_of(ktype)), default=0)
-        if len(ks) < MIN_OWN_ROWS <= sibling_rows:
-            # a kernel or two cannot be a model: a constant would price every kernel of this
-            # type, of any size, like the one seen; the same kind's model follows the work
-            # (``resolve`` picks it)
-            stood_in[ktype] = len(ks)
-            continue
+    ranges: dict[str, FeatureRange] = {}
+    for ktype in sorted([*plan.own, *plan.uncovered]):
+        # a type of ``plan.stood_in`` gets none: a constant fitted to a kernel or two would price
+        # every kernel of the type, of any size, like those seen; ``resolve`` picks the model
+        # that follows the work
+        ks = plan.rows[ktype]
         group = feature_group(ktype)
         x = feature_matrix(group, [k.raw for k in ks])
         y = np.asarray([k.latency_ms for k in ks], dtype=np.float64)
         models[ktype] = model_fns.fit(
             method, x, y, seed=seed, search=search, mlp_trials=mlp_trials, work=work_column(group)
         )
+        ranges[ktype] = FeatureRange.of(x)
     meta = {
         "seed": seed,
         "search": search,
         "overhead": overhead,
         "n_train_samples": len(samples),
-        "stood_in": stood_in,  # kernel type -> its few rows, predicted by the same kind's model
+        "stood_in": plan.stood_in,  # kernel type -> its few rows, predicted by another type's model
+        "min_networks": min_networks,
+        "kernel_networks": plan.networks,  # kernel type -> training networks that ran it
+        "uncovered": plan.uncovered,  # kernel type -> its networks: too few, and nothing stands in
         "training_data_sha256": data_hash(samples),
         "training_samples": [s.name for s in samples][:2000],
         "libraries": library_versions(),
@@ -348,29 +404,55 @@ def train_predictor(
         "train_seconds": round(time.perf_counter() - started, 3),
         **(extra_meta or {}),
     }
-    plain = ScenarioPredictor(scenario, method, deducer, models, 0.0, tuple(overhead_kinds), meta)
+    plain = ScenarioPredictor(
+        scenario, method, deducer, models, 0.0, tuple(overhead_kinds), meta, training_ranges=ranges
+    )
     return with_overhead(plain, samples, overhead)
 
 
-def with_overhead(predictor: ScenarioPredictor, samples: Sequence[Sample], overhead: str) -> ScenarioPredictor:
+def with_overhead(
+    predictor: ScenarioPredictor, samples: Sequence[Sample], overhead: str, traffic: bool | None = None
+) -> ScenarioPredictor:
     """The same kernel models with the ``overhead`` model fitted on the training ``samples``, as
-    ``train_predictor(overhead=...)`` fits it: overhead models compare without retraining."""
+    ``train_predictor(overhead=...)`` fits it: overhead models compare without retraining.
+    ``traffic``: whether the affine / calibrated overhead may learn the activation-traffic term
+    (``devicelab.predict.traffic``); by default where the predictor leaves kinds in the overhead."""
     if overhead not in OVERHEADS:
         raise PredictorError(f"unknown overhead model {overhead!r}; use one of {list(OVERHEADS)}")
     # Paper 001, section 4.2: the mean gap between end-to-end latency and the kernels' sum.
     t_overhead = float(np.mean([s.e2e_ms - s.kernel_sum_ms for s in samples]))
-    scale, power, per_kernel = 1.0, 1.0, 0.0
+    traffic = bool(predictor.overhead_kinds) if traffic is None else traffic
+    scale, power, per_kernel, per_element = 1.0, 1.0, 0.0, 0.0
+    e2e = [s.e2e_ms for s in samples]
     if overhead == "affine":
         scale, per_kernel, t_overhead = fit_affine_overhead(samples, t_overhead)
+        if traffic:
+            measured = [[k for k in s.measured if k.latency_ms] for s in samples]
+            scale, power, per_kernel, per_element, t_overhead = fit_traffic(
+                [s.kernel_sum_ms for s in samples],
+                [len(ks) for ks in measured],
+                [kernels_moved(ks) for ks in measured],
+                e2e,
+                (scale, 1.0, per_kernel, t_overhead),
+                fit_power=False,
+            )
     elif overhead == "calibrated":
-        plain = dataclasses.replace(predictor, kernel_scale=1.0, kernel_power=1.0, per_kernel_ms=0.0, t_overhead_ms=0.0)
-        predicted = plain.predict_kernels([s.prediction_input() for s in samples], on_missing="zero")
-        scale, power, per_kernel, t_overhead = fit_calibration(
-            [p.kernels_ms for p in predicted],
-            [sum(1 for k in s.prediction_input() if plain.resolve(k.type) not in (None, "overhead")) for s in samples],
-            [s.e2e_ms for s in samples],
-            t_overhead,
+        plain = dataclasses.replace(
+            predictor, kernel_scale=1.0, kernel_power=1.0, per_kernel_ms=0.0, per_element_ms=0.0, t_overhead_ms=0.0
         )
+        predicted = plain.predict_kernels([s.prediction_input() for s in samples], on_missing="zero")
+        priced = [[k for k in s.prediction_input() if plain.resolve(k.type) not in (None, "overhead")] for s in samples]
+        sums = [p.kernels_ms for p in predicted]
+        scale, power, per_kernel, t_overhead = fit_calibration(sums, [len(ks) for ks in priced], e2e, t_overhead)
+        if traffic:
+            scale, power, per_kernel, per_element, t_overhead = fit_traffic(
+                sums,
+                [len(ks) for ks in priced],
+                [kernels_moved(ks) for ks in priced],
+                e2e,
+                (scale, power, per_kernel, t_overhead),
+                fit_power=True,
+            )
     return dataclasses.replace(
         predictor,
         t_overhead_ms=t_overhead,
@@ -378,6 +460,7 @@ def with_overhead(predictor: ScenarioPredictor, samples: Sequence[Sample], overh
         kernel_scale=scale,
         kernel_power=power,
         per_kernel_ms=per_kernel,
+        per_element_ms=per_element,
         min_e2e_ratio=min_e2e_ratio(samples),
     )
 
@@ -454,6 +537,7 @@ def fit_calibration(
 
 __all__ = [
     "BACKENDS",
+    "MIN_OWN_ROWS",
     "OVERHEADS",
     "KernelPrediction",
     "Prediction",

@@ -42,6 +42,18 @@ from devicelab.predict.samples import Sample
 
 OPS_FILE = "qed_tflite_cnn_ops_gpu.train.csv"
 E2E_FILE = "qed_tflite_cnn_e2e.train.csv"
+# The (ops, end-to-end) file names a folder may hold, in the order they are looked for: ours (the
+# training part in ../shared/data), the public repository's as published at commit 40ba833
+# (``dataset/``, all 102 networks, the same columns as ours), and its later renaming
+# (``dataset/cnn/``, kept in Git LFS). ``find_files`` also looks in those two subfolders, so a
+# clone of the repository can be given as it is.
+FILE_NAMES: tuple[tuple[str, str], ...] = (
+    (OPS_FILE, E2E_FILE),
+    ("tflite_cnn_ops_gpu.csv", "tflite_cnn_e2e.csv"),
+    ("tflite_cnn_real_ops_gpu.csv", "tflite_cnn_real_e2e.csv"),
+)
+REPOSITORY_FOLDERS = ("", "dataset", "dataset/cnn")
+_LFS_POINTER = "version https://git-lfs.github.com/spec/"
 
 # The qed data lists no element-wise, reshape, split or pad kernels: their time is in the
 # end-to-end latency only, so a predictor learns it as overhead (paper 001, section 4.2, Fig. 10).
@@ -77,6 +89,41 @@ def default_data_dir() -> Path:
         if (candidate / OPS_FILE).is_file():
             return candidate
     return repo.parent / "shared" / "data"
+
+
+def find_files(folder: Path | str) -> tuple[Path, Path]:
+    """The ops and end-to-end files in ``folder`` under any name of ``FILE_NAMES`` (also in its
+    ``dataset/`` or ``dataset/cnn/`` subfolder: a clone of the public repository), the first pair
+    found; ``PredictorError`` saying which names it looked for."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise PredictorError(f"the qed data folder {folder} does not exist or is not a folder")
+    for sub in REPOSITORY_FOLDERS:
+        for ops_name, e2e_name in FILE_NAMES:
+            ops, e2e = folder / sub / ops_name, folder / sub / e2e_name
+            if ops.is_file() and e2e.is_file():
+                return ops, e2e
+    pairs = "; ".join(f"{a} + {b}" for a, b in FILE_NAMES)
+    raise PredictorError(
+        f"no qed files in {folder} (nor in its dataset/ or dataset/cnn/ subfolder): expected one of these "
+        f"pairs: {pairs}"
+    )
+
+
+def _open_csv(path: Path, what: str) -> Any:
+    """``path`` opened for ``csv``; ``PredictorError`` when it cannot be read or is a Git LFS
+    pointer (a clone made without ``git lfs``) instead of the data."""
+    try:
+        handle = path.open(newline="")
+    except OSError as e:
+        raise PredictorError(f"cannot read the qed {what} file {path}: {e.strerror}") from None
+    if handle.read(len(_LFS_POINTER)) == _LFS_POINTER:
+        handle.close()
+        raise PredictorError(
+            f"{path} is a Git LFS pointer, not the data: run `git lfs pull` in the clone of the repository"
+        )
+    handle.seek(0)
+    return handle
 
 
 @dataclass(frozen=True)
@@ -177,11 +224,7 @@ def ir_view(
 def read_ops(path: Path | str | None = None, devices: Iterable[str] | None = None) -> list[QedOp]:
     """Every operator row of an ops file (default: the training file in ``default_data_dir()``)."""
     path = Path(path) if path is not None else default_data_dir() / OPS_FILE
-    try:
-        handle = path.open(newline="")
-    except OSError as e:
-        raise PredictorError(f"cannot read the qed operator file {path}: {e.strerror}") from None
-    with handle:
+    with _open_csv(path, "operator") as handle:
         reader = csv.DictReader(handle)
         fields = reader.fieldnames or []
         devs = list(devices) if devices is not None else [d for d in DEVICES if f"{d}|gpu|kernel" in fields]
@@ -208,14 +251,20 @@ def read_ops(path: Path | str | None = None, devices: Iterable[str] | None = Non
 def read_e2e(path: Path | str | None = None) -> dict[str, dict[str, float]]:
     """End-to-end latencies: model -> ``"<device>|<setting>|<float|quant>|<mean|std>"`` -> microseconds."""
     path = Path(path) if path is not None else default_data_dir() / E2E_FILE
-    try:
-        handle = path.open(newline="")
-    except OSError as e:
-        raise PredictorError(f"cannot read the qed end-to-end file {path}: {e.strerror}") from None
     out: dict[str, dict[str, float]] = {}
-    with handle:
-        for r in csv.DictReader(handle):
-            out[r["model"]] = {k: float(v) for k, v in r.items() if "|" in k and v not in (None, "")}
+    with _open_csv(path, "end-to-end") as handle:
+        reader = csv.DictReader(handle)
+        if "model" not in (reader.fieldnames or []):
+            raise PredictorError(f"{path}: column 'model' is missing; found {(reader.fieldnames or [])[:6]}...")
+        for line, r in enumerate(reader, start=2):
+            values = {}
+            for k, v in r.items():
+                if k and "|" in k and v not in (None, ""):
+                    try:
+                        values[k] = float(v)
+                    except ValueError:
+                        raise PredictorError(f"{path.name} line {line}: column {k!r} is {v!r}, not a number") from None
+            out[r["model"]] = values
     return out
 
 
@@ -390,6 +439,7 @@ def gpu_samples(
 __all__ = [
     "DEVICES",
     "E2E_FILE",
+    "FILE_NAMES",
     "LISTED_KINDS",
     "OPS_FILE",
     "OVERHEAD_KINDS",
@@ -398,6 +448,7 @@ __all__ = [
     "by_model",
     "deduce_rows",
     "default_data_dir",
+    "find_files",
     "fusion_match",
     "gpu_samples",
     "ir_view",

@@ -15,6 +15,7 @@ import argparse
 import sys
 from typing import Any
 
+from devicelab.text import one_line
 from latencylab.commands.client_cmds import _add_server_arguments, _client, _with_client_errors
 from latencylab.commands.experiment_cmds import (
     add_wait_arguments,
@@ -283,7 +284,8 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def _check(row: dict[str, Any]) -> str:
     if row.get("error"):
-        return "refused: " + str(row["error"]).splitlines()[0][:60]
+        # Cut in the middle: the fuser's reason names the cause last.
+        return one_line("refused: " + str(row["error"]), 70)
     return {True: "ok", False: "WRONG", None: "-"}[row.get("correct")]
 
 

@@ -13,12 +13,19 @@ def add_parser(sub: Any) -> None:
     """Register ``nas`` and its sub-commands."""
     nas = sub.add_parser("nas", help="sample neural architectures")
     nsub = nas.add_subparsers(dest="nas_command", required=True, metavar="SUBCOMMAND")
-    sample = nsub.add_parser("sample", help="write N sampled architectures as ONNX or graph JSON")
+    sample = nsub.add_parser("sample", help="write N sampled architectures as graph JSON (or ONNX)")
     sample.add_argument("--space", choices=["synthetic", "nb201"], required=True)
     sample.add_argument("--n", type=int, required=True)
     sample.add_argument("--seed", type=int, default=0)
     sample.add_argument("--out", required=True, help="output folder")
-    sample.add_argument("--format", choices=["onnx", "json"], default="onnx")
+    # Graph JSON by default: what the API and the predictor read, a few KB a network. ONNX carries
+    # random weights (100 synthetic networks are about 1 GB of them), so it is asked for by name.
+    sample.add_argument(
+        "--format",
+        choices=["json", "onnx"],
+        default="json",
+        help="json: graph JSON, no weights (default); onnx: ONNX with random weights, for onnxruntime",
+    )
     sample.set_defaults(func=sample_nas)
 
 
@@ -42,5 +49,5 @@ def sample_nas(args: argparse.Namespace) -> int:
             from devicelab.graph.onnx import graph_to_onnx_bytes
 
             (out / f"{graph.name}.onnx").write_bytes(graph_to_onnx_bytes(graph))
-    print(f"wrote {len(graphs)} {args.space} architectures to {out}")
+    print(f"wrote {len(graphs)} {args.space} architectures as {args.format} to {out}")
     return 0

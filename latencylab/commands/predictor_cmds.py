@@ -19,7 +19,12 @@ def add_parsers(sub: Any) -> None:
     q = sub.add_parser("qed", help="public qed measurements of six phones")
     qsub = q.add_subparsers(dest="qed_command", required=True, metavar="SUBCOMMAND")
     imp = qsub.add_parser("import", help="create the six qed phones as devices and store their GPU measurements")
-    imp.add_argument("--data", help="folder with the qed CSV files (default: $LATENCYLAB_QED_DATA or ../shared/data)")
+    imp.add_argument(
+        "--data",
+        help="folder with the qed CSV files, under our names or as published (tflite_cnn_ops_gpu.csv, "
+        "tflite_cnn_e2e.csv; a clone of the public repository works too) (default: $LATENCYLAB_QED_DATA or "
+        "../shared/data)",
+    )
     imp.set_defaults(func=qed_import)
 
     t = sub.add_parser("trainset", help="training sets for latency predictors")
@@ -121,7 +126,7 @@ def qed_import(args: argparse.Namespace) -> int:
         )
         for d in outcome.devices
     ]
-    print(f"imported qed measurements from {outcome.data_dir}")
+    print(f"imported qed measurements from {', '.join(str(f) for f in outcome.files)}")
     print_table(["id", "device", "gpu", "device row", "networks", "new", "updated", "unchanged"], rows)
     return 0
 
@@ -283,6 +288,8 @@ def _print_outcome(row: Any) -> int:
         return fail(f"training failed: {row.failure_reason if row is not None else 'the predictor is gone'}", 1)
     ev = row.evaluation
     print(f"ready: end-to-end MAPE {100 * ev['e2e_mape']:.2f} % ({ev['protocol']}, {ev['n_test']} networks)")
+    if row.rank_reason:
+        print(f"not rankable: {row.rank_reason}; it answers when named, never as its device's best")
     rows = [(k, f"{100 * v:.2f} %", ev.get("kernel_count", {}).get(k, "")) for k, v in ev["kernel_mape"].items()]
     print_table(["kernel type", "MAPE", "kernels"], rows)
     curve = ", ".join(f"{p['n']}: {100 * p['e2e_mape']:.2f} %" for p in ev.get("by_training_size", []))
@@ -312,13 +319,17 @@ def predictors_list(args: argparse.Namespace) -> int:
             p.version,
             p.state,
             "-" if p.e2e_mape is None else f"{100 * p.e2e_mape:.2f} %",
+            p.n_test,
+            "yes" if p.rankable else "no",
             p.n_train,
             p.team.name if p.team else "(shared)",
             p.scenario_key,
         )
         for p in rows
     ]
-    print_table(["id", "device", "method", "v", "state", "e2e MAPE", "n", "team", "scenario"], table)
+    print_table(
+        ["id", "device", "method", "v", "state", "e2e MAPE", "tested on", "rankable", "n", "team", "scenario"], table
+    )
     return 0
 
 
@@ -337,6 +348,8 @@ def predictors_show(args: argparse.Namespace) -> int:
             "method": row.method,
             "version": row.version,
             "state": row.state,
+            "rankable": row.rankable,
+            "rank_reason": row.rank_reason,
             "failure_reason": row.failure_reason,
             "scenario": row.scenario,
             "params": row.params,

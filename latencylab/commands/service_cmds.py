@@ -46,7 +46,7 @@ def add_parsers(sub: Any) -> None:
 
     for name, helptext in (
         ("up", "web server, one worker and the trainer in the foreground"),
-        ("demo", "like up, plus a demo user and real profiles of zoo models"),
+        ("demo", "like up, plus demo and admin log-ins, profiles of zoo models, the qed phones, a phone predictor"),
     ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--host", default=os.environ.get("LATENCYLAB_HOST", "127.0.0.1"))
@@ -223,7 +223,11 @@ class Service:
             self._spawn(name)
 
     def _spawn(self, name: str) -> None:
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="server.settings")
+        from server.env import reported_defaults
+
+        # The children read the same embedded defaults (and var/secret_key) as this process,
+        # which has said so once already.
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="server.settings", **reported_defaults())
         self.procs[name] = subprocess.Popen(self.commands[name], env=env, preexec_fn=_die_with_parent)
         self._restart_at.pop(name, None)
 
@@ -376,11 +380,17 @@ def _wait_for_jobs(jobs: list[Any], service: Service, timeout: float = 1800) -> 
 
 
 def demo(args: argparse.Namespace) -> int:
-    """``latencylab demo``: ``up`` plus a demo user, and real profiles of a few zoo models on this CPU."""
+    """``latencylab demo``: ``up`` plus a demo user and an admin, real profiles of a few zoo models on
+    this CPU, the qed phones as dataset devices and a predictor for one of them training in the
+    background (``demo_showcase``)."""
     setup_django()
+    from django.utils import timezone
+
+    from latencylab.commands import demo_showcase as showcase
     from server.accounts.models import Team
     from server.accounts.services import create_user_with_token
 
+    started = timezone.now()
     migrate()
     user, token = create_user_with_token("demo", "demo")
     # A fresh dashboard password each run, printed with the URL (the demo is a local playground).
@@ -388,11 +398,14 @@ def demo(args: argparse.Namespace) -> int:
     user.set_password(password)
     user.save(update_fields=["password"])
     team = Team.objects.get(name="demo")
+    admin_name, admin_password = showcase.ensure_admin()
     service = Service(args.host, args.port, worker_loglevel="WARNING")
     service.start()
     try:
+        print(showcase.import_qed_phones(), flush=True)  # while the web server and worker start
         _wait_for_http(args.host, args.port, service=service)
         device = _wait_for_cpu_device(service)
+        print(showcase.opencl_line(device, lambda: _pause(service)), flush=True)
         print(f"profiling {args.models} on {device.name} ...", flush=True)
         jobs = _wait_for_jobs(_run_demo_jobs(args, user, team, device), service)
     except RuntimeError as exc:  # Interrupted too
@@ -406,20 +419,22 @@ def demo(args: argparse.Namespace) -> int:
                 (
                     job.pk,
                     job.model.name,
-                    f"{result.e2e_mean:.2f}",
+                    f"{result.e2e_median:.2f}",
                     f"{result.e2e_p90:.2f}",
+                    f"{result.e2e_mean:.2f}",
                     f"{result.e2e_cv * 100:.1f}%",
                     f"{result.load_ms:.0f}",
                     job.state,
                 )
             )
         else:
-            rows.append((job.pk, job.model.name, "-", "-", "-", "-", f"{job.state}: {job.failure_reason}"))
+            rows.append((job.pk, job.model.name, "-", "-", "-", "-", "-", f"{job.state}: {job.failure_reason}"))
     print()
-    print_table(["job", "model", "mean ms", "p90 ms", "CV", "load ms", "state"], rows)
+    print_table(["job", "model", "median ms", "p90 ms", "mean ms", "CV", "load ms", "state"], rows)
     base = f"http://{args.host}:{args.port}"
     print(f"\nLatencyLab is up at {base}/  (API docs: {base}/api/docs/)")
     print(f"Dashboard log-in: user 'demo', password {password}")
+    print(f"Admin log-in at {base}/admin/: user '{admin_name}', password {admin_password}")
     print(f"API token for user 'demo' (team 'demo'): {token}")
     print(f"  curl -H 'Authorization: Token {token}' {base}/api/jobs/{jobs[0].pk}/")
     try:
@@ -431,6 +446,10 @@ def demo(args: argparse.Namespace) -> int:
         )
     except (OSError, ValueError, KeyError) as exc:
         print(f"API check failed: {exc}")
+    # Queued only now, so the training does not share the CPU with the demo's measurements.
+    predictor_line = showcase.queue_phone_predictor(base, started, send=not args.exit)
+    if predictor_line:
+        print(predictor_line, flush=True)
     if args.exit:
         service.stop()
         return 0 if all(j.state == "succeeded" for j in jobs) else 1

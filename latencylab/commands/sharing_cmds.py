@@ -16,6 +16,7 @@ import re
 import sys
 from typing import Any
 
+from devicelab.text import one_line
 from latencylab.commands.client_cmds import _add_server_arguments, _client, _with_client_errors
 from latencylab.commands.experiment_cmds import (
     add_wait_arguments,
@@ -304,7 +305,8 @@ def _number(value: Any, digits: int) -> str:
 
 def _check(row: dict[str, Any]) -> str:
     if row["status"] != "ok":
-        return str(row.get("error") or "").splitlines()[0][:100] if row.get("error") else "-"
+        # Cut in the middle: an error names its cause last.
+        return one_line(str(row["error"]), 100) if row.get("error") else "-"
     return {True: "ok", False: "WRONG", None: "-"}[row.get("correct")]
 
 

@@ -59,7 +59,12 @@ class NetworkProbeView(APIView):
     @extend_schema(
         summary="Download N bytes (to time the network to the lab)",
         parameters=[
-            OpenApiParameter("bytes", int, required=True, description=f"1 .. {MAX_PROBE_BYTES}: the size to send")
+            OpenApiParameter(
+                "bytes",
+                {"type": "integer", "minimum": 1, "maximum": MAX_PROBE_BYTES},
+                required=True,
+                description=f"1 .. {MAX_PROBE_BYTES}: the size to send",
+            )
         ],
         responses={
             (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY, description="N random bytes"),

@@ -13,6 +13,7 @@ from rest_framework.settings import api_settings
 
 from devicelab.backends.base import DELEGATES, MAX_THREADS, PRECISIONS
 from devicelab.predict.predictor import BACKENDS
+from devicelab.predict.ranges import CODES as WARNING_CODES
 from server.api.fields import IdField, StrictBooleanField, StrictIntegerField
 from server.api.serializers import CoresField, GraphDocumentSerializer, existing_device
 from server.devices.models import Device
@@ -25,6 +26,12 @@ class PredictorSerializer(serializers.ModelSerializer):
     device_name = serializers.CharField(source="device.name", read_only=True)
     shared = serializers.BooleanField(source="is_shared", read_only=True)
     kernel_mape = serializers.SerializerMethodField()
+    rankable = serializers.BooleanField(
+        read_only=True,
+        help_text="Ready and evaluated on at least LATENCYLAB_PREDICTOR_MIN_TEST_NETWORKS test networks: only a "
+        "rankable predictor can be its device's best.",
+    )
+    rank_reason = serializers.CharField(read_only=True, help_text="Why it is not rankable; empty when it is.")
 
     class Meta:
         model = Predictor
@@ -42,6 +49,9 @@ class PredictorSerializer(serializers.ModelSerializer):
             "e2e_mape",
             "kernel_mape",
             "n_train",
+            "n_test",
+            "rankable",
+            "rank_reason",
             "created_at",
             "trained_at",
             "failure_reason",
@@ -247,24 +257,64 @@ class KernelResultSerializer(serializers.Serializer):
     model = serializers.CharField()
 
 
+class FeatureOutsideSerializer(serializers.Serializer):
+    """One feature of some kernels outside their model's training range."""
+
+    feature = serializers.CharField(help_text="A Table 3 feature (docs/predictors.md).")
+    value = serializers.FloatField(help_text="The farthest value outside the training range.")
+    train_min = serializers.FloatField()
+    train_max = serializers.FloatField()
+
+
+class PredictionWarningSerializer(serializers.Serializer):
+    """Why one architecture's prediction is less certain than the predictor's test MAPE says."""
+
+    code = serializers.ChoiceField(
+        choices=list(WARNING_CODES),
+        help_text="outside_training_range: kernels with a feature outside the range its model was trained on; "
+        "stand_in: kernels of a type seen in too few training networks (or never), priced by another type's model; "
+        "training_range_unknown: the predictor was trained before ranges were recorded.",
+    )
+    kernel_type = serializers.CharField(allow_blank=True)
+    kernels = serializers.IntegerField(help_text="How many of the architecture's kernels it concerns.")
+    model = serializers.CharField(allow_blank=True, help_text="The kernel type whose model priced them.")
+    outside = FeatureOutsideSerializer(
+        many=True, help_text="outside_training_range: each feature outside the range, with its farthest value."
+    )
+    train_networks = serializers.IntegerField(
+        allow_null=True, help_text="stand_in: training networks that ran the type (0: never seen)."
+    )
+    message = serializers.CharField()
+
+
 class PredictionResultSerializer(serializers.Serializer):
-    """One architecture's predicted latency (ms)."""
+    """One architecture's predicted latency (ms) and the warnings about it."""
 
     name = serializers.CharField()
     latency_ms = serializers.FloatField()
     kernels_ms = serializers.FloatField()
     overhead_ms = serializers.FloatField()
+    warnings = PredictionWarningSerializer(many=True)
     kernels = KernelResultSerializer(many=True, required=False)
 
 
 class AnsweringPredictorSerializer(serializers.Serializer):
-    """Which predictor answered."""
+    """Which predictor answered, its test MAPE, and whether it is rankable."""
 
     id = serializers.IntegerField()
     version = serializers.IntegerField()
     method = serializers.CharField()
     device = serializers.IntegerField()
     scenario = serializers.DictField()
+    e2e_mape = serializers.FloatField(allow_null=True, help_text="End-to-end MAPE on its test networks (a fraction).")
+    n_test = serializers.IntegerField(help_text="Test networks of that MAPE.")
+    rankable = serializers.BooleanField()
+    rank_reason = serializers.CharField(allow_blank=True, help_text="Why it is not rankable; empty when it is.")
+    chosen_as = serializers.ChoiceField(
+        choices=["named", "best", "unranked"],
+        help_text="named: the request named it; best: the device's rankable predictor with the lowest MAPE; "
+        "unranked: the device has no rankable predictor, so its lowest-MAPE unranked one answered.",
+    )
 
 
 class PredictResponseSerializer(serializers.Serializer):

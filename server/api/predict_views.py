@@ -107,10 +107,13 @@ class PredictView(APIView):
 
     @extend_schema(
         summary="Predict the latency of architectures",
-        description="Give a `device` (its ready predictor with the lowest end-to-end MAPE answers, optionally of "
-        "one `method`) or a `predictor`. Each architecture has a `name` and one of `graph` (graph JSON), `nb201` "
-        "(a NAS-Bench-201 cell string) or `onnx_base64`. Nothing is predicted when any architecture is bad: the "
-        "400 answer lists each bad one by index and name with the reason.",
+        description="Give a `device` (its best predictor answers, optionally of one `method`: the rankable one "
+        "with the lowest end-to-end MAPE, or, when it has none, its lowest-MAPE unranked one, `chosen_as: "
+        "unranked`) or a `predictor`. The answer's `predictor` says which answered, its test MAPE (`e2e_mape`, "
+        "`n_test`) and whether it is rankable; each result's `warnings` name kernels outside the predictor's "
+        "training range and kernels another type's model priced. Each architecture has a `name` and one of "
+        "`graph` (graph JSON), `nb201` (a NAS-Bench-201 cell string) or `onnx_base64`. Nothing is predicted when "
+        "any architecture is bad: the 400 answer lists each bad one by index and name with the reason.",
         request=PredictRequestSerializer,
         examples=[
             OpenApiExample(

@@ -19,9 +19,11 @@ from devicelab.backends.base import (
     DELEGATES,
     MAX_COLD_RUNS,
     MAX_COOLDOWN_S,
+    MAX_NOISE_RERUNS,
     MAX_RUNS,
     MAX_THREADS,
     MAX_WARMUP_RUNS,
+    NOISE_POLICIES,
     PRECISIONS,
 )
 from devicelab.graph import Graph, GraphError, graph_from_dict
@@ -136,6 +138,9 @@ class OperatorRowSerializer(serializers.Serializer):
     macs = serializers.IntegerField()
     flops = serializers.IntegerField()
     params = serializers.IntegerField()
+    dtype = serializers.CharField(
+        help_text="The number format the operator computes in (int8 for a quantized model's convolutions)."
+    )
 
 
 class NetworkModelSerializer(serializers.ModelSerializer):
@@ -263,6 +268,8 @@ class JobSettings(TypedDict, total=False):
     cooldown_c: float | None
     cooldown_max_s: float | None
     cold_runs: int
+    on_noise: str
+    noise_reruns: int
 
 
 class JobRequest(TypedDict):
@@ -355,6 +362,21 @@ class JobSettingsSerializer(serializers.Serializer):
         help_text="Cold starts (load + first run) to measure. Default 1: the profile's own, in its process; "
         "more: each in a fresh process (the device must offer it: capabilities.max_cold_runs).",
     )
+    on_noise = serializers.ChoiceField(
+        choices=list(NOISE_POLICIES),
+        required=False,
+        help_text="What a noisy result (end-to-end CV above 5 %) does: flag (the default: kept, marked noisy), "
+        "rerun (profiled again up to noise_reruns times, the steadiest attempt kept) or fail (the job fails "
+        "with the CV and the machine's load). Every result keeps the load read before its runs "
+        "(environment.machine_load) and each attempt's CV (environment.noise).",
+        error_messages={"invalid_choice": f"{{input!r}} is not one of {', '.join(NOISE_POLICIES)}"},
+    )
+    noise_reruns = StrictIntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_NOISE_RERUNS,
+        help_text="With on_noise = rerun: at most this many more profiles (default 2).",
+    )
 
     def run_validation(self, data: Any = empty) -> JobSettings:
         """The given settings; as a request's ``settings``, a ``ValidationError`` listing every bad key."""
@@ -402,8 +424,8 @@ class JobCreateSerializer(serializers.Serializer):
     settings = JobSettingsSerializer(
         required=False,
         default=dict,
-        help_text="ProfileSettings: backend, threads, cores, precision, warmup_runs, runs, cold_runs. Missing keys take "
-        "their defaults; backend defaults to the device's kind.",
+        help_text="ProfileSettings: backend, threads, cores, precision, warmup_runs, runs, cold_runs, on_noise, "
+        "noise_reruns. Missing keys take their defaults; backend defaults to the device's kind.",
     )
 
     def validate_model(self, value: int) -> NetworkModel:
@@ -439,8 +461,9 @@ class OperatorTimingSerializer(serializers.ModelSerializer):
             "input_shapes",
             "output_shapes",
             "attrs",
-            "mean",
             "median",
+            "p90",
+            "mean",
             "std",
             "n",
             "fused_into",
@@ -490,7 +513,11 @@ class JobResultSerializer(serializers.ModelSerializer):
         '"hot: 46.2 °C at start > 40 °C", "throttled: cpu7 at 1.2 of 2.85 GHz"; empty when none.',
     )
     peak_memory_mb = serializers.FloatField(
-        read_only=True, allow_null=True, help_text="The runtime's peak memory footprint (MB); null where not reported."
+        read_only=True,
+        allow_null=True,
+        help_text="Peak memory of the run (MB): on the host CPU the process's peak resident set above its baseline "
+        "while the session loaded and ran, on OpenCL the device buffers and weights, on a phone benchmark_model's "
+        "footprint; environment.memory says how it was read. Null where not measured (results stored before).",
     )
     samples_ms = serializers.ListField(
         child=serializers.FloatField(),
@@ -508,7 +535,9 @@ class JobResultSerializer(serializers.ModelSerializer):
     )
     environment = serializers.JSONField(
         read_only=True,
-        help_text="What the worker recorded of the run: runtime and versions, threads, affinity. A phone's job "
+        help_text="What the worker recorded of the run: runtime and versions, threads, affinity; model_format "
+        "(what ran: e.g. 'onnx as uploaded', 'onnx exported by latencylab (seeded weights)', 'tflite as uploaded') "
+        "and model_sha256 (the SHA-256 of the file that ran; null when no file ran, as on OpenCL). A phone's job "
         "adds delegate, runtime, tool_version, tool_sha256, op_profile_mode (csv or text), model_format, cores, "
         "cluster, taskset_mask, temperatures_before_c and temperatures_after_c ({zone: °C}), cooldown "
         "({threshold_c, max_s, waited_s, reached}), governors, frequencies_khz_before, frequencies_khz_after and "

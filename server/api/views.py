@@ -244,7 +244,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         """Cancel; a running job stops at its worker's next progress report."""
         job = self.get_object()
-        if not cancel_job(job):
+        if not cancel_job(job, user=request.user):
             return Response(
                 {"detail": f"job #{job.pk} already {job.state}; only queued or running jobs can be cancelled"},
                 status=status.HTTP_409_CONFLICT,

@@ -11,7 +11,7 @@ from server.predictors.models import ArchitectureTable, ImportedMeasurement, Pre
 class PredictorAdmin(admin.ModelAdmin):
     """Predictor versions; training writes them, so what it produced is read-only here."""
 
-    list_display = ["id", "device", "method", "version", "state", "e2e_mape", "n_train", "team", "created_at"]
+    list_display = ["id", "device", "method", "version", "state", "e2e_mape", "n_test", "n_train", "team", "created_at"]
     list_filter = ["state", "method", "source", "device"]
     search_fields = ["device__name", "scenario_key", "failure_reason", "artifact_sha256"]
     readonly_fields = [
@@ -24,6 +24,7 @@ class PredictorAdmin(admin.ModelAdmin):
         "e2e_mape",
         "meta",
         "n_train",
+        "n_test",  # from the evaluation: whether the predictor can be ranked follows from it
         "created_at",
         "started_at",
         "trained_at",
@@ -50,4 +51,4 @@ class ArchitectureTableAdmin(admin.ModelAdmin):
     list_filter = ["space"]
     search_fields = ["artifact_sha256"]
     exclude = ["values"]
-    readonly_fields = ["predictor", "space", "artifact_sha256", "computed", "seconds", "created_at"]
+    readonly_fields = ["predictor", "space", "artifact_sha256", "computed", "seconds", "warnings", "created_at"]

@@ -6,6 +6,12 @@ never a pickle), with the document's SHA-256 beside it; loading checks both, so 
 unknown artifact is refused with the reason instead of predicting wrong numbers. Like a
 profiling job, the row is the truth about its training: every state change is a conditional
 UPDATE, so of two trainer processes handed the same message exactly one trains.
+
+A ready predictor is *rankable* when its evaluation had at least
+``LATENCYLAB_PREDICTOR_MIN_TEST_NETWORKS`` test networks: an end-to-end MAPE measured on one or
+two networks says little, and a predictor that scored 16 % on one network must not become a
+device's best over one measured on fifty. An unrankable predictor answers when it is named, or
+when its device has no rankable one (the answer then says so); it is never "best".
 """
 
 from __future__ import annotations
@@ -14,9 +20,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
+from devicelab.text import clip_middle
 from server.accounts.models import Team
 from server.devices.models import Device
 
@@ -61,9 +68,33 @@ class PredictorQuerySet(models.QuerySet["Predictor"]):
         """Predictors that can answer predictions."""
         return self.filter(state=PredictorState.READY)
 
+    def rankable(self) -> PredictorQuerySet:
+        """Predictors evaluated on enough test networks to be ranked (``LATENCYLAB_PREDICTOR_MIN_TEST_NETWORKS``)."""
+        return self.filter(_rankable_q())
+
     def best_first(self) -> PredictorQuerySet:
-        """Lowest end-to-end MAPE first (unevaluated last), then the newest version."""
-        return self.order_by(F("e2e_mape").asc(nulls_last=True), "-version", "-pk")
+        """Rankable first, then the lowest end-to-end MAPE (unevaluated last), then the newest version."""
+        unranked_last = Case(When(_rankable_q(), then=Value(0)), default=Value(1))
+        return self.order_by(unranked_last, F("e2e_mape").asc(nulls_last=True), "-version", "-pk")
+
+
+def _rankable_q() -> Q:
+    return Q(n_test__gte=settings.LATENCYLAB_PREDICTOR_MIN_TEST_NETWORKS, e2e_mape__isnull=False)
+
+
+def rank_reason(state: str, n_test: int, e2e_mape: float | None) -> str:
+    """Why a predictor cannot be ranked against its device's others; "" when it can."""
+    minimum = settings.LATENCYLAB_PREDICTOR_MIN_TEST_NETWORKS
+    if state != PredictorState.READY:
+        return f"it is {state}, not ready"
+    if e2e_mape is None:
+        return "it has no end-to-end test MAPE"
+    if n_test < minimum:
+        return (
+            f"its test MAPE comes from {n_test} test network(s); ranking needs at least {minimum} "
+            "(LATENCYLAB_PREDICTOR_MIN_TEST_NETWORKS): train it on more networks"
+        )
+    return ""
 
 
 class Predictor(models.Model):
@@ -93,6 +124,9 @@ class Predictor(models.Model):
     e2e_mape = models.FloatField(null=True, blank=True, help_text="evaluation['e2e_mape'], as a fraction.")
     meta = models.JSONField(default=dict, blank=True, help_text="Seed, training-data SHA-256, library versions.")
     n_train = models.PositiveIntegerField(default=0, help_text="Networks the final predictor trained on.")
+    n_test = models.PositiveIntegerField(
+        default=0, help_text="evaluation['n_test']: networks its e2e_mape was measured on (ranking needs enough)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     trained_at = models.DateTimeField(null=True, blank=True)
@@ -141,6 +175,16 @@ class Predictor(models.Model):
         """Whether every team sees it."""
         return self.team_id is None
 
+    @property
+    def rank_reason(self) -> str:
+        """Why it cannot be its device's best ("" when it can be)."""
+        return rank_reason(self.state, self.n_test, self.e2e_mape)
+
+    @property
+    def rankable(self) -> bool:
+        """Whether it is ready and was evaluated on enough test networks to be ranked."""
+        return not self.rank_reason
+
     def _update(self, from_states: tuple[str, ...], **changes: Any) -> bool:
         made = Predictor.objects.filter(pk=self.pk, state__in=from_states).update(**changes) == 1
         if made:
@@ -169,6 +213,7 @@ class Predictor(models.Model):
             artifact_sha256=str(artifact["sha256"]),
             evaluation=evaluation,
             e2e_mape=evaluation.get("e2e_mape"),
+            n_test=int(evaluation.get("n_test") or 0),
             meta=meta,
             n_train=n_train,
             progress_message="ready",
@@ -180,7 +225,7 @@ class Predictor(models.Model):
         return self._update(
             (PredictorState.QUEUED, PredictorState.TRAINING),
             state=PredictorState.FAILED,
-            failure_reason=reason[:10_000],
+            failure_reason=clip_middle(reason, 10_000),  # the cause is at the end: cut the middle
             trained_at=None,
         )
 
@@ -233,7 +278,8 @@ class ArchitectureTable(models.Model):
     ``values`` holds one little-endian float64 per architecture (its index in the space): the
     sum of its predicted kernel latencies (ms), NaN where the predictor could not answer. The
     API answers those architectures from here instead of building and deducing each graph; the
-    numbers are the ones ``ScenarioPredictor.predict`` gives (it computed them).
+    numbers are the ones ``ScenarioPredictor.predict`` gives (it computed them), and so are the
+    warnings each answer carries (``warnings``: kernels outside the training range, stand-ins).
     """
 
     predictor = models.ForeignKey(Predictor, on_delete=models.CASCADE, related_name="tables")
@@ -241,6 +287,13 @@ class ArchitectureTable(models.Model):
     artifact_sha256 = models.CharField(max_length=64, help_text="The artifact these values were computed with.")
     values = models.BinaryField()
     computed = models.PositiveIntegerField(help_text="Architectures with a value (not NaN).")
+    warnings = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The warnings of each architecture's prediction: {'distinct': [warning data], 'sets': "
+        "[{'warnings': [positions in distinct], 'cells': [indices]}]}; null for a table built before warnings "
+        "were stored (not used).",
+    )
     seconds = models.FloatField(help_text="How long computing the table took.")
     created_at = models.DateTimeField(auto_now_add=True)
 

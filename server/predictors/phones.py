@@ -18,7 +18,14 @@ from devicelab.predict.phone_models import phone_model_key
 from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind
 from server.predictors.qed_import import SOURCE as QED_SOURCE
-from server.predictors.serving import PredictorNotFound, PredictorUnavailable, loaded, predict_architectures, resolve
+from server.predictors.serving import (
+    PredictorNotFound,
+    PredictorUnavailable,
+    chosen_as,
+    loaded,
+    predict_architectures,
+    resolve,
+)
 
 PHONE_KINDS = (DeviceKind.ANDROID, DeviceKind.IMPORTED)
 
@@ -68,12 +75,13 @@ def side_by_side(
     for d in [device, *same_model_devices(device)]:
         answer: dict[str, Any] = {"device": _device_summary(d), "predictor": None, "detail": "", "results": []}
         try:
-            entry = loaded(resolve(team, d.pk, method=method, backend=backend))
+            row = resolve(team, d.pk, method=method, backend=backend)
+            entry = loaded(row)
         except PredictorUnavailable as exc:
             answer["detail"] = str(exc)
             answers.append(answer)
             continue
-        answer["predictor"] = entry.describe()
+        answer["predictor"] = entry.describe(chosen_as(row, named=False))
         if items is not None:
             answer["results"] = predict_architectures(entry, items, breakdown)
         answers.append(answer)

@@ -1,6 +1,7 @@
 """The qed importer: the six phones of the latency paper as devices, with their GPU measurements.
 
-``import_qed`` reads the qed files (``devicelab.predict.qed``; see ``../shared/data/README.md``),
+``import_qed`` reads the qed files (``devicelab.predict.qed``; see ``../shared/data/README.md``)
+under our names or as the public repository publishes them (``qed.find_files``),
 creates one device of kind ``imported`` per phone (offline, held by no worker, hardware naming
 its GPU, the Algorithm 3.2 GPU family and the source) and stores, per phone and network, the
 operator rows as the source lists them, the kernels that ran, and the mean end-to-end GPU
@@ -77,6 +78,7 @@ class QedImport:
 
     data_dir: Path
     devices: list[DeviceImport] = field(default_factory=list)
+    files: tuple[Path, ...] = ()  # the ops and end-to-end files read
 
 
 def _digest(data: Any) -> str:
@@ -121,10 +123,12 @@ def ensure_qed_device(name: str) -> tuple[Device, bool]:
 def import_qed(data_dir: Path | str | None = None) -> QedImport:
     """Create the six qed phones as devices and store their GPU measurements (idempotent)."""
     folder = Path(data_dir) if data_dir is not None else qed.default_data_dir()
-    rows = qed.read_ops(folder / qed.OPS_FILE)
-    e2e = qed.read_e2e(folder / qed.E2E_FILE)
+    ops_path, e2e_path = qed.find_files(folder)  # ours, or the public dataset's names as published
+    rows = qed.read_ops(ops_path)
+    e2e = qed.read_e2e(e2e_path)
+    files = [ops_path.name, e2e_path.name]
     per_model = qed.by_model(rows)
-    outcome = QedImport(folder)
+    outcome = QedImport(folder, files=(ops_path, e2e_path))
     for name in qed.DEVICES:
         mean_col, std_col = f"{name}|gpu|float|mean", f"{name}|gpu|float|std"
         with transaction.atomic():
@@ -159,7 +163,7 @@ def import_qed(data_dir: Path | str | None = None) -> QedImport:
                     "kernels": kernels,
                     "e2e_ms": e2e[model][mean_col] / 1000.0,
                     "e2e_std_ms": e2e[model][std_col] / 1000.0 if std_col in e2e[model] else None,
-                    "extra": {"files": [qed.OPS_FILE, qed.E2E_FILE], "dataset": DATASET},
+                    "extra": {"files": files, "dataset": DATASET},
                 }
                 digest = _digest(values)
                 row = existing.get(model)

@@ -1,7 +1,10 @@
 """Answering predictions: which predictor, loading it once per process, and a batch of architectures.
 
-A request names a predictor, or a device (then the ready predictor with the lowest end-to-end
-MAPE the team may use answers, optionally of one method). The loaded ``ScenarioPredictor`` is
+A request names a predictor, or a device (then the device's best predictor the team may use
+answers, optionally of one method: the rankable one with the lowest end-to-end MAPE, or, when
+the device has no rankable one, the lowest-MAPE unranked one, and the answer says so). Every
+answer names the predictor (id, version), its test MAPE and whether it is rankable, and every
+architecture's result carries its warnings (``devicelab.predict.ranges``). The loaded ``ScenarioPredictor`` is
 kept per process, keyed by row id, artifact SHA-256 and lookup table, so a request reads one
 small row and parses no artifact. Loading checks the artifact and the row's digest of it
 (``artifacts.load_row``): a predictor that cannot be loaded answers 409 with the reason, never
@@ -22,7 +25,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,8 +41,8 @@ from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.services import import_limits
 from server.predictors.artifacts import load_row
-from server.predictors.models import ArchitectureTable, Predictor, PredictorState
-from server.predictors.tables import NB201, nb201_index, table_values
+from server.predictors.models import ArchitectureTable, Predictor, PredictorState, rank_reason
+from server.predictors.tables import NB201, decode_warnings, nb201_index, table_values
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +65,16 @@ class ArchitectureErrors(Exception):
         self.errors = errors
 
 
+# How the answering predictor was chosen (``describe``'s ``chosen_as``).
+NAMED = "named"  # the request named it
+BEST = "best"  # the device's best: rankable, lowest end-to-end MAPE
+UNRANKED = "unranked"  # the device has no rankable predictor: its lowest-MAPE unranked one
+
+
 @dataclass(frozen=True)
 class LoadedPredictor:
-    """A ready predictor as it answers: the row's identity, the predictor, its NB201 table."""
+    """A ready predictor as it answers: the row's identity and test figures, the predictor, its
+    NB201 table and the warnings of the table's cells."""
 
     id: int
     version: int
@@ -74,16 +84,32 @@ class LoadedPredictor:
     predictor: ScenarioPredictor
     nb201: np.ndarray | None
     artifact_sha256: str = ""
+    e2e_mape: float | None = None
+    n_test: int = 0
+    nb201_warnings: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
-    def describe(self) -> dict[str, Any]:
-        """What the API says answered."""
+    def describe(self, chosen_as: str = NAMED) -> dict[str, Any]:
+        """What the API says answered: which predictor, its test MAPE and whether it is rankable."""
+        reason = rank_reason(PredictorState.READY, self.n_test, self.e2e_mape)
         return {
             "id": self.id,
             "version": self.version,
             "method": self.method,
             "device": self.device_id,
             "scenario": self.scenario,
+            "e2e_mape": self.e2e_mape,
+            "n_test": self.n_test,
+            "rankable": not reason,
+            "rank_reason": reason,
+            "chosen_as": chosen_as,
         }
+
+
+def chosen_as(row: Predictor, named: bool) -> str:
+    """``NAMED``, ``BEST`` or ``UNRANKED``: how ``resolve`` came to ``row``."""
+    if named:
+        return NAMED
+    return UNRANKED if row.rank_reason else BEST
 
 
 _cache: OrderedDict[tuple[int, str, int | None], LoadedPredictor] = OrderedDict()
@@ -138,9 +164,10 @@ def clear_cache() -> None:
 
 
 def _light(rows: QuerySet[Predictor]) -> QuerySet[Predictor]:
-    """Rows without their large JSON, with the id of their current NB201 table."""
+    """Rows without their large JSON, with the id of their current NB201 table (one that stores its
+    cells' warnings: an older one is not used, its cells are computed)."""
     table = ArchitectureTable.objects.filter(
-        predictor=OuterRef("pk"), space=NB201, artifact_sha256=OuterRef("artifact_sha256")
+        predictor=OuterRef("pk"), space=NB201, artifact_sha256=OuterRef("artifact_sha256"), warnings__isnull=False
     ).values("pk")[:1]
     return rows.defer("artifact", "evaluation", "meta").annotate(nb201_table_id=Subquery(table))
 
@@ -158,12 +185,25 @@ def loaded(row: Predictor) -> LoadedPredictor:
     try:
         predictor = load_row(full)
         values = None
+        warnings: dict[int, list[dict[str, Any]]] = {}
         if table_id is not None:
-            values = table_values(ArchitectureTable.objects.get(pk=table_id))
+            table = ArchitectureTable.objects.get(pk=table_id)
+            values = table_values(table)
+            warnings = decode_warnings(table.warnings, f"the {table.space} table #{table.pk}")
     except PredictorError as exc:
         raise PredictorUnavailable(str(exc)) from None
     entry = LoadedPredictor(
-        full.pk, full.version, full.method, full.device_id, full.scenario, predictor, values, full.artifact_sha256
+        full.pk,
+        full.version,
+        full.method,
+        full.device_id,
+        full.scenario,
+        predictor,
+        values,
+        full.artifact_sha256,
+        full.e2e_mape,
+        full.n_test,
+        warnings,
     )
     # the batch workers start now, beside this request, not on the first large batch
     threading.Thread(target=batch_pool().start, name="batch-pool-start", daemon=True).start()
@@ -184,7 +224,9 @@ def resolve(
     backend: str | None = None,
 ) -> Predictor:
     """The ready predictor that answers for ``team``: the one named, else the device's best
-    (optionally of one ``method`` and one scenario ``backend``, e.g. ``tflite_gpu``)."""
+    (optionally of one ``method`` and one scenario ``backend``, e.g. ``tflite_gpu``): rankable
+    ones first (``PredictorQuerySet.best_first``), so an unranked one answers only when the
+    device has no rankable one (``chosen_as`` tells which)."""
     visible = _light(Predictor.objects.visible_to(team))
     if predictor_id is not None:
         row = visible.filter(pk=predictor_id).first()
@@ -265,9 +307,11 @@ def predict_architectures(entry: LoadedPredictor, items: Any, breakdown: bool = 
                 errors.append(read)
                 continue
             if read.cell is not None:
-                value = float(table[nb201_index(read.cell)])
+                index = nb201_index(read.cell)
+                value = float(table[index])
                 if value == value:  # not NaN
-                    results[i] = result(read.name, p.end_to_end(value), value)
+                    cell_warnings = entry.nb201_warnings.get(index, [])
+                    results[i] = result(read.name, p.end_to_end(value), value, warnings=cell_warnings)
                     continue
         live.append((i, item))
     if errors:
@@ -292,8 +336,12 @@ def predict_for_team(
     breakdown: bool = False,
 ) -> dict[str, Any]:
     """The API's answer: which predictor answered, and one result per architecture."""
-    entry = loaded(resolve(team, device_id, predictor_id, method))
-    return {"predictor": entry.describe(), "results": predict_architectures(entry, items, breakdown)}
+    row = resolve(team, device_id, predictor_id, method)
+    entry = loaded(row)
+    return {
+        "predictor": entry.describe(chosen_as(row, named=predictor_id is not None)),
+        "results": predict_architectures(entry, items, breakdown),
+    }
 
 
 __all__ = [
@@ -302,6 +350,7 @@ __all__ = [
     "PredictorNotFound",
     "PredictorUnavailable",
     "batch_pool",
+    "chosen_as",
     "clear_cache",
     "gc_paused",
     "loaded",

@@ -7,13 +7,16 @@ the space has only 15625 cells, so the trainer computes every one once after tra
 value is what ``ScenarioPredictor.predict_kernels`` gives for that cell's graph (the sum of its
 kernel latencies); the end-to-end latency is then ``ScenarioPredictor.end_to_end(value)`` as the
 predictor computes it. Cells the predictor cannot answer are NaN and go the slow way, which
-reports why.
+reports why. Each cell's warnings (kernels outside the predictor's training range, kernels
+another type's model priced: ``devicelab.predict.ranges``) are stored with the table, each
+distinct warning once, so a table answer carries the warnings a computed one would.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +25,7 @@ from devicelab.graph.nas import nb201
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.kernels import Kernel
 from devicelab.predict.predictor import ScenarioPredictor
+from devicelab.predict.ranges import PredictionWarning
 from server.predictors.artifacts import load_row
 from server.predictors.models import ArchitectureTable, Predictor
 
@@ -56,8 +60,19 @@ def compute_nb201_values(
 ) -> np.ndarray:
     """Kernel-latency sums (ms) of the benchmark's networks for ``indices`` (default: every
     cell); NaN elsewhere and where the predictor has no answer."""
+    return compute_nb201_table(predictor, indices, chunk, progress)[0]
+
+
+def compute_nb201_table(
+    predictor: ScenarioPredictor,
+    indices: Iterable[int] | None = None,
+    chunk: int = 250,
+    progress: Callable[[int, int], object] | None = None,
+) -> tuple[np.ndarray, dict[int, tuple[PredictionWarning, ...]]]:
+    """``compute_nb201_values`` and the warnings of each answered cell that has any."""
     wanted = list(range(NB201_SIZE)) if indices is None else sorted(set(indices))
     values = np.full(NB201_SIZE, np.nan)
+    warnings: dict[int, tuple[PredictionWarning, ...]] = {}
     for start in range(0, len(wanted), chunk):
         part = wanted[start : start + chunk]
         kept: list[int] = []
@@ -72,9 +87,40 @@ def compute_nb201_values(
         for i, p in zip(kept, predictor.predict_kernels(kernel_lists, on_missing="zero")):
             if not p.missing:
                 values[i] = p.kernels_ms
+                if p.warnings:
+                    warnings[i] = p.warnings
         if progress is not None:
             progress(start + len(part), len(wanted))
-    return values
+    return values, warnings
+
+
+def encode_warnings(warnings: dict[int, tuple[PredictionWarning, ...]]) -> dict[str, Any]:
+    """The cells' warnings as stored: each distinct warning once, and each distinct list of them
+    with the cells that have it (a few dozen lists cover a space's 15625 cells)."""
+    distinct: dict[PredictionWarning, int] = {}
+    sets: dict[tuple[int, ...], list[int]] = {}
+    for index, found in sorted(warnings.items()):
+        key = tuple(distinct.setdefault(w, len(distinct)) for w in found)
+        sets.setdefault(key, []).append(index)
+    return {
+        "distinct": [w.to_data() for w in distinct],
+        "sets": [{"warnings": list(key), "cells": cells} for key, cells in sets.items()],
+    }
+
+
+def decode_warnings(data: Any, where: str) -> dict[int, list[dict[str, Any]]]:
+    """Per cell, the warnings as the API answers them (``encode_warnings`` data; cells with the
+    same warnings share one list); ``PredictorError`` naming ``where`` when the data is not that."""
+    try:
+        distinct = [PredictionWarning.from_data(d).to_dict() for d in data["distinct"]]
+        cells: dict[int, list[dict[str, Any]]] = {}
+        for group in data["sets"]:
+            found = [distinct[i] for i in group["warnings"]]
+            for index in group["cells"]:
+                cells[int(index)] = found
+        return cells
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise PredictorError(f"{where}: its stored warnings are malformed ({type(exc).__name__}: {exc})") from None
 
 
 def build_nb201_table(
@@ -85,13 +131,14 @@ def build_nb201_table(
     """Compute and store a ready predictor's NAS-Bench-201 table (replacing an older one for
     the same artifact)."""
     started = time.perf_counter()
-    values = compute_nb201_values(load_row(row), indices, progress=progress)
+    values, warnings = compute_nb201_table(load_row(row), indices, progress=progress)
     table, _ = ArchitectureTable.objects.update_or_create(
         predictor=row,
         space=NB201,
         artifact_sha256=row.artifact_sha256,
         defaults={
             "values": values.astype("<f8").tobytes(),
+            "warnings": encode_warnings(warnings),
             "computed": int(np.count_nonzero(~np.isnan(values))),
             "seconds": time.perf_counter() - started,
         },
@@ -111,7 +158,10 @@ __all__ = [
     "NB201",
     "NB201_SIZE",
     "build_nb201_table",
+    "compute_nb201_table",
     "compute_nb201_values",
+    "decode_warnings",
+    "encode_warnings",
     "nb201_index",
     "nb201_ops",
     "table_values",

@@ -23,6 +23,12 @@ The evaluation is ``devicelab.predict.evaluate``'s protocol, the one the accurac
   each fold's training set cut to 30 networks for the training-size curve.
 
 The final predictor then trains on all the data.
+
+Before any of that, the whole training set's kernel types are checked against
+``LATENCYLAB_PREDICTOR_MIN_NETWORKS_PER_KERNEL`` (``devicelab.predict.coverage``): a type seen in
+fewer networks is predicted by a model of its kind or feature group, and when there is none the
+training fails naming each such type and its count of networks. Every model (the evaluation's
+too) is trained with that minimum, so the evaluation measures the predictor that is stored.
 """
 
 from __future__ import annotations
@@ -31,7 +37,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
+
 from devicelab.predict import qed
+from devicelab.predict.coverage import plan_models
 from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer
 from devicelab.predict.deducers import RecordDeducer, kernels_measured, learn_deducer
 from devicelab.predict.errors import PredictorError
@@ -110,9 +119,24 @@ def fitter(row: Predictor, scenario: Scenario) -> Callable[[Sequence[Sample], De
             search=str(params.get("search", "paper")),
             overhead_kinds=overhead_kinds,
             overhead=str(params.get("overhead", "constant")),
+            min_networks=settings.LATENCYLAB_PREDICTOR_MIN_NETWORKS_PER_KERNEL,
         )
 
     return fit
+
+
+def check_coverage(samples: Sequence[Sample], where: str) -> None:
+    """``TrainingDataError`` naming every kernel type of the training set that too few networks
+    ran and that no model of its kind or feature group can stand in for."""
+    minimum = settings.LATENCYLAB_PREDICTOR_MIN_NETWORKS_PER_KERNEL
+    plan = plan_models(samples, minimum)
+    if plan.uncovered:
+        raise TrainingDataError(
+            f"training refused: {where}, {len(plan.uncovered)} kernel type(s) ran in fewer than {minimum} training "
+            f"networks, and no model of their kind or feature group can stand in for them: {plan.uncovered_text()}. "
+            "A model learned from so few networks knows those networks, not the kernel type: profile more "
+            "networks that run them, or lower LATENCYLAB_PREDICTOR_MIN_NETWORKS_PER_KERNEL"
+        )
 
 
 def train_from_timings(row: Predictor, progress: Progress) -> Outcome:
@@ -145,6 +169,12 @@ def train_from_timings(row: Predictor, progress: Progress) -> Outcome:
     def learn(records: Sequence[ProfileRecord]) -> RecordDeducer:
         return learn_deducer(scenario.backend, records, probes, seed=seed, gpu=scenario.gpu)
 
+    # the final predictor's data first: a training set that leaves a kernel type uncovered is
+    # refused before minutes of evaluation
+    progress("checking which kernel types the training networks cover")
+    final_deducer = learn([s.record for s in data])
+    samples = final_deducer.samples([s.record for s in data])
+    check_coverage(samples, f"among the {networks} networks measured on device {row.device.name!r}")
     order, test_ids = holdout_split([s.model_id for s in data], seed)
     by_model = {s.model_id: s.record for s in data}  # one merged record per network
     test = [s.record for s in data if s.model_id in test_ids]
@@ -174,8 +204,6 @@ def train_from_timings(row: Predictor, progress: Progress) -> Outcome:
     evaluation["by_training_size"] = [{"n": step.n, "e2e_mape": r.e2e_mape} for step, r in reports]
 
     progress(f"training the final predictor on {networks} networks")
-    final_deducer = learn([s.record for s in data])
-    samples = final_deducer.samples([s.record for s in data])
     predictor = fit(samples, final_deducer)
     meta = {
         "source": PredictorSource.TIMINGS,
@@ -204,6 +232,7 @@ def train_from_qed(row: Predictor, progress: Progress) -> Outcome:
             f"device {row.device.name!r} (#{row.device_id}) has {networks} imported network(s); a predictor needs "
             f"at least {MIN_NETWORKS} (run latencylab qed import)"
         )
+    check_coverage(samples, f"among the {networks} networks imported for device {row.device.name!r}")
     deducer = TfliteGpuDeducer(qed.DEVICES[name][1])
     scenario = Scenario.from_dict(row.scenario)
     fit = fitter(row, scenario)
@@ -240,6 +269,7 @@ __all__ = [
     "QED_OVERHEAD_KINDS",
     "Outcome",
     "TrainingDataError",
+    "check_coverage",
     "train_and_evaluate",
     "train_from_qed",
     "train_from_timings",

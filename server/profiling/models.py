@@ -19,6 +19,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from devicelab.measure.cold_starts import ColdStarts
+from devicelab.text import clip_middle
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.models import NetworkModel
@@ -158,6 +159,15 @@ class ProfilingJob(models.Model):
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+    cancelled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who cancelled the job (empty when nobody did, or it was cancelled by a script without a user); "
+        "finished_at says when.",
+    )
     settings = models.JSONField(default=dict, help_text="ProfileSettings.as_dict(), validated at submission.")
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
     progress = models.FloatField(default=0.0)
@@ -286,16 +296,21 @@ class ProfilingJob(models.Model):
                 JobState.FAILED,
                 from_states=from_states,
                 token=token,
-                failure_reason=reason[:10_000],
+                failure_reason=clip_middle(reason, 10_000),  # the cause is at the end: cut the middle
                 finished_at=timezone.now(),
             )
         )
 
-    def cancel(self) -> bool:
-        """QUEUED or RUNNING -> CANCELLED; a running job's worker learns it at its next progress report."""
+    def cancel(self, by: Any = None) -> bool:
+        """QUEUED or RUNNING -> CANCELLED, recording who (``by``, a signed-in user) asked; a running
+        job's worker learns it at its next progress report."""
         return self._moved(
             ProfilingJob.objects.transition(
-                self.pk, JobState.CANCELLED, from_states=ACTIVE_STATES, finished_at=timezone.now()
+                self.pk,
+                JobState.CANCELLED,
+                from_states=ACTIVE_STATES,
+                finished_at=timezone.now(),
+                cancelled_by=by if getattr(by, "is_authenticated", False) else None,
             )
         )
 
@@ -402,6 +417,7 @@ class OperatorTiming(models.Model):
     attrs = models.JSONField(default=dict)
     mean = models.FloatField(null=True, blank=True)
     median = models.FloatField(null=True, blank=True)
+    p90 = models.FloatField(null=True, blank=True)
     std = models.FloatField(null=True, blank=True)
     n = models.PositiveIntegerField(null=True, blank=True)
     fused_into = models.CharField(max_length=300, blank=True)

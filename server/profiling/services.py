@@ -204,13 +204,26 @@ def submit_profiling_job(
     return queue_job(team, device, kind=JobKind.PROFILE, settings=clean, user=user, model=model)
 
 
-def cancel_job(job: ProfilingJob) -> bool:
-    """Cancel a queued or running job; False when it had already finished."""
-    if not job.cancel():
+def cancel_job(job: ProfilingJob, user: Any = None) -> bool:
+    """Cancel a queued or running job, recording ``user`` as who cancelled it; False when it had
+    already finished."""
+    if not job.cancel(by=user):
         job.refresh_from_db()
         return False
     release_device(job.device_id)
     return True
+
+
+def rerun_job(job: ProfilingJob, user: Any = None) -> ProfilingJob:
+    """Queue a new job profiling the same model on the same device with the same settings as the
+    finished profiling job ``job`` (through ``submit_profiling_job``, which checks them again)."""
+    if job.kind != JobKind.PROFILE or job.model is None:
+        raise ValidationError(
+            {"job": f"job #{job.pk} is a {job.get_kind_display().lower()}, not a profile to run again"}
+        )
+    if not job.is_finished:
+        raise ValidationError({"job": f"job #{job.pk} is still {job.state}; run it again once it has finished"})
+    return submit_profiling_job(job.team, job.model, job.device, dict(job.settings), user=user)
 
 
 # -- the worker's side -------------------------------------------------------------------------
@@ -284,7 +297,7 @@ _to_json = json.JSONEncoder(separators=(",", ":")).encode
 
 def _copy_line(row: tuple[Any, ...]) -> str:
     """One timing row (``TIMING_COLUMNS`` order) as a line of COPY text."""
-    rid, index, name, op_type, kernel, ins, outs, attrs, mean, median, std, n, fused = row
+    rid, index, name, op_type, kernel, ins, outs, attrs, mean, median, p90, std, n, fused = row
     e = _COPY_ESCAPES
     return (
         "\t".join(
@@ -299,6 +312,7 @@ def _copy_line(row: tuple[Any, ...]) -> str:
                 _to_json(attrs).translate(e),
                 _COPY_NULL if mean is None else repr(float(mean)),
                 _COPY_NULL if median is None else repr(float(median)),
+                _COPY_NULL if p90 is None else repr(float(p90)),
                 _COPY_NULL if std is None else repr(float(std)),
                 _COPY_NULL if n is None else str(n),
                 fused.translate(e),
@@ -319,6 +333,7 @@ TIMING_COLUMNS = (
     "attrs",
     "mean",
     "median",
+    "p90",
     "std",
     "n",
     "fused_into",
@@ -345,6 +360,7 @@ def timing_rows(result_id: int, ops: Iterable[OpTiming]) -> Iterator[tuple[Any, 
             dict(op.attrs),
             None if s is None else s.mean,
             None if s is None else _reported(s.median),
+            None if s is None else _reported(s.p90),
             None if s is None else _reported(s.std),
             None if s is None else s.n,
             op.fused_into or "",

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from devicelab.selection import POLICIES, ModelProfile, NetworkProfile, paper_scenario, simulate
+from devicelab.text import clip_middle
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.selection.models import SelectionSimulation, SimulationState
@@ -219,7 +220,8 @@ def fail_simulation(simulation_id: int, reason: str, token: str | None = None) -
     )
     if token is not None:
         rows = rows.filter(claimed_by=token)
-    return rows.update(state=SimulationState.FAILED, failure_reason=reason[:5000], finished_at=timezone.now()) == 1
+    reason = clip_middle(reason, 5000)  # the cause is at the end: cut the middle
+    return rows.update(state=SimulationState.FAILED, failure_reason=reason, finished_at=timezone.now()) == 1
 
 
 __all__ = [

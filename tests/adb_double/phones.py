@@ -237,6 +237,7 @@ class Phone:
             "/proc/cpuinfo",
             "".join(f"processor\t: {i}\nBogoMIPS\t: 49.15\nCPU architecture: 8\n\n" for i in range(n)).encode(),
         )
+        fs.write("/proc/loadavg", self._live(self._loadavg_text))
         fs.write(
             "/proc/meminfo",
             f"MemTotal:       {mem_total_kb} kB\nMemFree:        {mem_total_kb // 4} kB\n"
@@ -261,6 +262,11 @@ class Phone:
         fs.write(f"{supply}/battery/voltage_now", self._live(lambda: f"{battery.voltage_mv * 1000}\n"))
         for source in ("usb", "ac", "wireless"):
             fs.write(f"{supply}/{source}/online", self._live(functools.partial(self._online_text, source)))
+
+    def _loadavg_text(self) -> str:
+        """``/proc/loadavg``: the tools running now count as the runnable load."""
+        running = len(self.processes)
+        return f"{running + 0.12:.2f} {running * 0.6 + 0.3:.2f} 0.41 {running + 1}/812 {4000 + running}\n"
 
     def _khz_text(self, cpu: int) -> str:
         return f"{self.cur_khz(cpu)}\n"

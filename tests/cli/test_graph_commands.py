@@ -57,31 +57,24 @@ def test_zoo_export_unknown_name(tmp_path, capsys):
     assert "no zoo model named 'resnet9000'" in capsys.readouterr().err
 
 
-def test_nas_sample_writes_n_models(tmp_path, capsys):
-    assert main(["nas", "sample", "--space", "nb201", "--n", "3", "--seed", "7", "--out", str(tmp_path)]) == 0
+def test_nas_sample_writes_graph_json_by_default(tmp_path, capsys):
+    out = tmp_path / "s"
+    assert main(["nas", "sample", "--space", "synthetic", "--n", "2", "--seed", "1", "--out", str(out)]) == 0
+    assert "wrote 2 synthetic architectures as json" in capsys.readouterr().out
+    files = sorted(out.iterdir())
+    assert [f.suffix for f in files] == [".json", ".json"] and files[0].name.startswith("synthetic-1-")
+    # No weights: a synthetic network is a few KB of graph JSON, not ~10 MB of ONNX.
+    assert all(f.stat().st_size < 100_000 for f in files)
+    assert load_graph_file(files[0]).params > 100_000
+
+
+def test_nas_sample_writes_onnx_when_asked(tmp_path, capsys):
+    argv = ["nas", "sample", "--space", "nb201", "--n", "3", "--seed", "7", "--out", str(tmp_path), "--format", "onnx"]
+    assert main(argv) == 0
+    assert "wrote 3 nb201 architectures as onnx" in capsys.readouterr().out
     files = sorted(tmp_path.glob("*.onnx"))
-    assert len(files) == 3
+    assert len(files) == 3 and list(tmp_path.glob("*.json")) == []
     assert all(load_graph_file(f).tensors[load_graph_file(f).outputs[0]].shape == (1, 10) for f in files)
-    assert (
-        main(
-            [
-                "nas",
-                "sample",
-                "--space",
-                "synthetic",
-                "--n",
-                "2",
-                "--seed",
-                "1",
-                "--out",
-                str(tmp_path / "s"),
-                "--format",
-                "json",
-            ]
-        )
-        == 0
-    )
-    assert len(list((tmp_path / "s").glob("synthetic-1-*.json"))) == 2
 
 
 def test_installed_entry_point_runs():

@@ -45,24 +45,24 @@ def test_record_times_real_transfers_and_stores_a_profile_a_selection_can_use(
     link = LinkShape(1e6, 2e6, 15.0)
     with shaped_link((host, int(port)), link) as url:
         server = ["--url", url, "--token", lab["member"].key]
-        argv = ["network", "record", "slow-link", "--sizes", "16K,512K", "--rounds", "2", *server]
+        argv = ["network", "record", "slow-link", "--sizes", "16K,1M", "--rounds", "2", *server]
         rc, out, err = _run(argv, capsys)
     assert rc == 0, err
     assert "stored 'slow-link'" in out and "transfers" in err
     table = [line.split() for line in out.splitlines()[2:6]]
     assert [(r[0], r[1], r[2]) for r in table] == [
         ("download", "16384", "2"),
-        ("download", "524288", "2"),
+        ("download", "1048576", "2"),
         ("upload", "16384", "2"),
-        ("upload", "524288", "2"),
+        ("upload", "1048576", "2"),
     ]
     up, down = (float(re.search(rf"{d} ([\d.]+) Mbit/s", out).group(1)) for d in ("upload", "download"))  # type: ignore[union-attr]
     assert 8 * 0.7 < up < 8 * 1.35 and 16 * 0.7 < down < 16 * 1.35  # each direction's own rate, recovered
     rc, out, _ = _run(["network", "list", "--json", *lab["server"]], capsys)
     stored = {p["name"]: p for p in json.loads(out)}["slow-link"]
     assert stored["stored_kind"] == "recorded" and stored["kind"] == "recorded"
-    assert len(stored["transfers"]) == 8 and sorted({b for b, _ in stored["transfers"]}) == [16384, 524288]
-    assert "4 uploads and 4 downloads of 16 KiB, 512 KiB" in stored["source"] and url in stored["source"]
+    assert len(stored["transfers"]) == 8 and sorted({b for b, _ in stored["transfers"]}) == [16384, 1048576]
+    assert "4 uploads and 4 downloads of 16 KiB, 1 MiB" in stored["source"] and url in stored["source"]
     # the line over both directions: a request's fixed cost is at least the two one-way delays, and
     # its rate lies between the two links'
     assert stored["latency_ms"] >= 25 and 8 * 0.7 < stored["throughput_mbps"] < 16 * 1.35

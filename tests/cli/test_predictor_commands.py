@@ -17,6 +17,22 @@ from tests.cli.test_demo_command import _free_port
 from tests.cli.test_service_commands import _cli, _embedded_env
 
 
+def test_qed_import_reads_the_public_dataset_as_published(tmp_path):
+    from tests.devicelab.predict.qed_published import write_published
+
+    clone = tmp_path / "mobile-ml-benchmark"
+    ops, e2e = write_published(clone, ["resnet10", "mobilenetv2_wd4", "squeezenet_v1_1"])
+    env = _embedded_env(tmp_path)
+    done = _cli("qed", "import", "--data", str(clone), env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"imported qed measurements from {ops}, {e2e}" in done.stdout
+    for phone in ("pixel4", "s10", "mi8se", "a03s", "iphone7", "iphonexs"):
+        row = next(line for line in done.stdout.splitlines() if f" {phone} " in line)
+        assert "created" in row and " 3 " in row
+    missing = _cli("qed", "import", "--data", str(tmp_path / "empty"), env=env)
+    assert missing.returncode != 0 and "does not exist or is not a folder" in missing.stderr
+
+
 @pytest.mark.slow
 def test_qed_import_then_train_a_phone_predictor_inline(tmp_path):
     env = _embedded_env(tmp_path)

@@ -50,6 +50,10 @@ def test_a_bad_delegate_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as exc:
         main(["profile", "1", "--device", "x", "--backend", "cuda"])
     assert exc.value.code == 2 and "invalid choice: 'cuda'" in capsys.readouterr().err
+    for bad in ("retry", "flag:2", "rerun:x"):
+        with pytest.raises(SystemExit) as exc:
+            main(["profile", "1", "--device", "x", "--on-noise", bad])
+        assert exc.value.code == 2 and "expected flag, fail, rerun or rerun:N" in capsys.readouterr().err
     assert main(["profile", "1", "--device", "x", "--cold-runs", "0", "--url", "http://x", "--token", "t"]) == 2
     assert capsys.readouterr().err == "latencylab: error: --cold-runs must be at least 1, got 0\n"
 
@@ -86,7 +90,7 @@ def test_profile_on_a_phone_sends_its_settings_and_prints_its_conditions(
     model = make_network(member.team, graph)
     argv = ["profile", str(model.pk), "--device", "bench-pixel-7", "--delegate", "xnnpack", "--cores", "big"]
     argv += ["--threads", "2", "--cooldown-c", "40", "--cooldown-max-s", "120", "--timeout", "120"]
-    argv += ["--backend", "android", "--cold-runs", "3"]
+    argv += ["--backend", "android", "--cold-runs", "3", "--on-noise", "rerun:3"]
     argv += ["--url", live_server.url, "--token", member.key]
     outcome: dict[str, int] = {}
     cli = threading.Thread(target=lambda: outcome.update(rc=main(argv)))
@@ -96,6 +100,7 @@ def test_profile_on_a_phone_sends_its_settings_and_prints_its_conditions(
         assert job.settings["delegate"] == "xnnpack" and job.settings["cores"] == [6, 7]
         assert job.settings["cooldown_c"] == 40.0 and job.settings["cooldown_max_s"] == 120.0
         assert job.settings["cold_runs"] == 3 and job.settings["backend"] == "android"
+        assert (job.settings["on_noise"], job.settings["noise_reruns"]) == ("rerun", 3)
         starts = ColdStarts(FRESH_PROCESS, [ColdSample(50.0, 20.0), ColdSample(60.0, 21.0), ColdSample(90.0, 30.0)])
         finish_phone_job(job, graph, flags=[HOT_FLAG], cold_starts=starts)
     finally:
@@ -124,4 +129,5 @@ def test_profile_on_a_phone_sends_its_settings_and_prints_its_conditions(
     assert "cpu: cpu6 schedutil 2.85 GHz, cpu7 schedutil 1.20 GHz" in out
     assert "phone: screen off, charging (usb), battery 87%" in out
     assert f"FLAGGED {HOT_FLAG}" in out
-    assert "slowest operators" in out and "Convolution (NHWC, F32) IGEMM" in out
+    assert "slowest operators by mean (the runtime reports no median)" in out
+    assert "Convolution (NHWC, F32) IGEMM" in out

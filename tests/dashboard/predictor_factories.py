@@ -101,6 +101,7 @@ def make_predictor(
         if ready
         else {},
         "n_train": 160 if ready else 0,
+        "n_test": 12 if ready and e2e_mape is not None else 0,  # the evaluation's points: rankable
         "trained_at": timezone.now() if ready else None,
         "progress_message": "ready" if ready else "",
     }

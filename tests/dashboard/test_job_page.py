@@ -69,7 +69,13 @@ def test_a_finished_job_shows_statistics_histogram_cold_start_and_operators(
     assert ops.fused > 0 and "fused into <span" in html
     conv = next(r for r in ops.rows if r.op_type == "conv2d")
     assert conv.macs == next(c.macs for o, c in graph.costs() if o.name == conv.name)
-    assert conv.gmacs_per_s == pytest.approx(conv.macs / (conv.mean * 1e-3) / 1e9)
+    assert conv.median is not None and conv.ms == conv.median  # ranked and summed at the median
+    assert conv.gmacs_per_s == pytest.approx(conv.macs / (conv.median * 1e-3) / 1e9)
+    top_ms = [r.ms for r in ops.top]
+    assert top_ms == sorted(top_ms, reverse=True) and top["x"] == pytest.approx(top_ms)
+    assert ops.total_ms == pytest.approx(sum(r.median or 0 for r in timed))
+    head = html[html.index('<table class="table sortable dense fit" id="job-ops">') :]
+    assert head.index("Median ms") < head.index("Mean ms") < head.index("p90 ms")
 
 
 @pytest.mark.django_db

@@ -143,8 +143,12 @@ def test_predict_breakdown_refusals_and_the_cli(trained: Trained, capsys: Any, t
     json_path.write_text(graph_to_json(nb201.from_string(CELL, name="file-net")))
 
     assert main(["predict", CELL, str(json_path), "--device", device.name, "--breakdown", *server]) == 0
-    out = capsys.readouterr().out
-    assert f"predictor #{trained.predictor_id} v1 (lasso) of device #{device.pk}" in out
+    out, err = capsys.readouterr()
+    assert f"predictor #{trained.predictor_id} v1 (lasso) of device #{device.pk}: test MAPE " in out
+    assert "on 1 networks" in out  # six training cells: one held out
+    # tested on one network, it is not rankable, and the only predictor of the device: it answers, and says so
+    assert f"warning: predictor #{trained.predictor_id} is not rankable" in err
+    assert "the device has no rankable predictor" in err
     assert "latency ms" in out and "file-net" in out and CELL in out
     assert "file-net: " in out and " kernels" in out  # the per-kernel table
 
@@ -156,9 +160,12 @@ def test_predict_breakdown_refusals_and_the_cli(trained: Trained, capsys: Any, t
     assert "architecture 5 (synthetic-0-0)" in err and "no model for" in err
 
     assert main(["predict", "--nas", "nb201:5:1", "--device", str(device.pk), "--json", *server]) == 0
-    body = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    body = json.loads(out)
     assert [r["name"] for r in body["results"]] == [f"nb201-1-{i}" for i in range(5)]
     assert body["predictor"]["id"] == trained.predictor_id and all(r["latency_ms"] > 0 for r in body["results"])
+    assert body["predictor"]["rankable"] is False and body["predictor"]["chosen_as"] == "unranked"
+    assert all(isinstance(r["warnings"], list) for r in body["results"]) and "is not rankable" in err
 
     assert main(["predict", CELL, BAD_CELL, "--device", device.name, *server]) == 2
     err = capsys.readouterr().err

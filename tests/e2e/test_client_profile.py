@@ -137,7 +137,10 @@ def test_cli_profile_shows_progress_and_prints_the_result(
     out, err = capsys.readouterr()
     assert "100%" in err and "queued" in err
     assert f"cli-net on {device.name}" in out and "4 runs" in out
-    assert "end-to-end ms: mean" in out and "slowest operators" in out and "conv2d" in out
+    assert "end-to-end ms: median" in out and "slowest operators by median" in out and "conv2d" in out
+    assert "machine before the runs: load " in out  # read by the real worker before its timed runs
+    table = out[out.index("slowest operators") :].splitlines()
+    assert table[1].split()[3:] == ["median", "ms", "mean", "ms", "p90", "ms", "share"]
 
     assert main(["profile", str(path), "--device", device.name, "--runs", "2", "--json"]) == 0
     body = json.loads(capsys.readouterr().out)

@@ -51,6 +51,8 @@ def test_submit_queues_a_job_with_complete_settings(
         "cooldown_c": None,
         "cooldown_max_s": None,
         "cold_runs": 1,
+        "on_noise": "flag",
+        "noise_reruns": 2,
     }
     assert len(callbacks) == 1  # the job is handed to the broker once the row is committed
 

@@ -10,6 +10,7 @@ from django.contrib.staticfiles import finders
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from devicelab.backends.base import ProfileSettings
 from devicelab.fusion.sweep import SweepSpec
 from devicelab.remote.spec import MAX_PROFILES, MAX_REQUESTS, PAYLOADS
 from devicelab.tenancy.sweep import MAX_TENANTS, STRATEGIES, SharingSpec
@@ -128,7 +129,10 @@ def test_request_bodies_are_documented_by_their_serializers() -> None:
         "delegate",
         "cooldown_c",
         "cooldown_max_s",
+        "on_noise",
+        "noise_reruns",
     }
+    assert set(settings["properties"]) == set(ProfileSettings.__dataclass_fields__)  # every key the worker reads
     assert settings["properties"]["threads"]["minimum"] == 1
     graph = body("/api/models/")
     assert {"schema_version", "inputs", "operators"} <= set(graph["required"])

@@ -96,7 +96,7 @@ def test_settings_on_embedded_defaults(
     assert db["NAME"] == str(var / "latencylab.sqlite3")
     # A file, so a worker process can open the same test database.
     assert db["TEST"]["NAME"] == str(var / "test_latencylab.sqlite3")
-    assert s["CELERY_BROKER_URL"] == "filesystem://"
+    assert s["CELERY_BROKER_URL"] == "filesystem://localhost/"  # a host, so kombu does not warn
     options = s["CELERY_BROKER_TRANSPORT_OPTIONS"]
     assert options["data_folder_in"] == options["data_folder_out"]
     assert Path(options["data_folder_in"]).is_dir() and Path(options["processed_folder"]).is_dir()

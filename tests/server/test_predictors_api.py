@@ -65,6 +65,11 @@ def test_a_batch_of_1000_nb201_architectures_is_answered(api: Any, phone: Any) -
         "method": "lasso",
         "device": phone.pk,
         "scenario": row.scenario,
+        "e2e_mape": row.e2e_mape,
+        "n_test": row.n_test,
+        "rankable": True,
+        "rank_reason": "",
+        "chosen_as": "best",
     }
     results = answer["results"]
     assert [r["name"] for r in results] == [f"a{i}" for i in range(1000)]
@@ -77,6 +82,7 @@ def test_a_batch_of_1000_nb201_architectures_is_answered(api: Any, phone: Any) -
     direct = predictor.predict([nb201.from_string(a) for a in archs[:25]])
     for r, d in zip(results, direct):
         assert r["latency_ms"] == pytest.approx(d.latency_ms, rel=1e-9)
+        assert r["warnings"] == [w.to_dict() for w in d.warnings]  # stored with the table
 
 
 def test_graph_onnx_and_nb201_with_breakdown(api: Any, phone: Any) -> None:
@@ -197,7 +203,12 @@ def test_repeated_operators_in_a_batch_are_each_checked(api: Any, phone: Any) ->
 def test_kernels_without_a_model_fail_the_architecture(api: Any, phone: Any) -> None:
     p = qed_predictor()
     # A predictor trained on networks without fully connected layers.
-    partial = dataclasses.replace(p, models={k: m for k, m in p.models.items() if k != "fully_connected"})
+    assert p.training_ranges is not None
+    partial = dataclasses.replace(
+        p,
+        models={k: m for k, m in p.models.items() if k != "fully_connected"},
+        training_ranges={k: r for k, r in p.training_ranges.items() if k != "fully_connected"},
+    )
     row = ready_predictor(phone, predictor=partial)
     resp = _predict(api, predictor=row.pk, architectures=[{"name": "with-fc", "graph": graph_to_dict(tiny_graph())}])
     assert resp.status_code == 400, resp.content

@@ -9,6 +9,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from devicelab.predict import qed
+from devicelab.predict.errors import PredictorError
 
 pytestmark = pytest.mark.django_db
 
@@ -106,6 +107,36 @@ def test_a_phone_predictor_trains_with_grouped_cross_validation(imported: Any) -
     assert [p["n"] for p in ev["by_training_size"]] == [30, 53]
     assert {"conv2d", "depthwise_conv2d"} <= set(ev["kernel_mape"])
     assert row.meta["qed_device"] == "pixel4" and row.n_train == 67
+
+
+def test_the_public_dataset_imports_as_published(tmp_path: Any) -> None:
+    from server.predictors.models import ImportedMeasurement
+    from server.predictors.qed_import import import_qed
+    from tests.devicelab.predict.qed_published import PUBLISHED_E2E, PUBLISHED_OPS, write_published
+
+    clone = tmp_path / "mobile-ml-benchmark"
+    ops, e2e = write_published(clone, ["resnet10", "mobilenetv2_wd4"])
+    outcome = import_qed(clone)  # a clone of the repository, given as it is
+    assert outcome.files == (ops, e2e)
+    assert [(d.device.name, d.created) for d in outcome.devices] == [(name, 2) for name in qed.DEVICES]
+    row = ImportedMeasurement.objects.get(device__identity="qed:a03s", network="resnet10")
+    assert row.extra["files"] == [PUBLISHED_OPS, PUBLISHED_E2E]
+    assert row.e2e_ms == pytest.approx(qed.read_e2e()["resnet10"]["a03s|gpu|float|mean"] / 1000)
+    assert [k["name"] for k in row.kernels][:3] == [
+        "convolution_2d_0_linked_:_relu_1",
+        "pooling_2d_2",
+        "convolution_winograd_4x4_6x6_3",
+    ]
+    # our own training files over it: the two networks are the same data, the rest are new
+    again = import_qed()
+    assert all(d.created == 65 and d.unchanged == 0 and d.updated == 2 for d in again.devices)
+
+
+def test_a_folder_without_qed_files_is_refused_naming_the_names(tmp_path: Any) -> None:
+    from server.predictors.qed_import import import_qed
+
+    with pytest.raises(PredictorError, match=r"no qed files in .*tflite_cnn_ops_gpu.csv \+ tflite_cnn_e2e.csv"):
+        import_qed(tmp_path)
 
 
 def test_an_imported_phone_refuses_profiling_jobs(imported: Any, member: Any, make_network: Any, api: Any) -> None:

@@ -196,6 +196,18 @@
       if (limits.length) threads.max = String(Math.min.apply(null, limits));
       else threads.removeAttribute("max");
     }
+    var coldRuns = form.querySelector('input[name="cold_runs"]');
+    if (coldRuns) {
+      // The page's own bound (what any online device measures) comes back when no device is chosen.
+      if (!coldRuns.hasAttribute("data-offered-max")) coldRuns.setAttribute("data-offered-max", coldRuns.max);
+      var colds = chosen.map(function (cb) { return parseInt(cb.getAttribute("data-max-cold-runs") || "1", 10); });
+      var coldMax = colds.length ? Math.min.apply(null, colds) : parseInt(coldRuns.getAttribute("data-offered-max"), 10);
+      if (!isNaN(coldMax)) {
+        coldRuns.max = String(coldMax);
+        if (parseInt(coldRuns.value, 10) > coldMax) coldRuns.value = String(coldMax);
+      }
+      coldRuns.title = coldMax === 1 && colds.length ? "A chosen device measures the one cold start of its run" : "";
+    }
     var cluster = form.querySelector('select[name="core_cluster"]');
     narrowChoices(form.querySelector('select[name="delegate"]'), chosen, "data-delegates");
     narrowChoices(cluster, chosen, "data-core-clusters");
@@ -216,11 +228,50 @@
     });
   }
 
+  // A submit-page checklist's filters: a text filter over each row's label and attributes
+  // (data-search) and a kind select (data-kind); rows already checked always stay shown, so
+  // nothing is submitted unseen. The filters are hidden without JavaScript.
+  function initListFilters(root) {
+    root.querySelectorAll("[data-list-tools]").forEach(function (tools) {
+      var id = tools.getAttribute("data-list-tools");
+      var list = document.getElementById(id);
+      if (!list) return;
+      var text = tools.querySelector("[data-list-filter]");
+      var kind = tools.querySelector("[data-list-kind]");
+      var count = tools.querySelector("[data-list-count]");
+      function apply() {
+        var words = text ? text.value.trim().toLowerCase().split(/\s+/).filter(Boolean) : [];
+        var wanted = kind ? kind.value : "";
+        var shown = 0, total = 0;
+        list.querySelectorAll("label.check").forEach(function (row) {
+          var cb = row.querySelector("input");
+          var hay = (row.textContent + " " + ((cb && cb.getAttribute("data-search")) || "")).toLowerCase();
+          var ok = (cb !== null && cb.checked) || (
+            (!wanted || (cb !== null && cb.getAttribute("data-kind") === wanted)) &&
+            words.every(function (w) { return hay.indexOf(w) !== -1; }));
+          row.hidden = !ok;
+          total += 1;
+          if (ok) shown += 1;
+        });
+        if (count) count.textContent = shown === total ? total + " listed" : shown + " of " + total + " shown";
+      }
+      if (text) {
+        text.addEventListener("input", apply);
+        // Enter in a filter would send the whole form.
+        text.addEventListener("keydown", function (e) { if (e.key === "Enter") e.preventDefault(); });
+      }
+      if (kind) kind.addEventListener("change", apply);
+      tools.hidden = false;
+      apply();
+    });
+  }
+
   function initSubmitForm(root) {
     var form = root.getElementById ? root.getElementById("submit-form") : null;
     if (!form) return;
     form.addEventListener("change", function () { narrowSettings(form); });
     narrowSettings(form);
+    initListFilters(form);
   }
 
   // A select marked data-autosubmit sends its form when it changes (no inline handlers: the

@@ -290,6 +290,7 @@ def profile(
     )
     h.report(0.05, "reading temperatures")
     cool, before = cooldown.wait(link, used, h)
+    load = phone_state.load_average(link)
     csv_path = f"{tool_run.REMOTE_DIR}/op_profile_{os.getpid()}_{int(time.time() * 1000)}.csv"
     cmd = tool_run.command_line(
         model_path,
@@ -343,6 +344,7 @@ def profile(
         "frequencies_khz_after": after.cur_khz,
         "max_frequencies_khz": before.max_khz,
         "frequency_caps_khz_after": after.cap_khz,
+        "machine_load": _phone_load(load, device, used),
         "screen_on": before.screen_on,
         "charging": before.charging,
         "battery_level": before.battery_level,
@@ -415,6 +417,21 @@ def _cold_starts(
         samples.append(ColdSample(summary.init_us / 1000.0, summary.first_inference_us / 1000.0))
         meter.step(f"cold start {i + 1}/{settings.cold_runs} (fresh benchmark_model process)")
     return ColdStarts(FRESH_PROCESS, samples)
+
+
+def _phone_load(
+    load: tuple[float, float, float] | None, device: DeviceInfo, cores: tuple[int, ...]
+) -> dict[str, Any] | None:
+    """What the job page shows beside the CV: the phone's own load average when the run began."""
+    if load is None:
+        return None
+    online = len(device.capabilities.cores) if device.capabilities and device.capabilities.cores else len(cores)
+    return {
+        "load_average": list(load),
+        "cores_online": online,
+        "cores_watched": list(cores),
+        "summary": f"the phone's load average {load[0]:.2f} (1 min) on {online} cores, from /proc/loadavg",
+    }
 
 
 def _e2e(summary: RunSummary, serial: str) -> SampleStats:

@@ -195,6 +195,16 @@ def parse_screen(text: str) -> bool | None:
     return m.group(1) == "ON" if m else None
 
 
+def load_average(link: PhoneLink) -> tuple[float, float, float] | None:
+    """The phone's load average (1, 5, 15 min) from ``/proc/loadavg``, or None where unreadable."""
+    text = read_files(link, ["/proc/loadavg"])["/proc/loadavg"]
+    try:
+        one, five, fifteen = (float(x) for x in (text or "").split()[:3])
+    except ValueError:
+        return None
+    return one, five, fifteen
+
+
 def snapshot(link: PhoneLink, cores: Sequence[int]) -> Snapshot:
     """Read temperatures, the governors and frequencies of ``cores``, screen and charging state."""
     listing = link.run(f"ls {THERMAL_DIR}").stdout.split()

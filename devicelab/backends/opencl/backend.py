@@ -113,6 +113,9 @@ def discover() -> list[DeviceInfo]:
 # Profiling
 
 
+MODEL_FORMAT = "IR run by latencylab's OpenCL kernels (seeded weights; an upload's weights are not used)"
+
+
 def _check_request(device: DeviceInfo, settings: ProfileSettings) -> FoundDevice:
     if device.kind != KIND:
         raise ValueError(f"the opencl backend cannot profile a {device.kind!r} device")
@@ -194,6 +197,9 @@ def profile(
         "compute_units": limits.compute_units,
         devices.THREADS_ENV: applied[devices.THREADS_ENV],
         "cores": [],
+        # it runs LatencyLab's own kernels on the graph, never a file: an upload's weights are not used
+        "model_format": MODEL_FORMAT,
+        "model_sha256": None,
         "input_seed": INPUT_SEED,
         "weight_seed": WEIGHT_SEED,
         "e2e_definition": "host wall time of one run: input upload, every kernel, output download",
@@ -243,6 +249,8 @@ def profile(
     samples = [t.wall_ms for t in timings]
     load_ms, first_ms = h.cold_start()
     h.done()
+    device_bytes = int(env["buffer_bytes"]) + int(env["weight_bytes"])
+    env["memory"] = {"device_bytes": device_bytes, "what": "device buffers: activations (with slack) and weights"}
     return ProfileResult(
         device=device,
         settings=settings,
@@ -251,6 +259,7 @@ def profile(
         cold=ColdStart(load_ms=load_ms, first_run_ms=first_ms),
         ops=rows,
         environment=env,
+        peak_memory_mb=device_bytes / (1024 * 1024),
         cold_starts=cold_starts,
     )
 

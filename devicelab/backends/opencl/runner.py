@@ -118,6 +118,14 @@ class GraphRunner:
                 f"opencl backend: device {limits.name!r} does not support fp16 "
                 "(no cl_khr_fp16 extension); run it in fp32"
             )
+        quantized = graph.quantized_operators()
+        if quantized:
+            first = quantized[0]
+            raise BackendError(
+                f"opencl backend cannot run graph {graph.name!r}: it has {len(quantized)} quantized operators "
+                f"(the first: {first.name!r}, {first.type} on {graph.compute_dtype(first)}) and LatencyLab's "
+                "OpenCL kernels are fp32 / fp16; profile a quantized model on a cpu device"
+            )
         self.found = found
         self.precision = precision
         self.dtype = HOST_DTYPES[precision]

@@ -24,6 +24,10 @@ class ExportContext(Protocol):
         """Shape of an IR tensor."""
         ...
 
+    def dtype(self, t: str) -> str:
+        """IR dtype of a tensor."""
+        ...
+
     def float_type(self, op: Operator) -> type:
         """numpy float type for the weights of ``op``: its input's, or float32 for integer graphs."""
         ...

@@ -1,5 +1,7 @@
 """Write an IR graph as a runnable ONNX model with random weights.
 
+Operators on int8 / uint8 tensors are written in their quantized ONNX form (``quant_emitters``).
+
 The IR keeps no weights, so the exporter draws them: deterministic for a seed, scaled by fan-in
 so activations stay finite through deep graphs, batch-norm variances positive, divisor
 constants away from zero. onnxruntime runs the result; the importer reads it back to the same
@@ -23,7 +25,9 @@ as ``relu6``; a ``conv2d`` whose groups equal its input channels (> 1) and whose
 are a multiple of them reads back as ``depthwise_conv2d``; a one-element constant of a binary
 operator without ``const_value`` gets a random value, which reads back as ``const_value``;
 ``hard_sigmoid`` followed by ``mul`` with the same input reads back as ``hard_swish`` (and the
-same for ``sigmoid`` and ``swish``).
+same for ``sigmoid`` and ``swish``); on int8 / uint8 tensors a ``clip`` reads back as ``relu6`` (or
+``relu`` without a max: quantized bounds carry no scale), and a ``quantize_linear`` of int8 values
+as a ``dequantize_linear`` then a ``quantize_linear``.
 """
 
 from __future__ import annotations
@@ -35,9 +39,11 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from devicelab.graph import ops
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph, Operator
 from devicelab.graph.onnx.emitters import EMITTERS
+from devicelab.graph.onnx.quant_emitters import MICROSOFT, QUANT_EMITTERS, quantized_emitter
 
 MIN_EXPORT_OPSET = 11
 MAX_EXPORT_OPSET = 21
@@ -97,16 +103,24 @@ class _Exporter:
         """Build the model."""
         g = self.graph
         for op in g.operators:
-            emit = EMITTERS.get(op.type)
-            if emit is None:
-                raise GraphError(f"operator type {op.type!r} has no ONNX export", node=op.name, op=op.type)
+            if op.type in ("quantize_linear", "dequantize_linear"):
+                emit = QUANT_EMITTERS[op.type]
+            elif op.inputs and ops.is_quantized_dtype(self.dtype(op.inputs[0])):
+                emit = quantized_emitter(self, op)
+            else:
+                found = EMITTERS.get(op.type)
+                if found is None:
+                    raise GraphError(f"operator type {op.type!r} has no ONNX export", node=op.name, op=op.type)
+                emit = found
             emit(self, op)
         inputs = [self._value_info(t) for t in g.inputs]
         outputs = [self._value_info(t) for t in g.outputs]
         onnx_graph = helper.make_graph(self.nodes, g.name, inputs, outputs, initializer=self.inits)
         opsets = [helper.make_opsetid("", self.opset)]
+        if any(n.domain == MICROSOFT for n in self.nodes):  # onnxruntime's quantized operators
+            opsets.append(helper.make_opsetid(MICROSOFT, 1))
         model = helper.make_model(onnx_graph, opset_imports=opsets, producer_name="latencylab")
-        model.ir_version = helper.find_min_ir_version_for(opsets)
+        model.ir_version = helper.find_min_ir_version_for(opsets[:1])  # onnx does not know com.microsoft's
         return model
 
     # -- helpers -----------------------------------------------------------------------------
@@ -118,6 +132,10 @@ class _Exporter:
     def shape(self, t: str) -> tuple[int, ...]:
         """Shape of an IR tensor."""
         return self.graph.tensors[t].shape
+
+    def dtype(self, t: str) -> str:
+        """IR dtype of a tensor."""
+        return self.graph.tensors[t].dtype
 
     def float_type(self, op: Operator) -> type:
         """numpy float type for the weights of ``op``: its input's, or float32 for integer graphs."""

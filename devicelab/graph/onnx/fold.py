@@ -187,6 +187,27 @@ FOLD_BOUNDS: dict[str, Callable[[list[Any], dict[str, Any]], int]] = {
 }
 
 
+def fold_quantization(
+    op: str, x: np.ndarray, scale: np.ndarray, zero: np.ndarray | None, attrs: dict[str, Any]
+) -> np.ndarray:
+    """QuantizeLinear or DequantizeLinear of a constant, per tensor or per axis (ONNX semantics:
+    round half to even, saturate to the zero point's type, uint8 without one)."""
+    if attrs.get("block_size", 0):
+        raise ValueError("blocked quantization (block_size) is not supported")
+    scale = np.asarray(scale, dtype=np.float32)
+    zp = np.zeros((), np.uint8 if op == "QuantizeLinear" else x.dtype) if zero is None else np.asarray(zero)
+    if scale.ndim == 1 and x.ndim > 0:
+        axis = int(attrs.get("axis", 1)) % x.ndim
+        shape = [1] * x.ndim
+        shape[axis] = -1
+        scale, zp = scale.reshape(shape), zp.reshape(shape)
+    if op == "DequantizeLinear":
+        return ((x.astype(np.float32) - zp.astype(np.float32)) * scale).astype(np.float32)
+    info = np.iinfo(zp.dtype)
+    q = np.rint(x.astype(np.float32) / scale) + zp.astype(np.float32)
+    return np.clip(q, info.min, info.max).astype(zp.dtype)
+
+
 # Op types that never become IR operators (aliased, folded or read as constants by the importer).
 DROPPED = frozenset({"Identity", "Dropout", "Cast", "Constant", "Shape", "Size"})
 

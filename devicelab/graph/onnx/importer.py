@@ -24,7 +24,7 @@ from devicelab.graph import ops
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph, Operator, Tensor
 from devicelab.graph.limits import DEFAULT_LIMITS, FoldBudget, ImportLimits, check_elements, check_graph
-from devicelab.graph.onnx.fold import DROPPED, FOLD_BOUNDS, FOLDERS, constant_value
+from devicelab.graph.onnx.fold import DROPPED, FOLD_BOUNDS, FOLDERS, constant_value, fold_quantization
 from devicelab.graph.onnx.fuse import PSEUDO, fuse
 from devicelab.graph.onnx.mappers import MAPPERS
 from devicelab.graph.onnx.prepare import (
@@ -39,10 +39,14 @@ from devicelab.graph.onnx.prepare import (
     topological_order,
     working_copy,
 )
+from devicelab.graph.onnx.quant_mappers import MICROSOFT_OPS, QUANT_MAPPERS
 from devicelab.graph.onnx.wire import node_attrs, parse_onnx_bytes
 
+ALL_MAPPERS = {**MAPPERS, **QUANT_MAPPERS}
 # Every ONNX op type the reader knows: mapped to an IR operator, folded, or dropped.
-KNOWN_OPS = frozenset(MAPPERS) | frozenset(FOLDERS) | DROPPED
+KNOWN_OPS = frozenset(ALL_MAPPERS) | frozenset(FOLDERS) | DROPPED
+# Quantization nodes of a constant (a weight in QDQ form) are folded when a mapper reads the value.
+_LAZY_FOLDED = ("QuantizeLinear", "DequantizeLinear")
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,8 @@ class _Importer:
         # The caller's initializers, with their data (the working copy dropped the big ones').
         self.inits: dict[str, onnx.TensorProto] = {t.name: t for t in initializers}
         self.consts: dict[str, np.ndarray] = {}
+        # Q / DQ of a constant, folded only if its value is read: (op type, inputs, attrs, node name)
+        self.lazy: dict[str, tuple[str, list[str], dict[str, Any], str]] = {}
         self.alias: dict[str, str] = {}
         self.tensors: dict[str, Tensor] = {}
         self.inputs: list[str] = []
@@ -115,7 +121,7 @@ class _Importer:
                 raise GraphError(f"cannot inline the model's local functions: {exc}") from None
         nodes = list(self.g.node)
         names = node_names(nodes)
-        check_vocabulary(nodes, names, KNOWN_OPS)
+        check_vocabulary(nodes, names, KNOWN_OPS, {"com.microsoft": MICROSOFT_OPS})
         for tensor in read_inputs(self.g, self.inits, self.limits):
             self.tensors[tensor.name] = tensor
             self.inputs.append(tensor.name)
@@ -156,11 +162,13 @@ class _Importer:
 
     def is_const(self, t: str) -> bool:
         """Whether ``t`` is an initializer or a folded constant."""
-        return t in self.consts or t in self.inits
+        return t in self.consts or t in self.inits or t in self.lazy
 
     def const(self, t: str, node: str, op: str, max_values: int | None = None) -> np.ndarray:
         """The value of constant ``t``, or an error saying it is computed at run time (or that it
         holds more than ``max_values`` values, checked before they are read)."""
+        if t in self.lazy and t not in self.consts:
+            self._fold_lazy(t)
         if t not in self.consts and t not in self.inits:
             raise GraphError(
                 f"input {t!r} must be a constant (an initializer or computed from shapes), "
@@ -193,9 +201,25 @@ class _Importer:
 
     def const_shape(self, t: str) -> tuple[int, ...]:
         """The shape of constant ``t``, without reading its data."""
+        if t in self.lazy and t not in self.consts:
+            return self.const_shape(self.lazy[t][1][0])  # Q / DQ keep their input's shape
         if t in self.consts:
             return tuple(int(d) for d in self.consts[t].shape)
         return tuple(int(d) for d in self.inits[t].dims)
+
+    def _fold_lazy(self, t: str) -> None:
+        """Compute a Q / DQ of a constant that a mapper reads the value of."""
+        op, ins, attrs, name = self.lazy[t]
+        x = self.const(ins[0], name, op)
+        self.folded.check(int(x.size), node=name, op=op)
+        scale = self.const(ins[1], name, op)
+        zero = self.optional_const(ins, 2, name, op)
+        try:
+            value = fold_quantization(op, x, scale, zero, attrs)
+        except Exception as exc:
+            raise GraphError(f"cannot compute this constant: {exc}", node=name, op=op) from None
+        self.folded.spend(int(value.size))
+        self.consts[t] = value
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -224,6 +248,11 @@ class _Importer:
                 self.consts[node.output[0]] = np.array(shape, dtype=np.int64)[attrs.get("start", 0) : attrs.get("end")]
             self.folded.spend(int(self.consts[node.output[0]].size))
             return
+        if op in _LAZY_FOLDED and self.is_const(ins[0]):
+            # A quantized weight of a QDQ model: its shape is all a mapper reads, unless the value
+            # is a small operand (a clip bound); a model's weights are never dequantized here.
+            self.lazy[node.output[0]] = (op, ins, attrs, name)
+            return
         if op in FOLDERS and all(t == "" or self.is_const(t) for t in ins):
             values = [None if t == "" else self.const(t, name, op) for t in ins]
             try:
@@ -249,7 +278,7 @@ class _Importer:
             raise GraphError(
                 "a Cast of an activation tensor to a non-float type is not in the vocabulary", node=name, op=op
             )
-        mapper = MAPPERS.get(op)
+        mapper = ALL_MAPPERS.get(op)
         if mapper is None:
             raise GraphError(
                 f"{op} on activation tensors is not in the vocabulary (it is only folded when it "
@@ -299,7 +328,11 @@ class _Importer:
             raise GraphError(
                 f"has {len(outputs)} outputs, but the IR {ir_type} gives {len(out_shapes)}", node=name, op=node.op_type
             )
-        dtype = self.tensors[inputs[0]].dtype
+        dtype = (
+            self.tensors[inputs[0]].dtype
+            if ir_type in PSEUDO
+            else ops.output_dtype(ir_type, canonical, [self.tensors[t].dtype for t in inputs], name)
+        )
         for t, s in zip(outputs, out_shapes, strict=False):
             check_elements(s, self.limits, node=name, op=node.op_type, what=f"its output {t!r}")
             self.tensors[t] = Tensor(t, tuple(int(d) for d in s), dtype)

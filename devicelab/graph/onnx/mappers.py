@@ -63,16 +63,25 @@ def _window(
     return out
 
 
-def _map_conv(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[str], a: dict[str, Any]) -> None:
-    op = node.op_type
-    x = imp.act(ins[0], name, op)
-    if len(ins) < 2 or not imp.is_const(ins[1]):
+def conv_operator(
+    imp: ImportContext,
+    name: str,
+    op: str,
+    a: dict[str, Any],
+    x_name: str,
+    w_name: str | None,
+    bias_name: str | None,
+) -> tuple[str, dict[str, Any]]:
+    """The IR type and attributes of a convolution of ``x_name`` by the constant weight ``w_name``
+    (Conv, and the quantized QLinearConv and ConvInteger, whose operands sit elsewhere)."""
+    x = imp.act(x_name, name, op)
+    if not w_name or not imp.is_const(w_name):
         raise GraphError(
             "the weight must be an initializer or constant; weights computed at run time are not supported",
             node=name,
             op=op,
         )
-    w = imp.const_shape(ins[1])
+    w = imp.const_shape(w_name)
     if len(x.shape) != 4 or len(w) != 4:
         raise GraphError(
             f"only 2-D convolution is supported (4-D NCHW input and weight), got input "
@@ -90,15 +99,20 @@ def _map_conv(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[str
     kernel = a.get("kernel_shape", [kh, kw])
     if list(kernel) != [kh, kw]:
         raise GraphError(f"kernel_shape {kernel} differs from the weight's {[kh, kw]}", node=name, op=op)
-    bias = len(ins) > 2 and bool(ins[2])
-    if bias and not imp.is_const(ins[2]):
+    bias = bool(bias_name)
+    if bias_name and not imp.is_const(bias_name):
         raise GraphError("the bias must be an initializer or constant", node=name, op=op)
     attrs = _window(imp, x, a, kernel, name, op)
     attrs["bias"] = bias
     if group == cin and group > 1 and cout % cin == 0:
-        imp.emit(node, name, "depthwise_conv2d", [ins[0]], {**attrs, "multiplier": cout // cin})
-    else:
-        imp.emit(node, name, "conv2d", [ins[0]], {**attrs, "out_channels": cout, "groups": group})
+        return "depthwise_conv2d", {**attrs, "multiplier": cout // cin}
+    return "conv2d", {**attrs, "out_channels": cout, "groups": group}
+
+
+def _map_conv(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[str], a: dict[str, Any]) -> None:
+    bias = ins[2] if len(ins) > 2 and ins[2] else None
+    ir_type, attrs = conv_operator(imp, name, node.op_type, a, ins[0], ins[1] if len(ins) > 1 else None, bias)
+    imp.emit(node, name, ir_type, [ins[0]], attrs)
 
 
 def _map_gemm(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[str], a: dict[str, Any]) -> None:
@@ -160,6 +174,15 @@ def _map_unary(ir_type: str, defaults: dict[str, Any] | None = None) -> Mapper:
 
 
 def _map_clip(imp: ImportContext, node: onnx.NodeProto, name: str, ins: list[str], a: dict[str, Any]) -> None:
+    x = imp.act(ins[0], name, node.op_type)
+    if x.dtype in ("int8", "uint8"):
+        # Bounds of quantized values are in the quantized domain, whose scale the IR does not keep:
+        # a lower bound alone is a ReLU, both bounds a ReLU6 (as quantization tools write them).
+        has = [len(ins) > i and bool(ins[i]) for i in (1, 2)] if imp.opset >= 11 else ["min" in a, "max" in a]
+        if not has[0]:
+            raise GraphError("a Clip of quantized values without a lower bound is not in the vocabulary", node=name)
+        imp.emit(node, name, "relu6" if has[1] else "relu", [ins[0]], {})
+        return
     bounds: list[float | None] = []
     for i, key in ((1, "min"), (2, "max")):
         if imp.opset >= 11:

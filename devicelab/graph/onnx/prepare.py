@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 import onnx
 
@@ -176,10 +176,16 @@ def node_names(nodes: Sequence[onnx.NodeProto]) -> list[str]:
     return names
 
 
-def check_vocabulary(nodes: Sequence[onnx.NodeProto], names: list[str], known: Collection[str]) -> None:
-    """Refuse the first node whose op type is not ``known`` (mapped, folded or dropped)."""
+def check_vocabulary(
+    nodes: Sequence[onnx.NodeProto],
+    names: list[str],
+    known: Collection[str],
+    custom: Mapping[str, Collection[str]] | None = None,
+) -> None:
+    """Refuse the first node whose op type is not ``known`` (mapped, folded or dropped); of a custom
+    domain, only the op types ``custom`` lists for it are known."""
     for n, node_name in zip(nodes, names, strict=False):
-        if n.domain not in ("", "ai.onnx"):
+        if n.domain not in ("", "ai.onnx") and n.op_type not in (custom or {}).get(n.domain, ()):
             raise GraphError(
                 f"operator '{n.domain}.{n.op_type}' from the custom domain {n.domain!r} is not in the "
                 "LatencyLab operator vocabulary (docs/graph-format.md)",

@@ -2,20 +2,28 @@
 
 Every operator type the lab knows is one ``OpSpec`` in ``OPS`` (``vocabulary``). A spec fills in
 default attributes (``attributes``: so two graphs that mean the same thing compare equal), infers
-output shapes from input shapes (``shapes``), and counts multiply-adds, FLOPs and parameters
-(``costs``); ``infer`` checks one operator against its spec. The conventions are documented in
+output shapes from input shapes (``shapes``), counts multiply-adds, FLOPs and parameters
+(``costs``) and gives its outputs' dtype (``dtypes``: an operator on int8 / uint8 tensors is its
+quantized form); ``infer`` checks one operator against its spec. The conventions are documented in
 ``docs/graph-format.md``; in short, shapes are NCHW with the batch dimension, MACs count only
 the multiply-adds of conv / fully-connected / matmul, biases and batch norm add parameters but
 no MACs (batch norm is treated as folded into the preceding convolution for MACs).
 """
 
 from devicelab.graph.ops.common import DTYPES, Attrs, CostFn, Shape, numel
-from devicelab.graph.ops.infer import normalize_and_infer, normalize_and_infer_memo, normalize_infer_and_size_memo
+from devicelab.graph.ops.dtypes import QUANTIZED, is_quantized_dtype
+from devicelab.graph.ops.infer import (
+    normalize_and_infer,
+    normalize_and_infer_memo,
+    normalize_infer_and_size_memo,
+    output_dtype,
+)
 from devicelab.graph.ops.vocabulary import OPS, OpSpec, spec
 
 __all__ = [
     "DTYPES",
     "OPS",
+    "QUANTIZED",
     "Attrs",
     "CostFn",
     "OpSpec",
@@ -23,6 +31,8 @@ __all__ = [
     "normalize_and_infer",
     "normalize_and_infer_memo",
     "normalize_infer_and_size_memo",
+    "is_quantized_dtype",
     "numel",
+    "output_dtype",
     "spec",
 ]

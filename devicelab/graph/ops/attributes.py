@@ -55,6 +55,30 @@ def dwconv(attrs: Attrs, shapes: list[Shape]) -> Attrs:
     return out
 
 
+def conv_integer(attrs: Attrs, shapes: list[Shape]) -> Attrs:
+    """conv_integer: conv2d's attributes; it has no bias (its int32 sums are rescaled after it)."""
+    need(not attrs.get("bias", False), "conv_integer has no bias (ONNX ConvInteger takes none)")
+    return {**conv({**attrs, "bias": False}, shapes), "bias": False}
+
+
+def quantize(attrs: Attrs, shapes: list[Shape]) -> Attrs:
+    """quantize_linear: the dtype it writes (int8 or uint8, default uint8 as in ONNX)."""
+    dtype = attrs.get("dtype", "uint8")
+    need(dtype in ("int8", "uint8"), f"quantize_linear writes int8 or uint8, not {dtype!r}")
+    return {"dtype": dtype}
+
+
+def matmul_integer(attrs: Attrs, shapes: list[Shape]) -> Attrs:
+    """matmul_integer: with one input, the weight is a constant of ``out_features`` columns."""
+    if len(shapes) == 2:
+        need("out_features" not in attrs, "'out_features' is only for a matmul_integer with one input")
+        return {}
+    need("out_features" in attrs, "a matmul_integer with one input needs 'out_features' (its constant weight)")
+    out = int(attrs["out_features"])
+    need(out >= 1, "out_features must be >= 1")
+    return {"out_features": out}
+
+
 def fully_connected(attrs: Attrs, shapes: list[Shape]) -> Attrs:
     """fully_connected: out_features and bias."""
     need("out_features" in attrs, "attribute 'out_features' is required")

@@ -31,6 +31,11 @@ def macs_matmul(i: list[Shape], o: list[Shape], a: Attrs) -> int:
     return numel(o[0]) * i[0][-1]
 
 
+def params_matmul_integer(i: list[Shape], o: list[Shape], a: Attrs) -> int:
+    """matmul_integer: its constant weight, when it has one (one input)."""
+    return i[0][-1] * a["out_features"] if len(i) == 1 else 0
+
+
 def zero(i: list[Shape], o: list[Shape], a: Attrs) -> int:
     """No cost of this kind."""
     return 0

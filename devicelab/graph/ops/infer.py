@@ -30,6 +30,15 @@ def normalize_and_infer(
         raise GraphError(f"bad attributes {attrs!r}: {exc}", node=node, op=op_type) from None
 
 
+def output_dtype(op_type: str, attrs: Attrs, input_dtypes: Sequence[str], node: str | None = None) -> str:
+    """The dtype an operator with canonical ``attrs`` writes, or a ``GraphError`` when its inputs'
+    dtypes do not fit it (a dequantize_linear of float32)."""
+    try:
+        return spec(op_type, node).out_dtype(list(input_dtypes), attrs)
+    except Fail as exc:
+        raise GraphError(str(exc), node=node, op=op_type) from None
+
+
 _MEMO: dict[tuple[str, bytes, tuple[Shape, ...]], tuple[Attrs, list[Shape], int]] = {}
 _MEMO_LIMIT = 1 << 16
 

@@ -89,6 +89,11 @@ def matmul(s: list[Shape], a: Attrs) -> list[Shape]:
     return [(*batch, x[-2], y[-1])]
 
 
+def matmul_integer(s: list[Shape], a: Attrs) -> list[Shape]:
+    """matmul_integer: like matmul with two inputs, like fully_connected with one."""
+    return matmul(s, a) if len(s) == 2 else fully_connected(s, a)
+
+
 def binary(s: list[Shape], a: Attrs) -> list[Shape]:
     """Element-wise binary: the broadcast of the operands (or of the input and the constant)."""
     if len(s) == 1:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from devicelab.graph.errors import GraphError
-from devicelab.graph.ops import attributes, costs, shapes
+from devicelab.graph.ops import attributes, costs, dtypes, shapes
 from devicelab.graph.ops.attributes import Normalizer
 from devicelab.graph.ops.common import Attrs, CostFn
+from devicelab.graph.ops.dtypes import DtypeRule
 from devicelab.graph.ops.shapes import ShapeRule
 
 
@@ -26,6 +27,8 @@ class OpSpec:
     params: CostFn = costs.zero
     flops: CostFn = costs.zero
     attr_doc: dict[str, str] = field(default_factory=dict)
+    # the dtype of its outputs; most operators keep their input's (an int8 conv2d is a quantized one)
+    out_dtype: DtypeRule = dtypes.same
 
     def num_outputs(self, attrs: Attrs) -> int:
         """How many output tensors an operator of this type with these attrs has."""
@@ -356,7 +359,69 @@ def _build_specs() -> dict[str, OpSpec]:
             attr_doc={"size": "[H, W] of the output", "mode": "nearest|linear", "align_corners": "bool, default false"},
         ),
     ]
+    specs += _quantization_specs()
     return {s.name: s for s in specs}
+
+
+def _quantization_specs() -> list[OpSpec]:
+    """The operators that change the number format. The quantized forms of the others are the
+    same types on int8 / uint8 tensors (``dtypes``): ONNX QLinearConv reads as a ``conv2d`` on
+    uint8 tensors, a TFLite int8 CONV_2D as a ``conv2d`` on int8 tensors."""
+    return [
+        OpSpec(
+            name="quantize_linear",
+            doc="Quantize to int8 or uint8: saturate(round(x / scale) + zero_point) (ONNX QuantizeLinear, "
+            "TFLite QUANTIZE). Scales and zero points are not kept.",
+            category="quantize",
+            min_inputs=1,
+            max_inputs=1,
+            normalize=attributes.quantize,
+            infer=shapes.same,
+            flops=costs.flops_out,
+            attr_doc={"dtype": "int8|uint8, default uint8"},
+            out_dtype=dtypes.quantize,
+        ),
+        OpSpec(
+            name="dequantize_linear",
+            doc="Back to float32: (x - zero_point) * scale (ONNX DequantizeLinear, TFLite DEQUANTIZE).",
+            category="quantize",
+            min_inputs=1,
+            max_inputs=1,
+            normalize=attributes.no_attributes,
+            infer=shapes.same,
+            flops=costs.flops_out,
+            out_dtype=dtypes.dequantize,
+        ),
+        OpSpec(
+            name="conv_integer",
+            doc="2-D convolution of int8 / uint8 values into int32 sums, without bias (ONNX ConvInteger).",
+            category="conv",
+            min_inputs=1,
+            max_inputs=1,
+            normalize=attributes.conv_integer,
+            infer=shapes.conv,
+            macs=costs.macs_conv,
+            params=costs.params_conv,
+            flops=costs.twice(costs.macs_conv),
+            attr_doc={**_WINDOW_DOC, "out_channels": "int", "groups": "int, default 1"},
+            out_dtype=dtypes.integer_accumulator,
+        ),
+        OpSpec(
+            name="matmul_integer",
+            doc="Matrix product of int8 / uint8 values into int32 sums (ONNX MatMulInteger): of two "
+            "activations, or of one and a constant weight of out_features columns.",
+            category="matmul",
+            min_inputs=1,
+            max_inputs=2,
+            normalize=attributes.matmul_integer,
+            infer=shapes.matmul_integer,
+            macs=costs.macs_matmul,
+            params=costs.params_matmul_integer,
+            flops=costs.twice(costs.macs_matmul),
+            attr_doc={"out_features": "int, with one input only"},
+            out_dtype=dtypes.integer_accumulator,
+        ),
+    ]
 
 
 OPS: dict[str, OpSpec] = _build_specs()

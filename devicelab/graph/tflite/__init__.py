@@ -22,9 +22,11 @@ Only subgraph 0 (the model's main function) is read. What the reader does with T
   ADD / SUB / MUL / DIV becomes ``const_shape`` (and ``const_value`` for a float scalar whose data is
   present). An operator that reads only constants (DEQUANTIZE of fp16 weights, say) is a constant
   subexpression: it is dropped and its output is a constant too.
-* **Quantization.** QUANTIZE and DEQUANTIZE of activations are dropped: their output is the same
-  tensor as their input. Tensors keep their own dtype, so a fully-quantized model shows ``int8``
-  (or ``uint8``) activations.
+* **Quantization.** QUANTIZE and DEQUANTIZE of activations become ``quantize_linear`` and
+  ``dequantize_linear`` (one between float16 and float32 is dropped: its output is its input).
+  Tensors keep their own dtype, so a fully-quantized model's CONV_2D, DEPTHWISE_CONV_2D and
+  FULLY_CONNECTED are the IR's operators on ``int8`` (or ``uint8``) tensors, and their MACs count
+  as int8 ones (``Graph.macs_by_dtype``).
 * **Small constants that drive shapes** (MEAN axes, PAD paddings, SPLIT axis, TRANSPOSE perm) are
   read from their buffers; when a shape-only file leaves them empty they are inferred from the
   input and output shapes (for PAD, the padding is then split evenly with the odd one at the end).

@@ -255,11 +255,34 @@ def _batch_matmul(im: Converter, c: OpContext) -> None:
 
 
 def _dropped(im: Converter, c: OpContext) -> None:
-    """QUANTIZE / DEQUANTIZE: the output is the input, in another number format."""
+    """A float-to-float QUANTIZE / DEQUANTIZE (float16 activations): the output is the input."""
     im.x(c, c.input(0))
     out = c.op.outputs[0]
     im.alias[out] = c.input(0)
     im.live.add(out)
+
+
+def _quantize(im: Converter, c: OpContext) -> None:
+    """QUANTIZE to int8 / uint8 (from float, or requantizing): ``quantize_linear``."""
+    x = im.x(c, c.input(0))
+    dtype = im.dtype(c.op.outputs[0])
+    if dtype not in ("int8", "uint8"):
+        if dtype in ("float32", "float16") and im.tensors[x].dtype in ("float32", "float16"):
+            _dropped(im, c)
+            return
+        raise c.fail(f"quantizes to {dtype}; the vocabulary quantizes to int8 or uint8")
+    im.emit("quantize_linear", [x], [im.declare(c.op.outputs[0])], {"dtype": dtype}, c.node)
+
+
+def _dequantize(im: Converter, c: OpContext) -> None:
+    """DEQUANTIZE of an int8 / uint8 activation: ``dequantize_linear`` (of float16: dropped)."""
+    x = im.x(c, c.input(0))
+    if im.tensors[x].dtype in ("float32", "float16"):
+        _dropped(im, c)
+        return
+    if im.tensors[x].dtype not in ("int8", "uint8", "int32"):
+        raise c.fail(f"dequantizes a {im.tensors[x].dtype} tensor; int8, uint8 and int32 are")
+    im.emit("dequantize_linear", [x], [im.declare(c.op.outputs[0])], {}, c.node)
 
 
 def _reshape(im: Converter, c: OpContext) -> None:
@@ -395,6 +418,6 @@ HANDLERS: dict[str, Handler] = {
     "MAXIMUM": _bound("min"),
     "MINIMUM": _bound("max"),
     "BATCH_MATMUL": _batch_matmul,
-    "QUANTIZE": _dropped,
-    "DEQUANTIZE": _dropped,
+    "QUANTIZE": _quantize,
+    "DEQUANTIZE": _dequantize,
 }

@@ -111,7 +111,7 @@ def test_backend_for_cpu_is_the_cpu_backend() -> None:
 def test_cpu_declares_what_it_can_run() -> None:
     caps = cpu.discover()[0].capabilities
     online = cpu_topology.online_cpus()
-    assert caps.precisions == ("fp32",) and caps.formats == ("onnx",)
+    assert caps.precisions == ("fp32", "int8") and caps.formats == ("onnx",)
     assert caps.max_threads == len(online) and caps.cores == tuple(online)
     assert caps.pins_cores == hasattr(os, "sched_setaffinity")
     assert caps.runtimes == (cpu.runtime_version(),)

@@ -179,6 +179,61 @@ for _name, _other in (("add", "relu"), ("sub", "tanh"), ("mul", "tanh"), ("div",
     ]
 
 
+def quantized(q_dtype: str, op_type: str, **attrs: object) -> Build:
+    """``op_type`` between a quantize_linear to ``q_dtype`` and a dequantize_linear back to float."""
+
+    def build() -> Graph:
+        b = GraphBuilder(f"{op_type}_{q_dtype}", X)
+        q = b.op("quantize_linear", [b.input], dtype=q_dtype, name="q")
+        return b.build(b.op("dequantize_linear", [b.op(op_type, [q], **attrs)], name="dq"))
+
+    return build
+
+
+def integer_matmul_pair() -> Build:
+    def build() -> Graph:
+        b = GraphBuilder("matmul_integer_pair", X)
+        q = b.op("quantize_linear", [b.input], dtype="int8", name="q")
+        return b.build(b.op("dequantize_linear", [b.op("matmul_integer", [q, q])], name="dq"))
+
+    return build
+
+
+CASES["quantize_linear"] = [
+    ("int8", single("quantize_linear", dtype="int8")),
+    ("uint8", single("quantize_linear")),
+]
+CASES["dequantize_linear"] = [("int8", quantized("int8", "transpose")), ("uint8", quantized("uint8", "flatten"))]
+CASES["conv_integer"] = [
+    ("uint8", quantized("uint8", "conv_integer", kernel=3, out_channels=4, pads=1)),
+    ("grouped_int8", quantized("int8", "conv_integer", kernel=3, out_channels=8, groups=8, stride=2)),
+]
+CASES["matmul_integer"] = [
+    ("weight", quantized("uint8", "matmul_integer", out_features=5)),
+    ("two_activations", integer_matmul_pair()),
+]
+
+
+def quantized_net(dtype: str) -> Build:
+    """A quantized network in the QOperator form: every quantized emitter but those that need
+    opset 12 (MaxPool and Clip)."""
+
+    def build() -> Graph:
+        b = GraphBuilder(f"quantized_{dtype}", (1, 3, 16, 16))
+        x = b.op("quantize_linear", [b.input], dtype=dtype, name="quantize_in")
+        x = b.conv(x, 8, 3, stride=2)
+        x = b.add(x, b.dwconv(x, 3))
+        x = b.op("mul", [x], const_shape=[1, 8, 1, 1])
+        x = b.concat([x, b.op("sigmoid", [x])])
+        x = b.op("leaky_relu", [x], alpha=0.1)
+        x = b.op("avg_pool2d", [x], kernel=[2, 2], stride=[2, 2])
+        x = b.flatten(b.global_avg_pool(x))
+        x = b.fc(x, 10)
+        return b.build(b.op("dequantize_linear", [x], name="dequantize_out"))
+
+    return build
+
+
 def mobilenet_like() -> Graph:
     """Inverted residual blocks with hard-swish, squeeze-excite and a classifier."""
     b = GraphBuilder("mobilenet_like", (1, 3, 32, 32))
@@ -246,7 +301,17 @@ def unet_like() -> Graph:
     return b.build(b.conv(x, 2, 3, pad="valid"))
 
 
-NETWORKS: list[Build] = [mobilenet_like, resnet_like, shufflenet_like, transformer_like, unet_like]
+quantized_int8, quantized_uint8 = quantized_net("int8"), quantized_net("uint8")
+quantized_int8.__name__, quantized_uint8.__name__ = "quantized_int8", "quantized_uint8"
+NETWORKS: list[Build] = [
+    mobilenet_like,
+    resnet_like,
+    shufflenet_like,
+    transformer_like,
+    unet_like,
+    quantized_int8,
+    quantized_uint8,
+]
 ALL_CASES = [(f"{op}/{label}", build) for op, cases in sorted(CASES.items()) for label, build in cases]
 ALL_CASES += [(build.__name__, build) for build in NETWORKS]
 
@@ -359,3 +424,44 @@ def test_documented_round_trip_caveats() -> None:
     assert back.operators[1].attrs["multiplier"] == 2
     assert isinstance(back.operators[2].attrs["const_value"], float)
     assert back.tensors == graph.tensors and back.macs == graph.macs and back.params == graph.params
+
+
+@pytest.mark.parametrize("op_type", ["max_pool2d", "relu", "relu6"])
+def test_quantized_max_pool_and_clips_need_opset_12(op_type: str) -> None:
+    attrs: dict[str, object] = {"kernel": 2, "stride": 2} if op_type == "max_pool2d" else {}
+    graph = quantized("uint8", op_type, **attrs)()
+    data = graph_to_onnx_bytes(graph, opset=17)
+    assert graph_from_onnx_bytes(data) == graph
+    assert np.all(np.isfinite(_run(data, graph)[0]))
+    with pytest.raises(GraphError, match=f"{op_type} of int8 / uint8 needs opset 12"):
+        graph_to_onnx_bytes(graph, opset=11)
+
+
+def test_an_operator_without_a_quantized_form_is_refused_naming_it() -> None:
+    graph = quantized("int8", "tanh")()
+    with pytest.raises(GraphError, match="'tanh' on int8 tensors has no quantized ONNX export") as err:
+        graph_to_onnx_bytes(graph)
+    assert err.value.node == "tanh_0"
+
+
+def test_quantized_networks_count_their_macs_as_int8() -> None:
+    graph = quantized_net("int8")()
+    assert graph.macs_by_dtype() == {"int8": graph.macs} and graph.macs > 0
+    rows = {r["name"]: r["dtype"] for r in graph.op_table()}
+    assert rows["conv2d_0"] == "int8" and rows["quantize_in"] == "float32" and rows["dequantize_out"] == "int8"
+
+
+def test_a_requantize_runs_and_reads_back_through_float() -> None:
+    """A quantize_linear of int8 values (TFLite's requantizing QUANTIZE) is written as a
+    DequantizeLinear + QuantizeLinear, and reads back as those two operators."""
+    graph = quantized("int8", "quantize_linear", dtype="uint8")()
+    data = graph_to_onnx_bytes(graph)
+    assert _run(data, graph)[0].shape == X
+    back = graph_from_onnx_bytes(data)
+    assert [o.type for o in back.operators] == [
+        "quantize_linear",
+        "dequantize_linear",
+        "quantize_linear",
+        "dequantize_linear",
+    ]
+    assert back.tensors["quantize_linear_1"].dtype == "uint8"

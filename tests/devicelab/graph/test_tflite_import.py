@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from devicelab.graph import GraphBuilder, GraphError, load_graph
+from devicelab.graph import GraphBuilder, load_graph
 from devicelab.graph.tflite import graph_from_tflite_bytes
 from tests.devicelab.graph.tflite_writer import TFLiteWriter
 
@@ -234,18 +234,27 @@ def test_se_model_axes_and_attributes_are_converted_to_nchw():
 
 
 @pytest.mark.parametrize("dtype", ["int8", "uint8"])
-def test_quantized_model_drops_quantize_ops_and_keeps_int_dtypes(dtype):
+def test_quantized_model_keeps_quantize_ops_and_counts_int8_macs(dtype):
+    """QUANTIZE / DEQUANTIZE keep their meaning: the convs and the FC read and write int8 (or
+    uint8) tensors, so their MACs count as int8 ones; the network is the float twin's otherwise."""
     g = graph_from_tflite_bytes(quantized_model(dtype))
     ref = graph_from_tflite_bytes(float_twin_of_quantized())
-    assert not {"quantize", "dequantize"} & {o.type for o in g.operators}
-    assert [o.type for o in g.operators] == [o.type for o in ref.operators]
-    assert (g.macs, g.params, g.flops) == (ref.macs, ref.params, ref.flops)
+    kinds = [o.type for o in g.operators]
+    assert kinds[0] == "quantize_linear" and g.operators[0].attrs == {"dtype": dtype}
+    assert "dequantize_linear" in kinds
+    assert [k for k in kinds if k not in ("quantize_linear", "dequantize_linear")] == [o.type for o in ref.operators]
+    assert (g.macs, g.params) == (ref.macs, ref.params)
+    assert g.macs_by_dtype() == {dtype: ref.macs} and ref.macs_by_dtype() == {"float32": ref.macs}
     assert g.tensors["input"].dtype == "float32"
-    assert g.op("conv1").inputs == ["input"]  # reads the float input through the dropped QUANTIZE
+    assert g.tensors["input_q"].dtype == dtype
+    assert g.op("conv1").inputs == ["input_q"]
     assert g.tensors["conv1"].dtype == dtype
     assert g.tensors["logits"].dtype == dtype
-    assert g.op("prob").inputs == ["logits"]  # reads the int logits through the dropped DEQUANTIZE
+    assert g.op("prob").inputs == ["logits_float"] and g.tensors["logits_float"].dtype == "float32"
     assert g.tensors["prob"].dtype == "float32"
+    assert {r["name"]: r["dtype"] for r in g.op_table()}["pw"] == dtype
+    assert {o.name for o in g.quantized_operators()} >= {"input_q", "conv1", "pw", "logits", "logits_float"}
+    assert ref.quantized_operators() == []
 
 
 def test_fp16_weights_behind_dequantize_are_constants():
@@ -427,9 +436,10 @@ def test_empty_and_repeated_tensor_names_are_made_unique():
     assert [o.name for o in g.operators] == ["same", "same_1"]
 
 
-def test_model_with_only_quantize_ops_left_is_refused():
+def test_model_of_quantize_ops_only_reads_as_them():
     w = TFLiteWriter("q")
     x = w.input("x", [1, 4, 4, 2])
     w.outputs = [w.dequantize(w.quantize(x))]
-    with pytest.raises(GraphError, match="no operators are left"):
-        graph_from_tflite_bytes(w.to_bytes())
+    g = graph_from_tflite_bytes(w.to_bytes())
+    assert [o.type for o in g.operators] == ["quantize_linear", "dequantize_linear"]
+    assert [g.tensors[t].dtype for o in g.operators for t in o.outputs] == ["int8", "float32"]

@@ -52,6 +52,7 @@ def same(a: dict[int, Any], b: dict[int, Any]) -> bool:
         x, y = dict(a[i]), dict(b[i])
         kx, ky = x.pop("kernels", []), y.pop("kernels", [])
         assert x.pop("name") == y.pop("name")
+        assert x.pop("warnings") == y.pop("warnings")  # from the features alone: exactly the same
         assert x == pytest.approx(y, rel=1e-12)
         assert [(k["name"], k["type"], k["ops"], k["model"]) for k in kx] == [
             (k["name"], k["type"], k["ops"], k["model"]) for k in ky

@@ -102,6 +102,8 @@ def test_each_delegate_gives_end_to_end_cold_start_memory_and_every_operator(far
         assert all(t.fused_into for t in rows if t.stats is None)
         assert env["temperatures_before_c"] and env["temperatures_after_c"] and env["governors"]
         assert env["charging"] in ("ac", "usb", "wireless", "none", "unknown") and env["screen_on"] in (True, False)
+        load = env["machine_load"]  # the phone's own, beside the CV on the job page
+        assert len(load["load_average"]) == 3 and load["cores_online"] == 8 and "the phone's load" in load["summary"]
     # builtin kernels keep the graph's names, a fused activation names its conv
     cpu = run(info, graph, delegate="cpu")
     by_name = {graph.operators[t.index].name: t for t in cpu.ops if t.index is not None}
@@ -252,6 +254,8 @@ def test_the_photos_preparation_is_timed_on_the_phone_by_tflites_evaluation_tool
     settings = ProfileSettings.from_dict({**QUICK, "runs": 3, "cores": [6, 7], "threads": 2})
     result = backend.BACKEND.profile_job(info, net(), settings, lambda f, m: progress.append((f, m)))
     assert [f for f, _ in progress] == sorted(f for f, _ in progress) and progress[-1] == (1.0, "done")
+    assert "the phone's load" in result.environment["machine_load"]["summary"]  # not this machine's
+    assert result.environment["noise"]["policy"] == "flag"
     breakdown = result.breakdown
     assert breakdown is not None and breakdown.applicable and breakdown.host_side
     jpeg, png = (next(p for p in breakdown.pipelines if p.image.format == f) for f in ("jpeg", "png"))

@@ -112,6 +112,9 @@ def test_environment_records_settings_build_and_plan(result) -> None:
     assert env["kernels"] == len(env["plan"]) and env["threads_requested"] == 1
     for k in env["plan"]:
         assert all(n % loc == 0 for n, loc in zip(k["launch_size"], k["local_size"], strict=True))
+    # the device memory the run held: every activation buffer and every weight uploaded
+    assert env["memory"]["device_bytes"] == env["buffer_bytes"] + env["weight_bytes"] > 0
+    assert res.peak_memory_mb == pytest.approx(env["memory"]["device_bytes"] / 2**20)
 
 
 def test_programs_are_cached_for_the_device(found, result) -> None:
