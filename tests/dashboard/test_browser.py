@@ -205,11 +205,11 @@ def test_log_in_upload_submit_watch_progress_and_compare(
     assert 0 < page.locator("#job-ops tbody tr:visible").count() < rows.count()
     assert " of " in page.locator('[data-count-for="job-ops"]').inner_text()
     page.select_option('[data-type-filter-for="job-ops"]', "")
-    mean_header = page.locator("#job-ops th", has_text="Mean ms")
-    mean_header.click()
-    mean_header.click()
-    means = [float(v) for v in rows.evaluate_all("rs => rs.map(r => r.cells[6].dataset.value).filter(v => v)")]
-    assert means == sorted(means, reverse=True) and len(means) > 3
+    median_header = page.locator("#job-ops th", has_text="Median ms")  # the headline, first of the times
+    median_header.click()
+    median_header.click()
+    medians = [float(v) for v in rows.evaluate_all("rs => rs.map(r => r.cells[6].dataset.value).filter(v => v)")]
+    assert medians == sorted(medians, reverse=True) and len(medians) > 3
 
     # Compare the two jobs (two models on one device) once the quick one is done too.
     from server.profiling.models import ProfilingJob
