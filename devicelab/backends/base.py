@@ -470,7 +470,8 @@ class Backend(ABC):
         own = result.environment.get("machine_load")
         environment = {**result.environment, "machine_load": own if load is None else load.as_dict(), "noise": noise}
         if result.e2e.noisy and settings.on_noise == "fail":
-            machine = f"; the machine: {load.summary()}" if load is not None else ""
+            summary = load.summary() if load is not None else (own or {}).get("summary")
+            machine = f"; the machine: {summary}" if summary else ""
             raise BackendError(
                 f"noisy measurement: end-to-end CV {result.e2e.cv:.0%} is above {HIGH_CV:.0%} "
                 f"(settings.on_noise = fail){machine}"
