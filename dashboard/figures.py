@@ -242,33 +242,51 @@ class StageBar:
     ms: Sequence[float]
 
 
-def time_breakdown(pipelines: Sequence[str], stages: Sequence[StageBar]) -> str:
-    """One stacked horizontal bar per pipeline (a JPEG's, a PNG's), a segment per stage in the
-    order they run."""
+@dataclass(frozen=True)
+class Segment:
+    """One segment of stacked bars: its legend label, colour and time in each bar (ms)."""
+
+    label: str
+    color: str
+    ms: Sequence[float]
+
+
+def stacked_bars(
+    bars: Sequence[str], segments: Sequence[Segment], x_title: str, base_height: int, top: int, digits: int
+) -> str:
+    """One stacked horizontal bar per name in ``bars`` (top to bottom), a segment per entry of
+    ``segments`` in order, the legend above the bars (``top`` px of margin for it)."""
     traces = [
         go.Bar(
-            x=list(stage.ms),
-            y=list(pipelines),
-            name=f"{stage.label} ({stage.where})",
+            x=list(s.ms),
+            y=list(bars),
+            name=s.label,
             orientation="h",
-            marker={"color": STAGE_COLORS.get(stage.name, _OTHER_COLOR), "line": {"color": "white", "width": 1}},
-            hovertemplate=f"{stage.label} ({stage.where}): %{{x:.3f}} ms<extra>%{{y}}</extra>",
+            marker={"color": s.color, "line": {"color": "white", "width": 1}},
+            hovertemplate=f"{s.label}: %{{x:.{digits}f}} ms<extra>%{{y}}</extra>",
         )
-        for stage in stages
+        for s in segments
     ]
     fig = go.Figure(
         traces,
         layout=_layout(
-            150 + 48 * len(pipelines),
-            "time (ms, median of each stage)",
+            base_height + 48 * len(bars),
+            x_title,
             "",
             yaxis={"autorange": "reversed"},
             barmode="stack",
             legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
         ),
     )
-    fig.update_layout(margin={"t": 60})  # room for the legend above the bars
+    fig.update_layout(margin={"t": top})  # room for the legend above the bars
     return _json(fig)
+
+
+def time_breakdown(pipelines: Sequence[str], stages: Sequence[StageBar]) -> str:
+    """One stacked horizontal bar per pipeline (a JPEG's, a PNG's), a segment per stage in the
+    order they run."""
+    segments = [Segment(f"{s.label} ({s.where})", STAGE_COLORS.get(s.name, _OTHER_COLOR), s.ms) for s in stages]
+    return stacked_bars(pipelines, segments, "time (ms, median of each stage)", 150, 60, 3)
 
 
 def cold_start_distribution(

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from dashboard.figures import _OTHER_COLOR, STAGE_COLORS, _json, _layout
+from dashboard.figures import _OTHER_COLOR, STAGE_COLORS, Segment, _json, _layout, stacked_bars
 
 # A request's parts in the order it meets them: (name, label, colour).
 PARTS = (
@@ -43,31 +43,8 @@ class ProfileBar:
 
 def time_breakdown(bars: Sequence[ProfileBar]) -> str:
     """Stacked horizontal bars, one per profile, of the parts' medians."""
-    names = [b.profile for b in bars]
-    traces = [
-        go.Bar(
-            x=[b.parts_ms.get(name, 0.0) for b in bars],
-            y=names,
-            name=label,
-            orientation="h",
-            marker={"color": color, "line": {"color": "white", "width": 1}},
-            hovertemplate=f"{label}: %{{x:.2f}} ms<extra>%{{y}}</extra>",
-        )
-        for name, label, color in PARTS
-    ]
-    fig = go.Figure(
-        traces,
-        layout=_layout(
-            170 + 48 * len(bars),
-            "time (ms, median of each part)",
-            "",
-            yaxis={"autorange": "reversed"},
-            barmode="stack",
-            legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
-        ),
-    )
-    fig.update_layout(margin={"t": 70})  # room for the legend above the bars
-    return _json(fig)
+    segments = [Segment(label, color, [b.parts_ms.get(name, 0.0) for b in bars]) for name, label, color in PARTS]
+    return stacked_bars([b.profile for b in bars], segments, "time (ms, median of each part)", 170, 70, 2)
 
 
 def e2e_boxes(samples_ms: Mapping[str, Sequence[float]]) -> str:
