@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,6 +20,8 @@ from devicelab.fusion.kinds import KINDS
 from devicelab.fusion.on_device import PRECISIONS
 from latencylab.cli import main
 from latencylab.commands import fusion_cmds
+from tests.cli.live_lab import run_cli as _run
+from tests.cli.live_lab import wait_for as _wait_for
 from tests.e2e.live_clients import wait_for_request_threads
 from tests.server import conftest as server_fixtures
 from tests.server.fusion_api_factories import finish_sweep
@@ -56,22 +57,6 @@ def lab(live_server: Any, make_member: Callable[..., Any], make_device: Callable
     device = make_device("opencl", name="pocl-test")
     yield {"member": member, "device": device, "server": ["--url", live_server.url, "--token", member.key]}
     wait_for_request_threads()
-
-
-def _wait_for(predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_sweep_sends_its_flags_waits_and_prints_the_summary_then_rows_and_show(

@@ -18,6 +18,7 @@ from devicelab.selection.network_profiles import NetworkProfile
 from latencylab import network_recording as rec
 from latencylab.cli import main
 from server.api.network_probe_views import MAX_PROBE_BYTES
+from tests.cli.live_lab import run_cli as _run
 from tests.cli.shaped_link import shaped_link
 from tests.e2e.live_clients import wait_for_request_threads
 
@@ -29,12 +30,6 @@ def lab(live_server: Any, make_member: Callable[..., Any]) -> Iterator[dict[str,
     member = make_member()
     yield {"member": member, "url": live_server.url, "server": ["--url", live_server.url, "--token", member.key]}
     wait_for_request_threads()
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_record_times_real_transfers_and_stores_a_profile_a_selection_can_use(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,7 @@ from devicelab.backends.base import DELEGATES, PRECISIONS
 from devicelab.measure.cold_starts import FRESH_PROCESS, ColdSample, ColdStarts
 from latencylab.cli import main
 from latencylab.commands import client_cmds
+from tests.cli.live_lab import wait_for as _wait_for
 from tests.server import conftest as server_fixtures
 from tests.server.factories import tiny_graph
 from tests.server.phone_factories import finish_phone_job, make_phone
@@ -62,16 +62,6 @@ def test_the_cli_offers_devicelabs_backends() -> None:
     from devicelab.backends import registry
 
     assert set(client_cmds.BACKENDS) == set(registry.BACKEND_MODULES)
-
-
-def _wait_for(predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 @pytest.mark.django_db(transaction=True)

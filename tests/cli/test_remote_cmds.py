@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -19,6 +18,8 @@ import pytest
 from devicelab.remote.spec import PAYLOADS
 from latencylab.cli import main
 from latencylab.commands import remote_cmds
+from tests.cli.live_lab import run_cli as _run
+from tests.cli.live_lab import wait_for as _wait_for
 from tests.e2e.live_clients import wait_for_request_threads
 from tests.server import conftest as server_fixtures
 from tests.server.remote_factories import finish_remote
@@ -50,22 +51,6 @@ def lab(
         "server": ["--url", live_server.url, "--token", member.key],
     }
     wait_for_request_threads()
-
-
-def _wait_for(predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def _finish_when_queued(finish: Callable[[Any], Any]) -> threading.Thread:
