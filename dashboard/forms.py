@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django import forms
+from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils.datastructures import MultiValueDict
@@ -185,6 +186,7 @@ def initial_from_job(job: ProfilingJob) -> dict[str, Any]:
         "cold_runs",
         "on_noise",
         "noise_reruns",
+        "breakdown",
     ):
         if s.get(key) not in (None, ""):
             initial[key] = s[key]
@@ -288,6 +290,11 @@ class SubmitJobsForm(forms.Form):
         label="Reruns",
         help_text="With 'measure again': at most this many more profiles.",
     )
+    breakdown = forms.BooleanField(
+        required=False,
+        label="Time breakdown",
+        help_text="After the profile, time one inference's stages: photo decode, resize, load, inference, top-5.",
+    )
     cores = forms.CharField(
         required=False,
         label="CPU cores",
@@ -338,6 +345,7 @@ class SubmitJobsForm(forms.Form):
         self.fields["precision"].choices = [(p, p) for p in precisions]  # type: ignore[attr-defined]
         self.fields["threads"].widget.attrs["max"] = max_threads
         self.fields["cold_runs"].widget.attrs["max"] = offered_cold_runs(online)
+        self.fields["breakdown"].initial = django_settings.LATENCYLAB_TIME_BREAKDOWN
         entries = model_zoo.entries()
         self.fields["zoo"].choices = [(n, zoo_label(entries[n])) for n in sorted(entries)]  # type: ignore[attr-defined]
         # The kinds the page's list filters offer: formats of models, families of the zoo, kinds of devices.
@@ -408,6 +416,7 @@ class SubmitJobsForm(forms.Form):
             "precision": d["precision"],
             "cold_runs": d.get("cold_runs") or 1,
             "on_noise": d.get("on_noise") or "flag",
+            "breakdown": bool(d.get("breakdown")),
         }
         if d.get("noise_reruns") is not None:
             settings["noise_reruns"] = d["noise_reruns"]

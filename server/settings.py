@@ -310,6 +310,11 @@ LATENCYLAB_RESEND_AFTER_SECONDS = env_int("LATENCYLAB_RESEND_AFTER_SECONDS", 60,
 # test sessions sharing one broker never consume each other's messages.
 LATENCYLAB_QUEUE_PREFIX = env_str("LATENCYLAB_QUEUE_PREFIX", "")
 
+# The default of a profiling job's ``breakdown`` setting when the job does not say: whether the
+# worker follows the profile with the time breakdown of one inference (seconds of photo decoding
+# and resizing per job). A lab of many small NAS jobs, or the test suite, turns it off.
+LATENCYLAB_TIME_BREAKDOWN = env_bool("LATENCYLAB_TIME_BREAKDOWN", True)
+
 # Largest batch POST /api/predict/ accepts in one request.
 LATENCYLAB_PREDICT_MAX_BATCH = env_int("LATENCYLAB_PREDICT_MAX_BATCH", 5000, minimum=1)
 # After training, the trainer also computes the predictor's answer for every NAS-Bench-201 cell

@@ -6,6 +6,7 @@ Django imports stay inside the fixtures, so the devicelab tests run without Djan
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +14,18 @@ from typing import Any
 import pytest
 
 _serial = itertools.count(1)
+
+# Jobs skip the time breakdown (seconds of photo decoding per job) unless a test asks for it
+# (``settings: {"breakdown": true}``): its own tests do. Worker and server processes the tests
+# start inherit this; this process's settings were read before this file, hence pytest_configure.
+os.environ.setdefault("LATENCYLAB_TIME_BREAKDOWN", "false")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """This process's settings follow the test default above."""
+    from django.conf import settings
+
+    settings.LATENCYLAB_TIME_BREAKDOWN = os.environ["LATENCYLAB_TIME_BREAKDOWN"].lower() in ("1", "true", "yes", "on")
 
 
 @dataclass

@@ -209,8 +209,14 @@ class ProfileSettings:
     # kept), or "fail" the job saying how noisy and how loaded the machine was
     on_noise: str = "flag"
     noise_reruns: int = 2
+    # after the profile, the time breakdown of one inference of an image model (decode, resize,
+    # normalize of phone-sized photos, load, inference, post-processing: seconds of work per job);
+    # False skips it (a NAS sweep of many small jobs, the tests that are not about it)
+    breakdown: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.breakdown, bool):
+            raise ValueError(f"breakdown must be true or false, got {self.breakdown!r}")
         if not 1 <= self.threads <= MAX_THREADS:
             raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {self.threads}")
         if not 0 <= self.warmup_runs <= MAX_WARMUP_RUNS:
@@ -486,20 +492,24 @@ class Backend(ABC):
         progress: ProgressFn | None = None,
         model_file: ModelFile | None = None,
     ) -> ProfileResult:
-        """What a profiling job measures: ``profile``, then the time breakdown of one inference
-        (``devicelab.measure.image_pipeline``; not applicable, saying why, to a model that does not
-        take an image)."""
+        """What a profiling job measures: ``profile``, then (``settings.breakdown``) the time breakdown
+        of one inference (``devicelab.measure.image_pipeline``; not applicable, saying why, to a
+        model that does not take an image)."""
         from devicelab.measure.image_pipeline import bounded_runs, measure_breakdown  # Pillow
 
-        try:
-            image_input(graph)
-            share = PROFILE_SHARE
-        except NotAnImageModel:
-            share = 1.0
+        share = 1.0
+        if settings.breakdown:
+            try:
+                image_input(graph)
+                share = PROFILE_SHARE
+            except NotAnImageModel:
+                pass
         outer = Progress(progress)
         result = self._profile_under_noise_policy(
             device, graph, settings, outer if progress is not None else None, share, model_file
         )
+        if not settings.breakdown:
+            return result
         cold = result.cold_distribution()
         fresh = cold.source == FRESH_PROCESS
         runs, warmup = bounded_runs(settings.runs, settings.warmup_runs)

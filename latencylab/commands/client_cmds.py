@@ -48,6 +48,12 @@ def add_parsers(sub: Any) -> None:
         "must offer N: capabilities.max_cold_runs)",
     )
     prof.add_argument(
+        "--breakdown",
+        action=argparse.BooleanOptionalAction,
+        help="after the profile, time one inference's stages (photo decode, resize, load, inference, top-5); "
+        "left out: the server's default",
+    )
+    prof.add_argument(
         "--cores", type=_cores_argument, help="pin to these CPU ids (0-3 or 0,2) or to a phone's core cluster (big)"
     )
     prof.add_argument("--precision", choices=PRECISIONS, help="numeric precision (the device must offer it)")
@@ -201,7 +207,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         if value < minimum:
             raise InputError(f"--{flag.replace('_', '-')} must be at least {minimum}, got {value}")
         settings[key] = value
-    for key in ("backend", "cores", "precision", "delegate", "cooldown_c", "cooldown_max_s"):
+    for key in ("backend", "cores", "precision", "delegate", "cooldown_c", "cooldown_max_s", "breakdown"):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value

@@ -30,7 +30,7 @@ from devicelab.graph import Graph, GraphError, graph_from_dict
 from devicelab.graph.jsonio import SCHEMA_VERSION
 from devicelab.graph.ops import DTYPES
 from server.api.breakdown_serializers import ColdStartsSerializer, TimeBreakdownSerializer
-from server.api.fields import IdField, StrictCharField, StrictFloatField, StrictIntegerField
+from server.api.fields import IdField, StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
 from server.devices.models import Device
 from server.networks.models import NetworkModel
 from server.networks.services import operator_table, operator_table_shown
@@ -270,6 +270,7 @@ class JobSettings(TypedDict, total=False):
     cold_runs: int
     on_noise: str
     noise_reruns: int
+    breakdown: bool
 
 
 class JobRequest(TypedDict):
@@ -377,6 +378,12 @@ class JobSettingsSerializer(serializers.Serializer):
         max_value=MAX_NOISE_RERUNS,
         help_text="With on_noise = rerun: at most this many more profiles (default 2).",
     )
+    breakdown = StrictBooleanField(
+        required=False,
+        help_text="After the profile, the time breakdown of one inference of an image model (photo decode, "
+        "resize, normalize, load, inference, post-processing). Left out: the server's default "
+        "(LATENCYLAB_TIME_BREAKDOWN, on unless the lab turned it off).",
+    )
 
     def run_validation(self, data: Any = empty) -> JobSettings:
         """The given settings; as a request's ``settings``, a ``ValidationError`` listing every bad key."""
@@ -425,7 +432,7 @@ class JobCreateSerializer(serializers.Serializer):
         required=False,
         default=dict,
         help_text="ProfileSettings: backend, threads, cores, precision, warmup_runs, runs, cold_runs, on_noise, "
-        "noise_reruns. Missing keys take their defaults; backend defaults to the device's kind.",
+        "noise_reruns, breakdown. Missing keys take their defaults; backend defaults to the device's kind.",
     )
 
     def validate_model(self, value: int) -> NetworkModel:

@@ -57,6 +57,7 @@ def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
     if unknown:
         raise ValidationError({"settings": f"unknown settings key(s) {unknown}; known keys: {known}"})
     raw.setdefault("backend", device.kind)
+    raw.setdefault("breakdown", django_settings.LATENCYLAB_TIME_BREAKDOWN)
     capabilities = device.declared_capabilities()
     if isinstance(raw.get("cores"), str) and capabilities is not None and capabilities.core_clusters:
         # a named cluster ("big", "little") of a phone: its core ids
@@ -71,6 +72,9 @@ def validate_settings(device: Device, raw: Any) -> dict[str, Any]:
         if key in ("cooldown_c", "cooldown_max_s"):
             ok = value is None or (isinstance(value, int | float) and not isinstance(value, bool))
             kind = "a number of " + ("°C" if key == "cooldown_c" else "seconds") + " or null"
+        elif isinstance(default, bool):
+            ok = isinstance(value, bool)
+            kind = "true or false"
         elif isinstance(default, str):
             ok = isinstance(value, str)
             kind = "a string"

@@ -13,7 +13,7 @@ from workers.tasks import run_profiling_job
 def test_the_job_stores_its_breakdown_and_cold_start_distribution(
     as_device_process: Any, make_job: Callable[..., Any]
 ) -> None:
-    job = make_job({"runs": 2, "warmup_runs": 1, "cold_runs": 2})
+    job = make_job({"runs": 2, "warmup_runs": 1, "cold_runs": 2, "breakdown": True})
 
     assert run_profiling_job(job.pk) == "succeeded"
 
@@ -35,7 +35,7 @@ def test_the_job_stores_its_breakdown_and_cold_start_distribution(
 
 def test_a_job_of_a_model_without_an_image_stores_why(as_device_process: Any, make_job: Callable[..., Any]) -> None:
     b = GraphBuilder("mlp", (1, 64))
-    job = make_job(graph=b.build(b.fc(b.relu(b.fc(b.input, 32)), 10)))
+    job = make_job({"runs": 3, "warmup_runs": 1, "breakdown": True}, graph=b.build(b.fc(b.relu(b.fc(b.input, 32)), 10)))
 
     assert run_profiling_job(job.pk) == "succeeded"
 
@@ -44,3 +44,13 @@ def test_a_job_of_a_model_without_an_image_stores_why(as_device_process: Any, ma
         "reason": "the model's input 'input' is [1, 64], not an N x 3 x H x W image batch",
     }
     assert job.result.cold_starts["source"] == "in-process" and job.result.cold_starts["n"] == 1
+
+
+def test_a_job_that_asks_for_no_breakdown_has_none(as_device_process: Any, make_job: Callable[..., Any]) -> None:
+    job = make_job({"runs": 2, "warmup_runs": 1, "breakdown": False})
+
+    assert run_profiling_job(job.pk) == "succeeded"
+
+    assert job.result.time_breakdown == {} and job.result.settings["breakdown"] is False
+    job.refresh_from_db()
+    assert job.progress == 1.0

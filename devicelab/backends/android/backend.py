@@ -543,7 +543,7 @@ class AndroidBackend(Backend):
         """The profile and its time breakdown (``Backend.profile_job``); where the lab configured
         TensorFlow Lite's ImageNet evaluation tool, the JPEG's preparation is then measured on the
         phone (``image_eval``) in place of the worker's."""
-        if image_eval.configured_tool() is None or progress is None:
+        if image_eval.configured_tool() is None or progress is None or not settings.breakdown:
             result = super().profile_job(device, graph, settings, progress, model_file)
         else:
             report = progress

@@ -100,3 +100,12 @@ def test_on_a_phone_the_client_stages_are_host_side(farm: AdbDouble) -> None:
         "inference": "device",
         "postprocess": "host",
     }
+
+
+def test_settings_breakdown_false_skips_it_and_the_profile_ends_the_progress() -> None:
+    device = cpu.discover()[0]
+    events: list[tuple[float, str]] = []
+    settings = ProfileSettings(runs=2, warmup_runs=1, breakdown=False)
+    result = cpu.BACKEND.profile_job(device, image_net(), settings, lambda f, m: events.append((f, m)))
+    assert result.breakdown is None and result.e2e.n == 2
+    assert events[-1][0] == 1.0 and not any(m.startswith("image pipeline") for _, m in events)
