@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from workers.tasks import JobStopped, _ProgressReporter
+from workers.failures import JobStopped
+from workers.jobs.progress import ProgressReporter
 
 
 def test_progress_reaches_the_row_and_a_cancel_stops_the_run(
@@ -19,7 +20,7 @@ def test_progress_reaches_the_row_and_a_cancel_stops_the_run(
     job = make_job()
     token = as_device_process.token
     claim_job(job.pk, token)
-    report = _ProgressReporter(job.pk, token)
+    report = ProgressReporter(job.pk, token)
 
     report(0.25, "timed run 3/12")
     job.refresh_from_db()

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from workers.device_lock import DeviceBusy, device_lock
-from workers.tasks import TRANSIENT_ERRORS, run_profiling_job
+from workers.failures import TRANSIENT_ERRORS
+from workers.tasks import run_profiling_job
 
 
 def test_busy_device_leaves_the_job_queued(as_device_process: Any, make_job: Callable[..., Any]) -> None:
