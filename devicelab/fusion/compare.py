@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,9 +31,10 @@ import pyopencl as cl
 from devicelab.backends.opencl.devices import FoundDevice, context_for
 from devicelab.fusion.fuse import SubKernel
 from devicelab.fusion.parse import parse_kernel
+from devicelab.fusion.results import OutputCheck, SideTiming
 from devicelab.fusion.run import ReadyLaunch, device_span_ms, enqueue_launches
 from devicelab.measure.harness import Progress
-from devicelab.measure.stats import SampleStats, summarize
+from devicelab.measure.stats import summarize
 
 RELATIVE_TOLERANCE = 1e-6
 SENTINELS = (-12345.5, 98765.25)  # what private outputs hold before the sequential / fused run
@@ -74,25 +74,6 @@ class PrivateOutputs:
         for buf in self.buffers:
             buf.release()
         self.buffers.clear()
-
-
-@dataclass(frozen=True)
-class OutputCheck:
-    """How a fused kernel's outputs compare with the sequential run's."""
-
-    correct: bool  # the same elements written, each bit for bit or within the tolerance
-    bitwise: bool
-    max_relative_error: float  # the largest difference relative to the largest value (0 when bitwise)
-    note: str  # why it is not correct ("" when it is)
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {
-            "correct": self.correct,
-            "bitwise": self.bitwise,
-            "max_relative_error": self.max_relative_error,
-            "note": self.note,
-        }
 
 
 def compare_outputs(
@@ -157,25 +138,6 @@ def check_outputs(
     enqueue_launches(queue, [fused])
     got = _read(queue, outputs, dtype)
     return compare_outputs(want, got)
-
-
-@dataclass(frozen=True)
-class SideTiming:
-    """One side's timed runs: device spans and host wall times (ms), raw and summarized."""
-
-    device: SampleStats
-    wall: SampleStats
-    device_samples_ms: tuple[float, ...]
-    wall_samples_ms: tuple[float, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {
-            "device": self.device.as_dict(),
-            "wall": self.wall.as_dict(),
-            "device_samples_ms": list(self.device_samples_ms),
-            "wall_samples_ms": list(self.wall_samples_ms),
-        }
 
 
 def _run_once(queue: cl.CommandQueue, launches: Sequence[ReadyLaunch]) -> tuple[float, float]:

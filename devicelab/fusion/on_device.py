@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from devicelab.backends.base import DeviceInfo
+from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import ReportFn
 
@@ -60,9 +61,10 @@ def sweep_on_device(
     spec: Mapping[str, Any],
     precision: str = "fp32",
     progress: ReportFn | None = None,
-) -> dict[str, Any]:
+) -> FusionSweepRecord:
     """Load ``graphs`` on the device and run a fusion sweep with ``spec`` (``SweepSpec``'s fields);
-    the result as plain data (``SweepResult.as_dict()``)."""
+    the result as it crosses to the server (read from ``SweepResult.as_dict()``, so what is
+    stored is exactly what crossed)."""
     from devicelab.fusion.pool import load_pool
     from devicelab.fusion.sweep import run_sweep
 
@@ -70,7 +72,7 @@ def sweep_on_device(
     found = _opencl_device(info, precision)
     with load_pool(found, unique_names(graphs), precision, _scaled(progress, 0.0, LOAD_SHARE)) as pool:
         result = run_sweep(pool, sweep_spec, _scaled(progress, LOAD_SHARE, 1.0))
-    return result.as_dict()
+    return FusionSweepRecord.from_dict(result.as_dict())
 
 
 def plan_on_device(
@@ -80,16 +82,16 @@ def plan_on_device(
     sweep_rows: Sequence[Mapping[str, Any]] | None = None,
     precision: str = "fp32",
     progress: ReportFn | None = None,
-) -> dict[str, Any]:
+) -> FusionPlanRecord:
     """Plan fusion for ``graphs`` run together and compare sequential, the plan and fusing
-    everything possible (``plan_run.compare_plan``); the comparison as plain data."""
+    everything possible (``plan_run.compare_plan``); the comparison as it crosses to the server."""
     from devicelab.fusion.plan_run import compare_plan
 
     found = _opencl_device(info, precision)
     comparison = compare_plan(
         found, unique_names(graphs), sweep_rows=sweep_rows, progress=progress, precision=precision, **dict(options)
     )
-    return comparison.as_dict()
+    return FusionPlanRecord.from_dict(comparison.as_dict())
 
 
 def spec_from_json(spec: Mapping[str, Any]) -> Any:

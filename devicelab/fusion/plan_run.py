@@ -42,7 +42,7 @@ import numpy as np
 import pyopencl as cl
 
 from devicelab.backends.opencl.devices import FoundDevice, context_for
-from devicelab.fusion.compare import SENTINELS, OutputCheck, SideTiming, compare_outputs, time_interleaved
+from devicelab.fusion.compare import SENTINELS, compare_outputs, time_interleaved
 from devicelab.fusion.plan import (
     DEFAULT_MAX_GROUP,
     FUSE_ALL,
@@ -65,6 +65,7 @@ from devicelab.fusion.plan_calibrate import (
 )
 from devicelab.fusion.plan_load import FuserGate, GraphInfo, LoadedGraphs, WrittenBuffer, load_graphs
 from devicelab.fusion.plan_model import LatencyModel, MeasuredTable, fusion_costs_from_rows, measured_table
+from devicelab.fusion.results import OutputCheck, PlanEnvironment, SideTiming
 from devicelab.fusion.run import ReadyLaunch, enqueue_launches, ready_fused, ready_subkernel
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import Progress, ReportFn
@@ -165,7 +166,7 @@ class PlanComparison:
     refusals: dict[str, int]  # why the fuser refused groups the schedules asked for, counted
     notes: tuple[str, ...]
     elapsed_s: float
-    environment: dict[str, Any] = field(default_factory=dict)
+    environment: PlanEnvironment = field(default_factory=lambda: PlanEnvironment())
     layouts: dict[str, tuple[str | None, ...]] = field(default_factory=dict)  # per strategy and step
     min_throughput: float = 1.0  # the predicted throughput a group had to beat to be fused in the plan
 

@@ -26,36 +26,10 @@ from devicelab.backends.opencl.runner import HOST_DTYPES, GraphRunner
 from devicelab.fusion.fuse import SubKernel
 from devicelab.fusion.graph_launches import subkernels_for_graph_ops
 from devicelab.fusion.kinds import KINDS, KindedKernel, classify_kernels
+from devicelab.fusion.results import OperatorRef
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import Progress, ReportFn
 from devicelab.measure.inputs import make_inputs
-
-
-@dataclass(frozen=True)
-class OperatorRef:
-    """Which operator of which network a measurement ran, as stored beside the result."""
-
-    model: str
-    name: str  # the planned kernel's name (the anchor operator's, with "#i" for a part)
-    kernel: str  # the kernel function
-    op_type: str
-    kind: str
-    mflops: float
-    global_size: tuple[int, ...]  # its logical work size
-    local_size: tuple[int, ...] | None
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {
-            "model": self.model,
-            "name": self.name,
-            "kernel": self.kernel,
-            "op_type": self.op_type,
-            "kind": self.kind,
-            "mflops": self.mflops,
-            "global_size": list(self.global_size),
-            "local_size": None if self.local_size is None else list(self.local_size),
-        }
 
 
 @dataclass(frozen=True)

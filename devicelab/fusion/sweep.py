@@ -59,7 +59,8 @@ from devicelab.fusion.compare import (
 from devicelab.fusion.errors import FusionError
 from devicelab.fusion.fuse import AUTO, LAYOUTS, FusedKernel, fuse
 from devicelab.fusion.kinds import KINDS, check_kinds, kind_order
-from devicelab.fusion.pool import OperatorPool, OperatorRef, PoolOperator
+from devicelab.fusion.pool import OperatorPool, PoolOperator
+from devicelab.fusion.results import CombinationCount, OperatorRef, SweepEnvironment
 from devicelab.fusion.run import ready_fused, ready_subkernel
 from devicelab.measure.harness import Progress, ReportFn
 from devicelab.measure.stats import summarize
@@ -128,19 +129,6 @@ class SweepUnit:
         if self.experiment == IDENTICAL:
             return f"{len(self.operators)} x {self.operators[0].ref.model}/{self.operators[0].ref.name}"
         return " + ".join(self.kinds)
-
-
-@dataclass(frozen=True)
-class CombinationCount:
-    """How many combinations of kinds of one size there are, and how many the sweep plans."""
-
-    size: int
-    total: int
-    planned: int
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -258,7 +246,7 @@ class SweepResult:
     planned_units: int
     measured_units: int
     elapsed_s: float
-    environment: dict[str, Any] = field(default_factory=dict)
+    environment: SweepEnvironment = field(default_factory=lambda: SweepEnvironment())
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""

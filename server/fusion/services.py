@@ -15,8 +15,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 
+from devicelab.fusion import results
 from devicelab.fusion.kinds import KINDS, kind_order
 from devicelab.fusion.on_device import OPENCL, PRECISIONS, spec_from_json
+from devicelab.fusion.results import FusionPlanRecord, FusionRowRecord, FusionSweepRecord
 from devicelab.fusion.sweep import SweepSpec
 from devicelab.graph import graph_from_dict, zoo
 from devicelab.graph.ir import Graph
@@ -222,88 +224,84 @@ def sweep_rows_for_plan(job: ProfilingJob) -> list[dict[str, Any]] | None:
 
 
 def stored_variant(row: Mapping[str, Any]) -> str:
-    """The variant a row is stored, filtered and drawn under: ``rounded`` / ``unrounded`` for the
-    fuser's default layout, prefixed by the layout a sweep asked for besides it (``paper
-    rounded``), so figures never mix the layouts."""
-    requested = row.get("requested_layout") or "auto"
-    return row["variant"] if requested == "auto" else f"{requested} {row['variant']}"
+    """The variant a stored row (its ``data``) is filed under (``results.stored_variant``)."""
+    return results.stored_variant(str(row["variant"]), row.get("requested_layout"))
 
 
-def _row(sweep: FusionSweepResult, row: Mapping[str, Any]) -> FusionMeasurement:
+def _row(sweep: FusionSweepResult, row: FusionRowRecord) -> FusionMeasurement:
     return FusionMeasurement(
         sweep=sweep,
-        experiment=row["experiment"],
-        kinds=kinds_key(row["kinds"]),
-        size=row["size"],
-        instance=row["instance"],
-        variant=stored_variant(row),
-        layout=row.get("layout") or "",
-        total_mflops=row["total_mflops"],
-        throughput=row["throughput"],
-        throughput_noise=row["throughput_noise"],
-        throughput_wall=row["throughput_wall"],
-        padding_fraction=row["padding_fraction"],
-        correct=row["correct"],
-        error=row["error"],
-        data=dict(row),
+        experiment=row.experiment,
+        kinds=kinds_key(row.kinds),
+        size=row.size,
+        instance=row.instance,
+        variant=row.stored_variant,
+        layout=row.layout,
+        total_mflops=row.total_mflops,
+        throughput=row.throughput,
+        throughput_noise=row.throughput_noise,
+        throughput_wall=row.throughput_wall,
+        padding_fraction=row.padding_fraction,
+        correct=row.correct,
+        error=row.error,
+        data=row.as_dict(),
     )
 
 
-def ingest_sweep(job_id: int, token: str, result: Mapping[str, Any]) -> FusionSweepResult | None:
-    """Store a sweep (``SweepResult.as_dict()``) and its rows in one transaction; the job succeeds.
-    None when the job is no longer this run's or was stored already."""
+def ingest_sweep(job_id: int, token: str, result: FusionSweepRecord) -> FusionSweepResult | None:
+    """Store a sweep and its rows in one transaction; the job succeeds. None when the job is no
+    longer this run's or was stored already."""
     with transaction.atomic():
         job = claimed_for_ingest(job_id, token, FusionSweepResult.objects.all())
         if job is None:
             return FusionSweepResult.objects.filter(job_id=job_id).first()
+        data = result.as_dict()
         sweep = FusionSweepResult.objects.create(
             job=job,
             attempt=job.attempts,
-            device_name=result["device"],
-            wave_size=result["wave_size"],
-            precision=result["precision"],
-            networks=list(result["models"]),
-            spec=dict(result["spec"]),
-            operators_per_kind=dict(result["operators_per_kind"]),
-            representatives=dict(result["representatives"]),
-            combinations=list(result["combinations"]),
-            sampled=bool(result["sampled"]),
-            notes=list(result["notes"]),
-            planned_units=result["planned_units"],
-            measured_units=result["measured_units"],
-            elapsed_s=result["elapsed_s"],
-            environment=dict(result.get("environment") or {}),
+            device_name=result.device,
+            wave_size=result.wave_size,
+            precision=result.precision,
+            networks=list(result.models),
+            spec=dict(result.spec),
+            operators_per_kind=dict(result.operators_per_kind),
+            representatives=data["representatives"],
+            combinations=data["combinations"],
+            sampled=result.sampled,
+            notes=list(result.notes),
+            planned_units=result.planned_units,
+            measured_units=result.measured_units,
+            elapsed_s=result.elapsed_s,
+            environment=dict(result.environment),
         )
-        FusionMeasurement.objects.bulk_create((_row(sweep, r) for r in result["rows"]), batch_size=500)
+        FusionMeasurement.objects.bulk_create((_row(sweep, r) for r in result.rows), batch_size=500)
         finish_ingest(job, token)
     return sweep
 
 
-def ingest_plan(job_id: int, token: str, comparison: Mapping[str, Any]) -> FusionPlanResult | None:
-    """Store a plan comparison (``PlanComparison.as_dict()``); the job succeeds."""
+def ingest_plan(job_id: int, token: str, comparison: FusionPlanRecord) -> FusionPlanResult | None:
+    """Store a plan comparison; the job succeeds."""
     with transaction.atomic():
         job = claimed_for_ingest(job_id, token, FusionPlanResult.objects.all())
         if job is None:
             return FusionPlanResult.objects.filter(job_id=job_id).first()
         headline = plan_headline(comparison)
-        stored = FusionPlanResult.objects.create(job=job, attempt=job.attempts, data=dict(comparison), **headline)
+        stored = FusionPlanResult.objects.create(job=job, attempt=job.attempts, data=comparison.as_dict(), **headline)
         finish_ingest(job, token)
     return stored
 
 
-def plan_headline(comparison: Mapping[str, Any]) -> dict[str, Any]:
-    """The columns a plan result is listed by, from the comparison's plain data (layout version 1
-    of ``plan_run.PlanComparison.as_dict()``: ``timing`` per strategy, ``ratios`` with the
-    median ``throughput`` over rounds)."""
-    timing = comparison["timing"]
+def plan_headline(comparison: FusionPlanRecord) -> dict[str, Any]:
+    """The columns a plan result is listed by: each strategy's median device time over rounds,
+    the fused strategies' median throughput against sequential, and whether both were correct."""
     return {
-        "networks": list(comparison["models"]),
-        "sequential_ms": timing["sequential"]["device"]["median"],
-        "plan_ms": timing["plan"]["device"]["median"],
-        "fuse_all_ms": timing["fuse_all"]["device"]["median"],
-        "plan_ratio": comparison["ratios"]["plan"]["throughput"],
-        "fuse_all_ratio": comparison["ratios"]["fuse_all"]["throughput"],
-        "correct": all(c["correct"] for c in comparison["checks"].values()),
+        "networks": list(comparison.models),
+        "sequential_ms": comparison.median_ms("sequential"),
+        "plan_ms": comparison.median_ms("plan"),
+        "fuse_all_ms": comparison.median_ms("fuse_all"),
+        "plan_ratio": comparison.ratios["plan"].throughput,
+        "fuse_all_ratio": comparison.ratios["fuse_all"].throughput,
+        "correct": all(c.correct for c in comparison.checks.values()),
     }
 
 

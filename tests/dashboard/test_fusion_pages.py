@@ -204,9 +204,10 @@ def test_plan_page_list_redirect_live_swap_failure_and_team_scoping(
     assert report_progress(watched.pk, token, 0.5, "C + DWC: timed run 3/10")
     page.wait_for_function("() => document.querySelector('#job-progress').getAttribute('aria-valuenow') === '50'")
     assert "C + DWC: timed run 3/10" in page.inner_text("#job-progress")
+    from devicelab.fusion.results import FusionSweepRecord
     from server.fusion.services import ingest_sweep
 
-    assert ingest_sweep(watched.pk, token, sweep_result(realistic_rows())) is not None
+    assert ingest_sweep(watched.pk, token, FusionSweepRecord.from_dict(sweep_result(realistic_rows()))) is not None
     page.wait_for_selector("#job-result #chart-pairs.js-plotly-plot")
     assert page.locator("#fusion-rows tbody tr").count() == len(realistic_rows())
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from devicelab.fusion.compare import OutputCheck, SideTiming, paired_ratios
 from devicelab.fusion.pool import OperatorRef
+from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
 from devicelab.fusion.sweep import (
     COMBINATION,
     IDENTICAL,
@@ -113,7 +114,7 @@ def finish_sweep(job: Any, result: dict[str, Any] | None = None) -> Any:
 
     token = f"test-run-{job.pk}"
     assert claim_job(job.pk, token) is not None
-    stored = ingest_sweep(job.pk, token, result if result is not None else sweep_result())
+    stored = ingest_sweep(job.pk, token, FusionSweepRecord.from_dict(result if result is not None else sweep_result()))
     assert stored is not None
     return stored
 
@@ -127,6 +128,8 @@ def finish_plan(job: Any, comparison: dict[str, Any] | None = None) -> Any:
     assert claim_job(job.pk, token) is not None
     from tests.server.fusion_factories import plan_comparison  # the real planner's, on synthetic kernels
 
-    stored = ingest_plan(job.pk, token, comparison if comparison is not None else plan_comparison())
+    stored = ingest_plan(
+        job.pk, token, FusionPlanRecord.from_dict(comparison if comparison is not None else plan_comparison())
+    )
     assert stored is not None
     return stored

@@ -14,6 +14,7 @@ from typing import Any
 from devicelab.fusion.compare import OutputCheck, SideTiming
 from devicelab.fusion.plan import PlanKernel
 from devicelab.fusion.pool import OperatorRef
+from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
 from devicelab.fusion.sweep import COMBINATION, IDENTICAL, CombinationCount, FusionRow, SweepResult, SweepSpec
 from devicelab.measure.stats import summarize
 
@@ -232,7 +233,8 @@ def stored_sweep(team: Any, device: Any, rows: Sequence[RowSpec] | None = None, 
 
     job = queued_sweep(team, device)
     token = claim(job)
-    assert ingest_sweep(job.pk, token, sweep_result(realistic_rows() if rows is None else rows, **kw)) is not None
+    result = FusionSweepRecord.from_dict(sweep_result(realistic_rows() if rows is None else rows, **kw))
+    assert ingest_sweep(job.pk, token, result) is not None
     job.refresh_from_db()
     return job
 
@@ -243,6 +245,6 @@ def stored_plan(team: Any, device: Any, comparison: dict[str, Any] | None = None
 
     job = submit_fusion_plan(team, device, {"zoo": ["mobilenet_v2", "mobilenet_v2"], "sweep": False})
     token = claim(job)
-    assert ingest_plan(job.pk, token, comparison or plan_comparison()) is not None
+    assert ingest_plan(job.pk, token, FusionPlanRecord.from_dict(comparison or plan_comparison())) is not None
     job.refresh_from_db()
     return job
