@@ -2,17 +2,28 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# What the service runs (demo, up, worker): wheels only, nothing to compile, on plain Python.
 STAMP  := $(VENV)/.installed
+# What developing needs on top: test, lint and type tools, and the CLBlast peer (pyclblast builds
+# from source against Debian's libclblast-dev: `make system-deps` first).
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: venv demo up worker test test-fast bench lint typecheck contracts check format system-deps clean
+.PHONY: venv dev demo up worker test test-fast bench lint typecheck contracts check format system-deps \
+	demo-install-check clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e .
 	touch $(STAMP)
 
-venv: $(STAMP)  ## create .venv and install the project with its dev tools
+$(DEV_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[dev,clblast]'
+	touch $(DEV_STAMP)
+
+venv: $(STAMP)  ## create .venv and install what the service runs
+
+dev: $(DEV_STAMP)  ## ... and the test, lint and benchmark tools (after `make system-deps`)
 
 demo: $(STAMP)  ## bring the service up on embedded defaults, profile zoo models, serve the API
 	$(BIN)/latencylab demo
@@ -23,31 +34,47 @@ up: $(STAMP)  ## web server, one worker and the trainer in the foreground (embed
 worker: $(STAMP)  ## a worker with its device agent for this machine's devices
 	$(BIN)/latencylab worker
 
+# The README's promise for `make demo`: Python 3.11 and make suffice. The service's dependencies
+# install into a fresh virtual environment from wheels only (--only-binary: no compiler, no system
+# library is used), and the CLI and Django settings load there.
+DEMO_CHECK := var/demo-install-check
+demo-install-check:  ## prove the demo's dependency set installs from wheels alone into a fresh venv
+	rm -rf $(DEMO_CHECK) && mkdir -p $(DEMO_CHECK)
+	$(PYTHON) -m venv $(DEMO_CHECK)/venv
+	$(DEMO_CHECK)/venv/bin/python -m pip install --quiet --upgrade pip
+	$(DEMO_CHECK)/venv/bin/python -m pip wheel --quiet --no-deps --wheel-dir $(DEMO_CHECK)/dist .
+	$(DEMO_CHECK)/venv/bin/python -m pip install --quiet --only-binary=:all: $(DEMO_CHECK)/dist/*.whl
+	cd $(DEMO_CHECK) && venv/bin/latencylab --help > /dev/null
+	cd $(DEMO_CHECK) && LATENCYLAB_VAR_DIR=$(CURDIR)/$(DEMO_CHECK)/var venv/bin/python -c \
+		"import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'server.settings'; django.setup(); \
+		import workers.run, devicelab.backends.cpu, devicelab.backends.opencl; print('demo dependency set: ok')"
+	rm -rf $(DEMO_CHECK)
+
 # A server on DATABASE_URL refuses to start without SECRET_KEY; the tests get a throwaway one.
 TEST_SECRET_KEY := test-only-$(shell $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(32))')
 
-test: $(STAMP)  ## the whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set)
+test: $(DEV_STAMP)  ## the whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set)
 	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(BIN)/python -m pytest
 
-test-fast: $(STAMP)  ## the tests not marked slow (no browser, no service processes, no image build)
+test-fast: $(DEV_STAMP)  ## the tests not marked slow (no browser, no service processes, no image build)
 	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(BIN)/python -m pytest -m "not slow"
 
-bench: $(STAMP)  ## every benchmark; numbers go to var/benchmarks/
+bench: $(DEV_STAMP)  ## every benchmark; numbers go to var/benchmarks/
 	for b in benchmarks/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-lint: $(STAMP)  ## ruff: lint rules and formatting, checked (`make format` fixes what it can)
+lint: $(DEV_STAMP)  ## ruff: lint rules and formatting, checked (`make format` fixes what it can)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(STAMP)  ## mypy on the application packages
+typecheck: $(DEV_STAMP)  ## mypy on the application packages
 	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(BIN)/mypy devicelab server workers dashboard latencylab
 
-contracts: $(STAMP)  ## the import contracts of .importlinter (layers, no Django in devicelab, no cycles)
+contracts: $(DEV_STAMP)  ## the import contracts of .importlinter (layers, no Django in devicelab, no cycles)
 	$(BIN)/lint-imports
 
 check: lint typecheck contracts  ## every static check CI runs before the tests
 
-format: $(STAMP)  ## ruff: format and apply the fixable lint rules
+format: $(DEV_STAMP)  ## ruff: format and apply the fixable lint rules
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
