@@ -22,6 +22,7 @@ from devicelab.backends.base import DeviceInfo
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import ReportFn
 from devicelab.tenancy.gemm import GemmShape
+from devicelab.tenancy.results import SharingSweepRecord
 from devicelab.tenancy.sweep import SharingResult, SharingSpec, device_description, run_sharing_sweep
 
 OPENCL = "opencl"
@@ -98,10 +99,11 @@ def sharing_on_device(
     progress: ReportFn | None = None,
     time_budget_s: float | None = None,
     graphs: Mapping[str, Graph] | None = None,
-) -> dict[str, Any]:
+) -> SharingSweepRecord:
     """Run a sharing sweep with ``spec_dict`` (``SharingSpec.as_dict()``'s fields) on the device
-    ``info`` names, within ``time_budget_s`` seconds when given; ``SharingResult.as_dict()`` with
-    ``time_budget_s``, ``complete`` and ``not_measured`` (``[{workload, tenants}]``) beside.
+    ``info`` names, within ``time_budget_s`` seconds when given; the record of
+    ``SharingResult.as_dict()`` with ``time_budget_s``, ``complete`` and ``not_measured``
+    (``[{workload, tenants}]``) beside.
     ``graphs`` supplies networks by name (else the spec's networks are zoo names)."""
     from devicelab.graph import zoo
 
@@ -145,7 +147,7 @@ def sharing_on_device(
     out["not_measured"] = [{"workload": u.workload, "tenants": u.tenants} for u in not_measured]
     if progress is not None:
         progress(1.0, "done")
-    return out
+    return SharingSweepRecord.from_dict(out)
 
 
 __all__ = ["BudgetSpent", "Unit", "sharing_on_device", "sweep_units"]

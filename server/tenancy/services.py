@@ -19,6 +19,7 @@ from django.db.models import QuerySet
 
 from devicelab.graph import zoo
 from devicelab.tenancy.on_device import OPENCL
+from devicelab.tenancy.results import SharingRowRecord, SharingSweepRecord
 from devicelab.tenancy.sweep import SharingSpec
 from server.accounts.models import Team
 from server.devices.models import Device
@@ -152,66 +153,53 @@ def submit_sharing_sweep(team: Team, device: Device, raw: Mapping[str, Any], use
 # -- the worker's side -------------------------------------------------------------------------
 
 
-def _correct(checks: Mapping[str, Any]) -> bool | None:
-    """Whether every check of a row passed (the exclusive row's own check against numpy too);
-    None when the row was not checked."""
-    if "correct" not in checks:
-        return None
-    nested = [c["correct"] for c in checks.values() if isinstance(c, Mapping) and "correct" in c]
-    return bool(checks["correct"]) and all(nested)
-
-
-def _row(sweep: SharingSweepResult, row: Mapping[str, Any]) -> SharingMeasurement:
-    throughput = row.get("throughput") or {}
-    latency = row.get("latency_ms") or {}
-    straggler = row.get("straggler") or {}
+def _row(sweep: SharingSweepResult, row: SharingRowRecord) -> SharingMeasurement:
+    throughput, latency, straggler = row.throughput, row.latency_ms, row.straggler
     return SharingMeasurement(
         sweep=sweep,
-        workload=row["workload"]["name"],
-        workload_kind=row["workload"]["kind"],
-        tenants=row["tenants"],
-        strategy=row["strategy"],
-        status=row["status"],
-        throughput_gflops=throughput.get("gflops"),
-        throughput_per_s=throughput.get("per_s"),
-        latency_p50_ms=latency.get("p50"),
-        latency_p99_ms=latency.get("p99"),
-        straggler_gap_ms=straggler.get("gap_ms"),
-        straggler_gap_ratio=straggler.get("gap_ratio"),
-        memory_bytes=(row.get("memory") or {}).get("bytes"),
-        correct=_correct(row.get("checks") or {}),
-        error=row.get("error") or "",
-        data=dict(row),
+        workload=row.workload_name,
+        workload_kind=row.workload_kind,
+        tenants=row.tenants,
+        strategy=row.strategy,
+        status=row.status,
+        throughput_gflops=None if throughput is None else throughput.gflops,
+        throughput_per_s=None if throughput is None else throughput.per_s,
+        latency_p50_ms=None if latency is None else latency.p50,
+        latency_p99_ms=None if latency is None else latency.p99,
+        straggler_gap_ms=None if straggler is None else straggler.gap_ms,
+        straggler_gap_ratio=None if straggler is None else straggler.gap_ratio,
+        memory_bytes=row.memory_bytes,
+        correct=row.correct,
+        error=row.error,
+        data=row.as_dict(),
     )
 
 
-def ingest_sharing(job_id: int, token: str, result: Mapping[str, Any]) -> SharingSweepResult | None:
+def ingest_sharing(job_id: int, token: str, result: SharingSweepRecord) -> SharingSweepResult | None:
     """Store a sweep (``sharing_on_device``'s result) and its rows in one transaction; the job
     succeeds. The stored sweep when it was stored already; None when the job is not this run's."""
     with transaction.atomic():
         job = claimed_for_ingest(job_id, token, SharingSweepResult.objects.all())
         if job is None:
             return SharingSweepResult.objects.filter(job_id=job_id).first()
-        device = dict(result["device"])
-        spec = dict(result["spec"])
         sweep = SharingSweepResult.objects.create(
             job=job,
             attempt=job.attempts,
-            device_name=device.get("name", ""),
-            device=device,
-            spec=spec,
-            workloads=[f"{m}x{n}x{k}" for m, n, k in spec["shapes"]] + list(spec["networks"]),
-            ceiling=result.get("ceiling"),
-            table1=list(result["table1"]),
-            largest_tenants=list(result["largest_tenants"]),
-            notes=list(result["notes"]),
-            complete=bool(result.get("complete", True)),
-            not_measured=list(result.get("not_measured") or []),
-            time_budget_s=result.get("time_budget_s"),
-            elapsed_s=result["elapsed_s"],
-            environment=dict(device.get("runtime") or {}),
+            device_name=result.device.get("name", ""),
+            device=dict(result.device),
+            spec=result.spec.as_dict(),
+            workloads=result.workloads,
+            ceiling=result.ceiling,
+            table1=list(result.table1),
+            largest_tenants=list(result.largest_tenants),
+            notes=list(result.notes),
+            complete=result.complete,
+            not_measured=list(result.not_measured),
+            time_budget_s=result.time_budget_s,
+            elapsed_s=result.elapsed_s,
+            environment=dict(result.device.get("runtime") or {}),
         )
-        SharingMeasurement.objects.bulk_create((_row(sweep, r) for r in result["rows"]), batch_size=500)
+        SharingMeasurement.objects.bulk_create((_row(sweep, r) for r in result.rows), batch_size=500)
         finish_ingest(job, token)
     return sweep
 

@@ -56,7 +56,7 @@ def measured() -> dict[str, Any]:
         "runs": 3,
         "memory_cap_bytes": cap,
     }
-    return sharing_on_device(DeviceInfo("opencl", found.identity, found.limits.name), spec)
+    return sharing_on_device(DeviceInfo("opencl", found.identity, found.limits.name), spec).as_dict()
 
 
 def _figure(page: Any, chart_id: str) -> list[dict[str, Any]]:
@@ -236,9 +236,10 @@ def test_list_redirect_workload_switch_live_swap_failure_and_team_scoping(
     assert report_progress(watched.pk, token, 0.5, "256x128x1152 R=10: timed round 2/3")
     page.wait_for_function("() => document.querySelector('#job-progress').getAttribute('aria-valuenow') === '50'")
     assert "256x128x1152 R=10: timed round 2/3" in page.inner_text("#job-progress")
+    from devicelab.tenancy.results import SharingSweepRecord
     from server.tenancy.services import ingest_sharing
 
-    assert ingest_sharing(watched.pk, token, sharing_result()) is not None
+    assert ingest_sharing(watched.pk, token, SharingSweepRecord.from_dict(sharing_result())) is not None
     page.wait_for_selector("#job-result #chart-throughput.js-plotly-plot")
     assert page.locator("#table1 tr[data-row='geomean'] td").count() == 3
     screenshots(page, "sharing-04-swapped")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from devicelab.tenancy.results import SharingSweepRecord
 from devicelab.tenancy.rows import SharingRow
 from devicelab.tenancy.sweep import SharingResult, SharingSpec
 
@@ -121,6 +122,8 @@ def finish_sharing(job: Any, result: dict[str, Any] | None = None) -> Any:
 
     token = f"test-run-{job.pk}"
     assert claim_job(job.pk, token) is not None
-    stored = ingest_sharing(job.pk, token, result if result is not None else sharing_result())
+    stored = ingest_sharing(
+        job.pk, token, SharingSweepRecord.from_dict(result if result is not None else sharing_result())
+    )
     assert stored is not None
     return stored

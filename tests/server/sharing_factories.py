@@ -21,6 +21,7 @@ from typing import Any
 from devicelab.tenancy.gemm import GemmShape
 from devicelab.tenancy.gemm_strategies import gemm_footprint
 from devicelab.tenancy.memory import Footprint, MemoryBound, MemoryBudget
+from devicelab.tenancy.results import SharingSweepRecord
 from devicelab.tenancy.rows import SharingRow
 from devicelab.tenancy.sweep import SharingResult, SharingSpec
 from tests.server.fusion_factories import claim
@@ -205,7 +206,7 @@ def stored_sharing(team: Any, device: Any, result: Mapping[str, Any] | None = No
     result = dict(result or sharing_result())
     job = queued_sharing(team, device, result["spec"])
     token = claim(job)
-    assert ingest_sharing(job.pk, token, result) is not None
+    assert ingest_sharing(job.pk, token, SharingSweepRecord.from_dict(result)) is not None
     job.refresh_from_db()
     return job
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.core.exceptions import ValidationError
 
+from devicelab.tenancy.results import SharingSweepRecord
 from workers.tasks import run_profiling_job
 
 _serial = itertools.count(1)
@@ -38,6 +39,7 @@ def submit(opencl_agent: Any, make_member: Callable[..., Any]) -> Callable[[dict
 def _stored_result(sweep: Any) -> dict[str, Any]:
     """A stored sweep back in the form the worker hands to ingest_sharing."""
     return {
+        "format": 1,
         "spec": sweep.spec,
         "device": sweep.device,
         "ceiling": sweep.ceiling,
@@ -113,7 +115,7 @@ def test_storing_is_idempotent_and_only_for_the_claiming_run(submit: Any) -> Non
 
     first = submit({"spec": TINY_SPEC})
     assert run_profiling_job(first.pk) == "succeeded"
-    result = _stored_result(SharingSweepResult.objects.get(job=first))
+    result = SharingSweepRecord.from_dict(_stored_result(SharingSweepResult.objects.get(job=first)))
 
     job = submit({"spec": TINY_SPEC})
     assert claim_job(job.pk, "run-a", device_id=job.device_id) is not None
@@ -139,7 +141,7 @@ def test_the_time_budget_stops_the_sweep_and_keeps_the_units_measured(opencl_age
     # budget cuts it mid-way
     spec = {**TINY_SPEC, "shapes": [[64, 64, 64]], "tenants": [1, 512], "runs": 300, "ceiling": False}
     warm = sharing_on_device(opencl_agent.devices[0].found, {**spec, "tenants": [1], "runs": 1, "warmup": 0})
-    assert warm["complete"] and len(warm["rows"]) == 2
+    assert warm.complete and len(warm.rows) == 2
     job = submit({"spec": spec, "time_budget_s": 3.0})
 
     assert run_profiling_job(job.pk) == "succeeded"
