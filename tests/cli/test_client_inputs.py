@@ -15,7 +15,8 @@ from devicelab.graph import graph_from_dict, graph_to_json
 from devicelab.graph.nas import nb201
 from devicelab.graph.onnx import graph_to_onnx_bytes
 from latencylab.cli import main
-from latencylab.client import Client, ClientError, InputError, _chunks, encode_architecture
+from latencylab.client import Client, ClientError, InputError, encode_architecture
+from latencylab.client.architectures import chunks as batch_chunks
 from tests.e2e.helpers import tiny_graph
 
 CELL = nb201.sample_strings(1, 0)[0]
@@ -71,13 +72,13 @@ def test_architectures_that_cannot_be_sent_name_the_problem(tmp_path: Path) -> N
 
 def test_chunks_hold_at_most_the_item_and_byte_budget() -> None:
     items = [{"name": f"a{i}", "nb201": CELL} for i in range(2500)]
-    chunks = list(_chunks(items, 1000, 10**9))
+    chunks = list(batch_chunks(items, 1000, 10**9))
     assert [(off, len(c)) for off, c in chunks] == [(0, 1000), (1000, 1000), (2000, 500)]
     assert [x for _, c in chunks for x in c] == items
     one = len(json.dumps(items[0], separators=(",", ":")))
-    small = list(_chunks(items[:10], 1000, 3 * one))
+    small = list(batch_chunks(items[:10], 1000, 3 * one))
     assert [len(c) for _, c in small] == [3, 3, 3, 1]
-    assert list(_chunks([], 1000, 100)) == []
+    assert list(batch_chunks([], 1000, 100)) == []
 
 
 def test_client_needs_a_url_and_a_token_and_names_an_unreachable_server(monkeypatch: Any) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from latencylab import client as client_module
 from latencylab.client import Client, ModelFailed, WaitTimeout
+from latencylab.client import models as client_models
 
 
 class FakeServer:
@@ -29,7 +29,7 @@ class FakeServer:
 
 @pytest.fixture
 def lab(monkeypatch: Any) -> Client:
-    monkeypatch.setattr(client_module.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(client_models.time, "sleep", lambda seconds: None)
     return Client("http://lab.invalid", "token")
 
 

@@ -1,0 +1,113 @@
+"""Latency predictors: list them, read one's evaluation, predict a batch of architectures."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from latencylab.client.architectures import chunks, encode_architecture, is_graph
+from latencylab.client.devices import DevicesMixin
+from latencylab.client.errors import ClientError, InputError
+
+# The client's own bound on one POST /api/predict/; the server accepts more (LATENCYLAB_PREDICT_MAX_BATCH),
+# but smaller requests keep each answer well under a request timeout and under the upload size limit.
+PREDICT_CHUNK = 1000
+PREDICT_CHUNK_BYTES = 32 * 1024 * 1024
+
+
+class Predictions(list[dict[str, Any]]):
+    """Per-architecture predictions in input order, each with its ``warnings`` (kernels outside the
+    predictor's training range, kernels another type's model priced); ``predictor`` is the
+    predictor that answered: id, version, test MAPE (``e2e_mape`` on ``n_test`` networks),
+    ``rankable`` / ``rank_reason`` and ``chosen_as``."""
+
+    def __init__(self, results: Iterable[dict[str, Any]] = (), predictor: dict[str, Any] | None = None) -> None:
+        super().__init__(results)
+        self.predictor = predictor
+
+
+class PredictorsMixin(DevicesMixin):
+    """``Client``'s predictor calls."""
+
+    def predictors(
+        self, device: int | str | dict[str, Any] | None = None, method: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Predictors your team can use (its own and the lab's shared ones), with each version's MAPE."""
+        params: dict[str, Any] = {}
+        if device is not None:
+            params["device"] = self._device_id(device)
+        if method:
+            params["method"] = method
+        return self._list("predictors/", params)
+
+    def predictor(self, predictor_id: int) -> dict[str, Any]:
+        """One predictor with its evaluation (scatter points, MAPE per kernel type and training size)."""
+        return dict(self._request("GET", f"predictors/{int(predictor_id)}/"))
+
+    def predict(
+        self,
+        architectures: Iterable[Any],
+        device: int | str | dict[str, Any] | None = None,
+        predictor: int | None = None,
+        method: str | None = None,
+        breakdown: bool = False,
+        chunk_size: int = PREDICT_CHUNK,
+    ) -> Predictions:
+        """Predicted latency of each architecture on ``device`` (its best ready predictor, or its
+        ``method`` one) or by ``predictor``; a list of ``{"name", "latency_ms", "kernels_ms",
+        "overhead_ms", "warnings"[, "kernels"]}`` in input order, with ``.predictor`` naming who
+        answered, its version and test MAPE, and whether it is rankable (a device without a
+        rankable predictor is answered by an unranked one: ``chosen_as == "unranked"``).
+
+        Architectures are sent ``chunk_size`` (at most 1000) at a time; see ``encode_architecture``
+        for what an item may be.
+        """
+        if isinstance(architectures, str | bytes | dict | os.PathLike) or is_graph(architectures):
+            raise InputError("predict() takes a list of architectures; wrap a single one in [...]")
+        if (device is None) == (predictor is None):
+            raise InputError("predict() needs a device or a predictor (one of them)")
+        if predictor is not None and method:
+            raise InputError("method= chooses among a device's predictors; it cannot go with predictor=")
+        items = [encode_architecture(a, i) for i, a in enumerate(architectures)]
+        target: dict[str, Any] = (
+            {"predictor": int(predictor)} if predictor is not None else {"device": self._device_id(device)}  # type: ignore[arg-type]
+        )
+        if method:
+            target["method"] = method
+        out = Predictions()
+        for offset, chunk in chunks(items, max(1, min(chunk_size, PREDICT_CHUNK)), PREDICT_CHUNK_BYTES):
+            try:
+                answer = self._request(
+                    "POST", "predict/", json={**target, "architectures": chunk, "breakdown": breakdown}
+                )
+            except ClientError as exc:
+                raise _shifted(exc, offset) from None
+            results = answer.get("results") or []
+            if len(results) != len(chunk):
+                raise ClientError(
+                    None, f"the server answered {len(results)} predictions for {len(chunk)} architectures"
+                )
+            if out.predictor is None:
+                out.predictor = answer.get("predictor")
+                # Every chunk is answered by the predictor that answered the first, even if a new
+                # version becomes ready meanwhile: one batch, one model of the device.
+                if out.predictor and out.predictor.get("id") is not None:
+                    target = {"predictor": out.predictor["id"]}
+            out.extend(results)
+        return out
+
+
+def _shifted(exc: ClientError, offset: int) -> ClientError:
+    """A refused chunk's error with indices counted from the start of the whole batch."""
+    if not exc.errors:
+        return exc
+    body = dict(exc.body)
+    body["errors"] = [{**e, "index": int(e.get("index", 0)) + offset} for e in exc.errors]
+    first = body["errors"][0]
+    more = f" (and {len(body['errors']) - 1} more)" if len(body["errors"]) > 1 else ""
+    detail = f"{exc.detail}: architecture {first['index']} ({first.get('name')}): {first.get('error')}{more}"
+    return ClientError(exc.status, detail, body)
+
+
+__all__ = ["PREDICT_CHUNK", "PREDICT_CHUNK_BYTES", "Predictions", "PredictorsMixin"]
