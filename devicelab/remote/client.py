@@ -31,6 +31,7 @@ from devicelab.graph.ir import Graph
 from devicelab.measure.harness import ReportFn
 from devicelab.measure.stats import SampleStats, summarize
 from devicelab.remote.endpoint import DELAY_HEADER, DOWNLINK_HEADER, SHAPE_HEADER, TENSOR_TYPE, serve_model
+from devicelab.remote.results import RemoteEnvironment
 from devicelab.remote.shaping import LinkShape, send_shaped
 from devicelab.selection.network_profiles import NetworkProfile
 
@@ -246,7 +247,7 @@ class RemoteScenario:
     content_type: str
     payload_bytes: int
     results: dict[str, RemoteMeasurement]  # by link name
-    environment: dict[str, Any] = field(default_factory=dict)
+    environment: RemoteEnvironment = field(default_factory=lambda: RemoteEnvironment())
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
@@ -256,7 +257,7 @@ class RemoteScenario:
             "content_type": self.content_type,
             "payload_bytes": self.payload_bytes,
             "results": {name: m.as_dict() for name, m in self.results.items()},
-            "environment": self.environment,
+            "environment": dict(self.environment),
         }
 
 

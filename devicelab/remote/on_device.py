@@ -24,7 +24,7 @@ import numpy as np
 from devicelab.backends.base import BackendError, DeviceInfo, ProfileSettings
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import ReportFn
-from devicelab.measure.stats import SampleStats, summarize
+from devicelab.measure.stats import summarize
 from devicelab.remote.client import (
     RemoteError,
     RemoteMeasurement,
@@ -35,6 +35,7 @@ from devicelab.remote.client import (
     upload_photo,
 )
 from devicelab.remote.endpoint import EndpointError
+from devicelab.remote.results import ProfileSummary, RemoteRunRecord
 from devicelab.remote.spec import PAYLOADS, RemoteSpec
 
 CPU = "cpu"
@@ -86,32 +87,6 @@ def payload_bytes(kind: str, graph: Graph) -> int:
     return _photo_bytes(kind)
 
 
-@dataclass(frozen=True)
-class ProfileSummary:
-    """One profile's requests summarized: each part's statistics (ms), the server's stages'
-    medians, and the network's share of the end to end."""
-
-    profile: str
-    requests: int
-    upload: SampleStats
-    server: SampleStats
-    compute: SampleStats
-    download: SampleStats
-    e2e: SampleStats
-    stages_ms: dict[str, float]  # medians of SERVER_STAGES, and "other": the server's time outside them
-    network_share: float  # (upload + download) / e2e, of the means
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {
-            "profile": self.profile,
-            "requests": self.requests,
-            **{part: getattr(self, part).as_dict() for part in ("upload", "server", "compute", "download", "e2e")},
-            "stages_ms": dict(self.stages_ms),
-            "network_share": self.network_share,
-        }
-
-
 def summarize_profile(name: str, m: RemoteMeasurement) -> ProfileSummary:
     """A profile's summary from its measured requests."""
     stages = {s: summarize([getattr(r, f"{s}_ms") for r in m.requests]).median for s in SERVER_STAGES}
@@ -142,10 +117,10 @@ def links(spec: RemoteSpec) -> dict[str, ShapeDraw | None]:
 
 def remote_on_device(
     info: DeviceInfo, graph: Graph, spec_dict: Mapping[str, Any], progress: ReportFn | None = None
-) -> dict[str, Any]:
+) -> RemoteRunRecord:
     """Serve ``graph`` on the CPU device ``info`` names (this machine) and measure it under every
-    profile of ``spec_dict`` (``RemoteSpec.as_dict()``); ``RemoteScenario.as_dict()`` with the
-    spec, the payload's kind, one summary per profile (``summaries``, in the spec's order) and
+    profile of ``spec_dict`` (``RemoteSpec.as_dict()``); the record of ``RemoteScenario.as_dict()``
+    with the spec, the payload's kind, one summary per profile (``summaries``, in the spec's order) and
     ``elapsed_s`` beside. The endpoint's failures are ``BackendError``s saying why."""
     if info.kind != CPU:
         raise ValueError(
@@ -184,7 +159,7 @@ def remote_on_device(
     )
     if progress is not None:
         progress(1.0, "done")
-    return out
+    return RemoteRunRecord.from_dict(out)
 
 
 __all__ = [

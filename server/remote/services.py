@@ -23,6 +23,7 @@ from devicelab.graph.ir import Graph
 from devicelab.measure.breakdown import NotAnImageModel, image_input
 from devicelab.remote.client import profile_link
 from devicelab.remote.on_device import CPU, payload_bytes
+from devicelab.remote.results import ProfileSummary, RemoteRunRecord
 from devicelab.remote.spec import (
     DEFAULT_PAYLOAD,
     DEFAULT_REQUESTS,
@@ -196,27 +197,27 @@ def submit_remote_run(
 # -- the worker's side -------------------------------------------------------------------------
 
 
-def _summary(result: RemoteScenarioResult, position: int, s: Mapping[str, Any]) -> RemoteProfileSummary:
+def _summary(result: RemoteScenarioResult, position: int, s: ProfileSummary) -> RemoteProfileSummary:
     return RemoteProfileSummary(
         result=result,
         position=position,
-        profile=s["profile"],
-        requests=s["requests"],
+        profile=s.profile,
+        requests=s.requests,
         **{
-            f"{part}_{stat}_ms": s[part][stat]
+            f"{part}_{stat}_ms": getattr(getattr(s, part), stat)
             for part in ("upload", "server", "compute", "download")
             for stat in ("median", "p90")
         },
-        e2e_median_ms=s["e2e"]["median"],
-        e2e_p90_ms=s["e2e"]["p90"],
-        e2e_mean_ms=s["e2e"]["mean"],
-        e2e_std_ms=s["e2e"]["std"],
-        network_share=s["network_share"],
-        stages_ms=dict(s["stages_ms"]),
+        e2e_median_ms=s.e2e.median,
+        e2e_p90_ms=s.e2e.p90,
+        e2e_mean_ms=s.e2e.mean,
+        e2e_std_ms=s.e2e.std,
+        network_share=s.network_share,
+        stages_ms=dict(s.stages_ms),
     )
 
 
-def ingest_remote(job_id: int, token: str, result: Mapping[str, Any]) -> RemoteScenarioResult | None:
+def ingest_remote(job_id: int, token: str, result: RemoteRunRecord) -> RemoteScenarioResult | None:
     """Store a remote run (``remote_on_device``'s result) and its profiles' summaries in one
     transaction; the job succeeds. The stored run when it was stored already; None when the job
     is not this run's."""
@@ -224,24 +225,22 @@ def ingest_remote(job_id: int, token: str, result: Mapping[str, Any]) -> RemoteS
         job = claimed_for_ingest(job_id, token, RemoteScenarioResult.objects.all())
         if job is None:
             return RemoteScenarioResult.objects.filter(job_id=job_id).first()
-        spec = dict(result["spec"])
-        data = {k: result[k] for k in ("model", "load_ms", "content_type", "payload_bytes", "results", "environment")}
         stored = RemoteScenarioResult.objects.create(
             job=job,
             attempt=job.attempts,
-            model_name=str(result["model"])[:200],
-            payload=result["payload"],
-            content_type=result["content_type"],
-            payload_bytes=result["payload_bytes"],
-            load_ms=result["load_ms"],
-            requests=spec["requests"],
-            warmup=spec["warmup"],
-            spec=spec,
-            environment=dict(result.get("environment") or {}),
-            data=data,
-            elapsed_s=result["elapsed_s"],
+            model_name=result.model[:200],
+            payload=result.payload,
+            content_type=result.content_type,
+            payload_bytes=result.payload_bytes,
+            load_ms=result.load_ms,
+            requests=result.spec.requests,
+            warmup=result.spec.warmup,
+            spec=result.spec.as_dict(),
+            environment=dict(result.environment),
+            data=result.measurements(),
+            elapsed_s=result.elapsed_s,
         )
-        RemoteProfileSummary.objects.bulk_create(_summary(stored, i, s) for i, s in enumerate(result["summaries"]))
+        RemoteProfileSummary.objects.bulk_create(_summary(stored, i, s) for i, s in enumerate(result.summaries))
         finish_ingest(job, token)
     return stored
 

@@ -18,6 +18,7 @@ import pytest
 
 from devicelab.backends.base import DeviceInfo
 from devicelab.remote.on_device import remote_on_device
+from devicelab.remote.results import RemoteRunRecord
 from server.profiling.services import claim_job, fail_job, report_progress
 from server.remote.models import RemoteScenarioResult
 from server.remote.services import ingest_remote, profile_summaries, submit_remote_run
@@ -146,7 +147,8 @@ def test_a_watched_run_is_swapped_in_a_failed_one_says_why_and_others_are_404(
     assert report_progress(watched.pk, token, 0.5, "round 3/5")
     page.wait_for_function("() => document.querySelector('#job-progress').getAttribute('aria-valuenow') === '50'")
     assert "round 3/5" in page.inner_text("#job-progress")
-    assert ingest_remote(watched.pk, token, remote_result("tiny_classifier", watched.settings)) is not None
+    record = RemoteRunRecord.from_dict(remote_result("tiny_classifier", watched.settings))
+    assert ingest_remote(watched.pk, token, record) is not None
     page.wait_for_selector("#job-result #chart-remote-breakdown.js-plotly-plot")
     assert page.locator("#remote-profiles tbody tr").count() == 2
     screenshots(page, "remote-02-swapped")

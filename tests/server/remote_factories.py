@@ -14,6 +14,7 @@ from typing import Any
 from devicelab.measure.stats import summarize
 from devicelab.remote.client import RemoteMeasurement, RemoteRequest, RemoteScenario, profile_link
 from devicelab.remote.on_device import summarize_profile
+from devicelab.remote.results import RemoteRunRecord
 from devicelab.remote.spec import RemoteSpec
 from devicelab.selection.network_profiles import PRESETS
 
@@ -97,7 +98,7 @@ def finish_remote(job: Any) -> Any:
 
     token = f"test-remote-{job.pk}"
     assert claim_job(job.pk, token) is not None
-    stored = ingest_remote(job.pk, token, remote_result(job.model.name, job.settings))
+    stored = ingest_remote(job.pk, token, RemoteRunRecord.from_dict(remote_result(job.model.name, job.settings)))
     assert stored is not None
     job.refresh_from_db()
     return stored

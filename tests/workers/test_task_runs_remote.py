@@ -98,8 +98,8 @@ def test_storing_is_idempotent_and_only_for_the_claiming_run(submit: Callable[..
     info = next(iter(WorkerContext.from_env().devices.values()))
     result = remote_on_device(info, tiny_classifier(), job.settings)
     # a tensor: the photo preprocessed on the client, 1 x 3 x 64 x 64 float32; the server only runs it
-    assert result["payload_bytes"] == 4 * 3 * 64 * 64 and result["content_type"] == "application/octet-stream"
-    assert result["summaries"][0]["stages_ms"]["resize_crop"] == 0.0
+    assert result.payload_bytes == 4 * 3 * 64 * 64 and result.content_type == "application/octet-stream"
+    assert result.summaries[0].stages_ms["resize_crop"] == 0.0
 
     assert claim_job(job.pk, "run-a", device_id=job.device_id) is not None
     assert ingest_remote(job.pk, "run-b", result) is None  # not the run that holds the claim

@@ -87,8 +87,8 @@ def test_a_run_on_device_reports_done_and_summarizes_every_profile(graph: Graph)
     spec = _spec(requests=2, warmup=0, network_profiles={"unshaped": None, "lte": PRESETS["lte"]})
     info = DeviceInfo("cpu", "cpu:test", "Test CPU")
     out = remote_on_device(info, graph, spec.as_dict(), lambda f, m: seen.append(f))
-    assert seen[-1] == 1.0 and out["spec"] == spec.as_dict() and out["payload"] == "jpeg"
-    assert [s["profile"] for s in out["summaries"]] == ["unshaped", "lte"]
-    lte = out["summaries"][1]
-    assert lte["requests"] == 2 and lte["upload"]["median"] > 50.0  # LTE's 50 ms latency, then the photo
-    assert 0.5 < lte["network_share"] <= 1.0
+    assert seen[-1] == 1.0 and out.spec == spec and out.payload == "jpeg"
+    assert [s.profile for s in out.summaries] == ["unshaped", "lte"]
+    lte = out.summaries[1]
+    assert lte.requests == 2 and lte.upload.median > 50.0  # LTE's 50 ms latency, then the photo
+    assert 0.5 < lte.network_share <= 1.0
