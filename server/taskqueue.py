@@ -17,13 +17,20 @@ no result backend and no eager mode: a real worker process runs every task.
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from celery import Celery
 from django.conf import settings
+from django.db import transaction
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
+
+log = logging.getLogger(__name__)
 
 app = Celery("latencylab")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -99,6 +106,30 @@ def send_model_parse(model_id: int) -> None:
     app.send_task(MODEL_PARSE_TASK, args=[model_id], queue=models_queue())
 
 
+def try_send(send: Callable[..., object], *args: Any, what: str, then: str) -> bool:
+    """Call ``send(*args)`` (one of the ``send_*`` above, or a step that sends one); whether the
+    message went out.
+
+    False, with a warning ``"<what>: its message could not be sent (<error>); <then>"``, when the
+    broker cannot take it (down, restarting): the row stays in the database, the truth, and
+    whoever ``then`` names sends it again. The caller says what stays pending (``"job 7 stays
+    queued"``) and who picks it up.
+    """
+    try:
+        send(*args)
+    except Exception as exc:  # noqa: BLE001 - kombu, redis and socket errors alike: the row keeps the work
+        log.warning("%s: its message could not be sent (%s: %s); %s", what, type(exc).__name__, exc, then)
+        return False
+    return True
+
+
+def send_after_commit(send: Callable[..., object], *args: Any, what: str, then: str) -> None:
+    """``try_send(send, *args, ...)`` once the current transaction commits (at once outside one),
+    so a worker never reads a row that is not there yet. ``robust``: an error of the send never
+    undoes the request that made the row."""
+    transaction.on_commit(partial(try_send, send, *args, what=what, then=then), robust=True)
+
+
 def purge_queues(prefix: str) -> int:
     """Delete every queue, binding and pending message whose queue name starts with ``prefix``;
     returns how many broker entries went.
@@ -143,10 +174,13 @@ __all__ = [
     "device_queue",
     "models_queue",
     "purge_queues",
+    "send_after_commit",
     "send_model_parse",
     "send_profiling_job",
+    "send_simulation",
     "send_table",
     "send_training",
     "trainer_queue",
+    "try_send",
     "uses_filesystem_broker",
 ]

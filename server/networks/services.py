@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import logging
 from datetime import datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ from devicelab.graph import (
 from devicelab.graph.limits import NO_LIMITS
 from server.accounts.models import Team
 from server.networks.models import ModelState, NetworkModel
-from server.taskqueue import send_model_parse
+from server.taskqueue import send_after_commit, send_model_parse, try_send
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +242,7 @@ def receive_model(
     try:
         with transaction.atomic():
             model.save()
-            transaction.on_commit(partial(dispatch_parse, model.pk), robust=True)
+            send_after_commit(send_model_parse, model.pk, **_parse_pending(model.pk))
     except IntegrityError:
         model.file.delete(save=False)
         return NetworkModel.objects.get(team=team, sha256=digest), False
@@ -253,17 +252,12 @@ def receive_model(
 def dispatch_parse(model_id: int) -> bool:
     """Send the parse of a stored upload to the trainer; False (logged) when the broker cannot
     take it: the row stays ``parsing`` and the trainer sends it again when it starts."""
-    try:
-        send_model_parse(model_id)
-    except Exception as exc:  # noqa: BLE001 - kombu, redis and socket errors alike: the row keeps the parse
-        log.warning(
-            "model %s stays parsing: its parse could not be sent (%s: %s); the trainer sends it again when it starts",
-            model_id,
-            type(exc).__name__,
-            exc,
-        )
-        return False
-    return True
+    return try_send(send_model_parse, model_id, **_parse_pending(model_id))
+
+
+def _parse_pending(model_id: int) -> dict[str, str]:
+    """What a parse that could not be sent leaves behind, and who sends it again."""
+    return {"what": f"model {model_id} stays parsing", "then": "the trainer sends its parse again when it starts"}
 
 
 def resend_parsing_models(uploaded_before: datetime | None = None) -> list[int]:

@@ -38,7 +38,7 @@ from server.predictors.models import (
 from server.predictors.qed_import import SOURCE as QED_SOURCE
 from server.predictors.records import count_networks
 from server.predictors.training import MIN_NETWORKS, train_and_evaluate
-from server.taskqueue import send_table, send_training
+from server.taskqueue import send_after_commit, send_table, send_training, try_send
 
 log = logging.getLogger(__name__)
 
@@ -183,21 +183,28 @@ def _data_check(
 def _dispatch_training(predictor_id: int) -> bool:
     """Send the training of a queued predictor; False, logged, when the broker cannot take it (the
     row stays queued, the truth, and the idle trainer sends it again)."""
-    try:
+    return try_send(
+        send_training,
+        predictor_id,
+        what=f"predictor {predictor_id} stays queued",
+        then="the idle trainer sends its training again",
+    )
+
+
+def _send_training_if_queued(predictor_id: int) -> None:
+    """Send a predictor's training if it is still queued."""
+    if Predictor.objects.filter(pk=predictor_id, state=PredictorState.QUEUED).exists():
         send_training(predictor_id)
-    except Exception as exc:  # noqa: BLE001 - kombu, redis and socket errors alike: the row keeps it
-        log.warning("predictor %s stays queued: its training could not be sent (%s: %s)", predictor_id,
-                    type(exc).__name__, exc)  # fmt: skip
-        return False
-    return True
 
 
 def _enqueue_on_commit(predictor_id: int) -> None:
-    def send() -> None:
-        if Predictor.objects.filter(pk=predictor_id, state=PredictorState.QUEUED).exists():
-            _dispatch_training(predictor_id)
-
-    transaction.on_commit(send, robust=True)
+    """Hand the training to the broker once the transaction that made the predictor queued has committed."""
+    send_after_commit(
+        _send_training_if_queued,
+        predictor_id,
+        what=f"predictor {predictor_id} stays queued",
+        then="the idle trainer sends its training again",
+    )
 
 
 def resend_queued_predictors(requested_before: datetime) -> list[int]:
@@ -351,7 +358,12 @@ def run_training(
     if enqueue_table is None:
         enqueue_table = django_settings.LATENCYLAB_PREDICT_NB201_TABLE
     if row.succeed(artifact, outcome.evaluation, meta, outcome.n_train) and enqueue_table:
-        transaction.on_commit(lambda: send_table(row.pk), robust=True)
+        send_after_commit(
+            send_table,
+            row.pk,
+            what=f"predictor {row.pk} has no NB-201 table",
+            then="its predictions of NB-201 cells are computed cell by cell",
+        )
     return row
 
 

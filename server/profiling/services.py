@@ -35,7 +35,7 @@ from server.profiling.models import (
     OperatorTiming,
     ProfilingJob,
 )
-from server.taskqueue import send_profiling_job
+from server.taskqueue import send_after_commit, send_profiling_job, try_send
 
 log = logging.getLogger(__name__)
 
@@ -118,31 +118,32 @@ def dispatch_job(job_id: int, device_id: int) -> bool:
     stays queued in the database, the truth, and the device's agent sends it again later
     (``resend_lost_jobs``).
     """
-    try:
-        send_profiling_job(job_id, device_id)
-    except Exception as exc:  # noqa: BLE001 - kombu, redis and socket errors alike: the row keeps the job
-        log.warning(
-            "job %s stays queued: its message could not be sent to device #%s (%s: %s); "
-            "the device's agent will send it again",
-            job_id,
-            device_id,
-            type(exc).__name__,
-            exc,
-        )
+    if not try_send(
+        send_profiling_job,
+        job_id,
+        device_id,
+        what=f"job {job_id} stays queued",
+        then=f"the agent of device #{device_id} will send it again",
+    ):
         return False
     ProfilingJob.objects.filter(pk=job_id).update(sent_at=timezone.now())
     return True
 
 
+def _send_if_queued(job_id: int) -> None:
+    """Send a job's message, and note when, if it is still queued (cancelled or failed before the
+    commit: nothing to run)."""
+    job = ProfilingJob.objects.filter(pk=job_id, state=JobState.QUEUED).only("pk", "device_id").first()
+    if job is not None:
+        send_profiling_job(job.pk, job.device_id)
+        ProfilingJob.objects.filter(pk=job.pk).update(sent_at=timezone.now())
+
+
 def _enqueue_on_commit(job_id: int) -> None:
     """Hand the job to the broker once the transaction that made it queued has committed."""
-
-    def send() -> None:
-        job = ProfilingJob.objects.filter(pk=job_id, state=JobState.QUEUED).only("pk", "device_id").first()
-        if job is not None:  # cancelled or failed before the commit: nothing to run
-            dispatch_job(job.pk, job.device_id)
-
-    transaction.on_commit(send, robust=True)
+    send_after_commit(
+        _send_if_queued, job_id, what=f"job {job_id} stays queued", then="its device's agent will send it again"
+    )
 
 
 def check_device_takes_jobs(device: Device) -> None:

@@ -137,21 +137,23 @@ def submit_simulation(team: Team, raw: Any, user: Any = None, enqueue: bool = Tr
             spec=spec,
         )
         if enqueue:
-            transaction.on_commit(lambda: _dispatch(row.pk), robust=True)
+            from server.taskqueue import send_after_commit, send_simulation
+
+            send_after_commit(send_simulation, row.pk, **_pending(row.pk))
     return row
 
 
 def _dispatch(simulation_id: int) -> bool:
     """Send the simulation to the trainer; False, logged, when the broker cannot take it (the row
     stays queued and the idle trainer sends it again)."""
-    from server.taskqueue import send_simulation
+    from server.taskqueue import send_simulation, try_send
 
-    try:
-        send_simulation(simulation_id)
-    except Exception as exc:  # noqa: BLE001 - kombu, redis and socket errors alike: the row keeps it
-        log.warning("simulation %s stays queued: it could not be sent (%s: %s)", simulation_id, type(exc).__name__, exc)
-        return False
-    return True
+    return try_send(send_simulation, simulation_id, **_pending(simulation_id))
+
+
+def _pending(simulation_id: int) -> dict[str, str]:
+    """What a simulation that could not be sent leaves behind, and who sends it again."""
+    return {"what": f"simulation {simulation_id} stays queued", "then": "the idle trainer sends it again"}
 
 
 def resend_queued_simulations(requested_before: Any) -> list[int]:

@@ -81,12 +81,12 @@ def test_jobs_survive_a_broker_restart_without_persistence_and_a_submission_whil
     waiting = [submit(e2e_api, model_id, device.pk, QUICK) for _ in range(5)]
 
     own_redis.stop()  # every message in it is gone with it
-    services_log = logging.getLogger("server.profiling.services")  # the "server" logger does not propagate
-    services_log.addHandler(caplog.handler)
+    queue_log = logging.getLogger("server.taskqueue")  # it says what the broker refused; "server" does not propagate
+    queue_log.addHandler(caplog.handler)
     try:
         while_down = submit(e2e_api, model_id, device.pk, QUICK)
     finally:
-        services_log.removeHandler(caplog.handler)
+        queue_log.removeHandler(caplog.handler)
     assert job_row(while_down).state == "queued"
     assert f"job {while_down} stays queued: its message could not be sent" in caplog.text
     own_redis.start()

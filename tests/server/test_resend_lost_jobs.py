@@ -106,7 +106,7 @@ def test_a_broker_that_refuses_leaves_the_job_queued_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     job = make_job(member.team, device=make_device())
-    logger = logging.getLogger("server.profiling.services")
+    logger = logging.getLogger("server.taskqueue")  # it says what the broker refused
     logger.addHandler(caplog.handler)
     try:
         with broker(monkeypatch, "redis://127.0.0.1:1/0"):  # nothing listens there: a broker that is down
