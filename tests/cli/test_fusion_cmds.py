@@ -21,10 +21,10 @@ from devicelab.fusion.on_device import PRECISIONS
 from latencylab.cli import main
 from latencylab.commands import fusion_cmds
 from tests.cli.live_lab import run_cli as _run
-from tests.cli.live_lab import wait_for as _wait_for
 from tests.e2e.live_clients import wait_for_request_threads
 from tests.server import conftest as server_fixtures
 from tests.server.fusion_api_factories import finish_sweep
+from tests.waiting import wait_for
 
 make_device = server_fixtures.make_device
 make_network = server_fixtures.make_network
@@ -72,7 +72,7 @@ def test_sweep_sends_its_flags_waits_and_prints_the_summary_then_rows_and_show(
     cli = threading.Thread(target=lambda: outcome.update(rc=main(argv + lab["server"])))
     cli.start()
     try:
-        job = _wait_for(lambda: ProfilingJob.objects.filter(device=lab["device"]).first())
+        job = wait_for(lambda: ProfilingJob.objects.filter(device=lab["device"]).first(), what="the sweep's job")
         assert job.kind == "fusion_sweep"
         assert (job.settings["zoo"], job.settings["models"]) == (["mobilenet_v2_0.5"], [model.pk])
         spec = job.settings["spec"]
@@ -179,7 +179,11 @@ def test_the_python_client_queues_waits_reads_rows_and_plans(lab: dict[str, Any]
     def finish_when_queued(kind: str, finish: Callable[[Any], Any]) -> threading.Thread:
         def run() -> None:
             try:
-                finish(_wait_for(lambda: ProfilingJob.objects.filter(kind=kind, state="queued").first()))
+                finish(
+                    wait_for(
+                        lambda: ProfilingJob.objects.filter(kind=kind, state="queued").first(), what=f"a queued {kind}"
+                    )
+                )
             finally:
                 connection.close()  # this thread's own: left open, the test database could not be dropped
 

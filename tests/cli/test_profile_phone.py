@@ -18,10 +18,10 @@ from devicelab.backends.base import DELEGATES, PRECISIONS
 from devicelab.measure.cold_starts import FRESH_PROCESS, ColdSample, ColdStarts
 from latencylab.cli import main
 from latencylab.commands import client_cmds
-from tests.cli.live_lab import wait_for as _wait_for
 from tests.server import conftest as server_fixtures
 from tests.server.factories import tiny_graph
 from tests.server.phone_factories import finish_phone_job, make_phone
+from tests.waiting import wait_for
 
 make_device = server_fixtures.make_device
 make_network = server_fixtures.make_network
@@ -86,7 +86,7 @@ def test_profile_on_a_phone_sends_its_settings_and_prints_its_conditions(
     cli = threading.Thread(target=lambda: outcome.update(rc=main(argv)))
     cli.start()
     try:
-        job = _wait_for(lambda: ProfilingJob.objects.filter(device=phone).first())
+        job = wait_for(lambda: ProfilingJob.objects.filter(device=phone).first(), what="the phone's job")
         assert job.settings["delegate"] == "xnnpack" and job.settings["cores"] == [6, 7]
         assert job.settings["cooldown_c"] == 40.0 and job.settings["cooldown_max_s"] == 120.0
         assert job.settings["cold_runs"] == 3 and job.settings["backend"] == "android"

@@ -19,10 +19,10 @@ from devicelab.remote.spec import PAYLOADS
 from latencylab.cli import main
 from latencylab.commands import remote_cmds
 from tests.cli.live_lab import run_cli as _run
-from tests.cli.live_lab import wait_for as _wait_for
 from tests.e2e.live_clients import wait_for_request_threads
 from tests.server import conftest as server_fixtures
 from tests.server.remote_factories import finish_remote
+from tests.waiting import wait_for
 
 make_device = server_fixtures.make_device
 make_network = server_fixtures.make_network
@@ -61,7 +61,12 @@ def _finish_when_queued(finish: Callable[[Any], Any]) -> threading.Thread:
 
     def run() -> None:
         try:
-            finish(_wait_for(lambda: ProfilingJob.objects.filter(kind="remote_scenario", state="queued").first()))
+            finish(
+                wait_for(
+                    lambda: ProfilingJob.objects.filter(kind="remote_scenario", state="queued").first(),
+                    what="a queued remote run",
+                )
+            )
         finally:
             connection.close()  # this thread's own: left open, the test database could not be dropped
 

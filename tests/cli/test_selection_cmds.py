@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,9 +23,11 @@ from devicelab.measure.stats import summarize
 from devicelab.selection import POLICIES, PRESETS, SimulationResult, compare_policies
 from latencylab.cli import main
 from latencylab.commands import selection_cmds
+from tests.cli.live_lab import run_cli as _run
 from tests.e2e.live_clients import wait_for_request_threads
 from tests.server import conftest as server_fixtures
 from tests.server.factories import profile_result, tiny_graph
+from tests.waiting import wait_for
 
 make_device = server_fixtures.make_device
 make_network = server_fixtures.make_network
@@ -125,22 +126,6 @@ def lab(
     server = ["--url", live_server.url, "--token", member.key]
     yield {"member": member, "device": device, "fast": fast, "slow": slow, "server": server, "url": live_server.url}
     wait_for_request_threads()
-
-
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    rc = main(argv)
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def _wait_for(predicate: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 @live
@@ -259,7 +244,9 @@ def test_simulate_sends_its_flags_waits_and_prints_each_profiles_table(
     cli = threading.Thread(target=lambda: outcome.update(rc=main(argv + lab["server"])))
     cli.start()
     try:
-        row = _wait_for(lambda: SelectionSimulation.objects.filter(team=lab["member"].team).first())
+        row = wait_for(
+            lambda: SelectionSimulation.objects.filter(team=lab["member"].team).first(), what="the simulation row"
+        )
         spec = row.spec
         assert spec["sla_targets_ms"] == SLAS and [p["name"] for p in spec["profiles"]] == ["campus_wifi", "lte"]
         assert (spec["requests"], spec["seed"], spec["threshold_ms"]) == (300, 5, 15.0)

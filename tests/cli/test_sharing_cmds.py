@@ -20,10 +20,10 @@ from devicelab.tenancy.sweep import STRATEGIES
 from latencylab.cli import main
 from latencylab.commands import sharing_cmds
 from tests.cli.live_lab import run_cli as _run
-from tests.cli.live_lab import wait_for as _wait_for
 from tests.e2e.live_clients import wait_for_request_threads
 from tests.server import conftest as server_fixtures
 from tests.server.sharing_api_factories import NETWORK, SHAPE_NAME, finish_sharing
+from tests.waiting import wait_for
 
 make_device = server_fixtures.make_device
 make_network = server_fixtures.make_network
@@ -97,7 +97,7 @@ def test_sweep_sends_its_flags_waits_and_prints_table_1_then_rows_and_show(
     cli = threading.Thread(target=lambda: outcome.update(rc=main(argv + lab["server"])))
     cli.start()
     try:
-        job = _wait_for(lambda: ProfilingJob.objects.filter(device=lab["device"]).first())
+        job = wait_for(lambda: ProfilingJob.objects.filter(device=lab["device"]).first(), what="the sweep's job")
         assert job.kind == "sharing_sweep" and job.settings["time_budget_s"] == 60.0
         spec = job.settings["spec"]
         assert spec["shapes"] == [[256, 128, 1152], [64, 8, 64], [512, 1, 512]] and spec["networks"] == ["resnet18"]
@@ -224,7 +224,12 @@ def test_the_python_client_queues_waits_reads_rows_and_cancels(lab: dict[str, An
     def finish_when_queued(finish: Callable[[Any], Any]) -> threading.Thread:
         def run() -> None:
             try:
-                finish(_wait_for(lambda: ProfilingJob.objects.filter(kind="sharing_sweep", state="queued").first()))
+                finish(
+                    wait_for(
+                        lambda: ProfilingJob.objects.filter(kind="sharing_sweep", state="queued").first(),
+                        what="a queued sharing sweep",
+                    )
+                )
             finally:
                 connection.close()  # this thread's own: left open, the test database could not be dropped
 

@@ -17,7 +17,8 @@ import pytest
 
 from devicelab.graph import graph_to_json
 from tests.e2e import conftest as e2e
-from tests.e2e.helpers import LONG, long_graph, tiny_graph, wait_for
+from tests.e2e.helpers import LONG, long_graph, tiny_graph
+from tests.waiting import wait_for
 
 # The worker fixtures of the end-to-end tests: real `python -m workers.run` processes against the
 # test database, on queues behind this session's prefix (e2e_settings is autouse: this process

@@ -24,7 +24,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.helpers import HEARTBEAT_SECONDS, OFFLINE_AFTER_SECONDS, RESEND_AFTER_SECONDS, wait_for
+from tests.e2e.helpers import HEARTBEAT_SECONDS, OFFLINE_AFTER_SECONDS, RESEND_AFTER_SECONDS
+from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TASK_TIME_LIMIT = 60  # the smallest the settings allow; the soft limit is 30 s

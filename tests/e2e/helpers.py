@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from devicelab.graph import Graph, GraphBuilder, graph_to_json
+from tests.waiting import wait_for
 
 # The workers the tests start heart-beat every second and count as offline after 4 s of silence.
 HEARTBEAT_SECONDS = 1
@@ -16,18 +17,6 @@ RESEND_AFTER_SECONDS = 3
 
 QUICK = {"runs": 5, "warmup_runs": 1}
 LONG = {"runs": 100, "warmup_runs": 2}
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(interval)
 
 
 def tiny_graph(name: str = "tiny") -> Graph:

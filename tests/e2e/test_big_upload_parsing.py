@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from tests.brokers import broker
-from tests.e2e.helpers import RESEND_AFTER_SECONDS, wait_for
+from tests.e2e.helpers import RESEND_AFTER_SECONDS
 from tests.e2e.test_predictor_trainer import start_trainer  # noqa: F401 - the trainer process fixture
 from tests.server.big_graphs import relu_chain_json
+from tests.waiting import wait_for
 
 BIG_OPS = 100_000  # about 8 MB of graph JSON: over the default LATENCYLAB_PARSE_INLINE_MAX_BYTES (4 MB)
 

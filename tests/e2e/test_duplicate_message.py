@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import QUICK, job_row, submit, tiny_graph, upload, wait_finished, wait_for
+from tests.e2e.helpers import QUICK, job_row, submit, tiny_graph, upload, wait_finished
+from tests.waiting import wait_for
 
 
 @pytest.mark.django_db(transaction=True)

@@ -16,7 +16,8 @@ from devicelab.graph.tflite import graph_to_tflite_bytes
 from tests.adb_double.benchmark_tool import benchmark_model_binary
 from tests.adb_double.phones import Phone
 from tests.adb_double.server import AdbDouble, running_adb_double
-from tests.e2e.helpers import submit, tiny_graph, upload, wait_finished, wait_for
+from tests.e2e.helpers import submit, tiny_graph, upload, wait_finished
+from tests.waiting import wait_for
 
 PHONE_RUN = {"runs": 5, "warmup_runs": 1, "cooldown_c": 60, "cooldown_max_s": 5}
 

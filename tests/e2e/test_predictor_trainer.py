@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import REPO, TASK_TIME_LIMIT, database_url
-from tests.e2e.helpers import RESEND_AFTER_SECONDS, wait_for
+from tests.e2e.helpers import RESEND_AFTER_SECONDS
+from tests.waiting import wait_for
 
 CELL = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import RESEND_AFTER_SECONDS, wait_for
+from tests.e2e.helpers import RESEND_AFTER_SECONDS
 from tests.e2e.test_predictor_trainer import start_trainer  # noqa: F401  (the trainer fixture)
+from tests.waiting import wait_for
 
 SPEC = {"scenario": "paper", "sla_targets_ms": [120, 300], "profiles": ["campus_wifi", "lte"], "requests": 500}
 

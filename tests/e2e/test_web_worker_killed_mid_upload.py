@@ -19,7 +19,7 @@ import pytest
 
 from server.networks.tempfiles import STALE_AFTER_SECONDS
 from tests.e2e.conftest import REPO, database_url
-from tests.e2e.helpers import wait_for
+from tests.waiting import wait_for
 
 SPOOLED = 12 * 1024 * 1024  # over FILE_UPLOAD_MAX_MEMORY_SIZE (10 MB): Django writes it to var/tmp
 

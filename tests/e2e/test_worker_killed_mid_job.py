@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import LONG, job_row, long_graph, submit, upload, wait_finished, wait_for
+from tests.e2e.helpers import LONG, job_row, long_graph, submit, upload, wait_finished
+from tests.waiting import wait_for
 
 
 def _unacked_tags(job_id: int, queue: str) -> list[str]:

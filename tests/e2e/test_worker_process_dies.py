@@ -16,7 +16,8 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.e2e.helpers import LONG, QUICK, long_graph, submit, tiny_graph, upload, wait_finished, wait_for, wait_running
+from tests.e2e.helpers import LONG, QUICK, long_graph, submit, tiny_graph, upload, wait_finished, wait_running
+from tests.waiting import wait_for
 
 
 def _device_process(worker: Any, other_than: int | None = None) -> psutil.Process:

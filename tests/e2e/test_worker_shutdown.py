@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.helpers import wait_for
+from tests.waiting import wait_for
 
 
 @pytest.mark.django_db(transaction=True)

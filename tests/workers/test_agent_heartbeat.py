@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from tests.e2e.helpers import wait_for
+from tests.waiting import wait_for
 from tests.workers.conftest import fake_cpu
 from workers.agent import DeviceAgent
 

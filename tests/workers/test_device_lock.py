@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import wait_for
+from tests.waiting import wait_for
 from workers.device_lock import DeviceBusy, device_lock, lock_path
 
 HOLD = """
