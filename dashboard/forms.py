@@ -20,14 +20,11 @@ from django.db import transaction
 from django.utils.datastructures import MultiValueDict
 
 from dashboard.formatting import core_ranges, hardware_summary, si
+from dashboard.spec_fields import spec_form_fields, spec_values
 from devicelab.backends.base import (
     DELEGATES,
     MAX_COLD_RUNS,
-    MAX_COOLDOWN_S,
-    MAX_NOISE_RERUNS,
-    MAX_RUNS,
     MAX_THREADS,
-    MAX_WARMUP_RUNS,
     PRECISIONS,
     Capabilities,
     ProfileSettings,
@@ -35,6 +32,7 @@ from devicelab.backends.base import (
 )
 from devicelab.graph import graph_to_json
 from devicelab.graph import zoo as model_zoo
+from devicelab.spec import settings_of
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.models import NetworkModel
@@ -175,19 +173,7 @@ def initial_from_job(job: ProfilingJob) -> dict[str, Any]:
         return {}
     s = job.settings or {}
     initial: dict[str, Any] = {"models": [job.model_id], "devices": [job.device_id]}
-    for key in (
-        "threads",
-        "runs",
-        "warmup_runs",
-        "precision",
-        "delegate",
-        "cooldown_c",
-        "cooldown_max_s",
-        "cold_runs",
-        "on_noise",
-        "noise_reruns",
-        "breakdown",
-    ):
+    for key in _FORM_SETTINGS:
         if s.get(key) not in (None, ""):
             initial[key] = s[key]
     if s.get("cores"):
@@ -244,6 +230,14 @@ def offered_runtime_options(devices: Iterable[Device]) -> RuntimeOptions:
     return RuntimeOptions([d for d in DELEGATES if d in delegates], sorted(clusters), cools_down)
 
 
+# The settings the form takes as their declaration (``ProfileSettings``) says: all but the
+# backend, which follows each device's kind, and the cores, typed as text (or a phone's cluster).
+_NOT_DECLARED_HERE = ("backend", "cores")
+_FORM_SETTINGS = tuple(s.name for s in settings_of(ProfileSettings) if s.name not in _NOT_DECLARED_HERE)
+# Shown under "Phones" when an online device offers them; the others in the settings row.
+PHONE_SETTINGS = ("delegate", "cooldown_c", "cooldown_max_s")
+
+
 class SubmitJobsForm(forms.Form):
     """Models (the team's and zoo networks) x devices with one set of settings: one job per pair."""
 
@@ -260,53 +254,11 @@ class SubmitJobsForm(forms.Form):
         label="Devices",
         error_messages={"invalid_choice": "device #%(value)s is not online any more; choose one of those listed now"},
     )
-    threads = forms.IntegerField(min_value=1, max_value=MAX_THREADS, initial=1, help_text="Intra-op threads.")
-    runs = forms.IntegerField(min_value=1, max_value=MAX_RUNS, initial=30, help_text="Timed runs.")
-    warmup_runs = forms.IntegerField(min_value=0, max_value=MAX_WARMUP_RUNS, initial=5, label="Warm-up runs")
-    cold_runs = forms.IntegerField(
-        required=False,
-        min_value=1,
-        max_value=MAX_COLD_RUNS,
-        initial=1,
-        label="Cold starts",
-        help_text="Load + first run, measured this many times; above 1, each in a fresh process.",
-    )
-    on_noise = forms.ChoiceField(
-        required=False,
-        choices=[
-            ("flag", "flag it"),
-            ("rerun", "measure again, keep the steadiest"),
-            ("fail", "fail the job"),
-        ],
-        initial="flag",
-        label="When noisy",
-        help_text="A result whose CV is above 5 %: keep it flagged, profile again, or fail saying why.",
-    )
-    noise_reruns = forms.IntegerField(
-        required=False,
-        min_value=0,
-        max_value=MAX_NOISE_RERUNS,
-        initial=2,
-        label="Reruns",
-        help_text="With 'measure again': at most this many more profiles.",
-    )
-    breakdown = forms.BooleanField(
-        required=False,
-        label="Time breakdown",
-        help_text="After the profile, time one inference's stages: photo decode, resize, load, inference, top-5.",
-    )
     cores = forms.CharField(
         required=False,
         label="CPU cores",
         help_text="Pin to these CPU ids, e.g. 0-3 or 0,2 (empty: the OS decides).",
         widget=forms.TextInput(attrs={"placeholder": "e.g. 0-3"}),
-    )
-    precision = forms.ChoiceField(choices=[("fp32", "fp32"), ("fp16", "fp16"), ("int8", "int8")], initial="fp32")
-    delegate = forms.ChoiceField(
-        required=False,
-        initial="",
-        label="Delegate",
-        help_text="The runtime's delegate on a phone (empty: the device's default).",
     )
     core_cluster = forms.ChoiceField(
         required=False,
@@ -314,25 +266,10 @@ class SubmitJobsForm(forms.Form):
         label="Core cluster",
         help_text="Pin to a phone's cluster of cores, by name (instead of CPU ids).",
     )
-    cooldown_c = forms.FloatField(
-        required=False,
-        min_value=1,
-        max_value=119,
-        label="Cool down below (°C)",
-        help_text="Before measuring, wait until the phone is cooler than this.",
-        widget=forms.NumberInput(attrs={"placeholder": "e.g. 40", "step": "any"}),
-    )
-    cooldown_max_s = forms.FloatField(
-        required=False,
-        min_value=0,
-        max_value=MAX_COOLDOWN_S,
-        label="Cool-down limit (s)",
-        help_text="...but wait at most this long.",
-        widget=forms.NumberInput(attrs={"placeholder": "e.g. 120", "step": "any"}),
-    )
 
     def __init__(self, team: Team, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fields.update(spec_form_fields(ProfileSettings, exclude=_NOT_DECLARED_HERE))
         self.team = team
         # Only parsed models can be profiled (the service refuses the others too).
         ready = NetworkModel.objects.for_team(team).ready().defer("graph", "summary")
@@ -365,10 +302,11 @@ class SubmitJobsForm(forms.Form):
         """The cores as a list of ids."""
         return parse_cores(self.cleaned_data.get("cores") or "")
 
-    def clean_cold_runs(self) -> int:
-        """Cold starts; left empty, the one every profile measures."""
-        value = self.cleaned_data.get("cold_runs")
-        return 1 if value is None else int(value)
+    def settings_row(self) -> list[forms.BoundField]:
+        """The settings any device may take (not the phones'), in their declaration's order: the
+        template's row of settings."""
+        names = [s.name for s in settings_of(ProfileSettings) if s.name in self.fields]
+        return [self[name] for name in names if name not in PHONE_SETTINGS]
 
     def clean(self) -> dict[str, Any]:
         """Check the settings against what each chosen device declared, on the field they name."""
@@ -407,28 +345,14 @@ class SubmitJobsForm(forms.Form):
         return replace(parsed, cores=caps.cluster_cores(cluster)) if cluster else parsed
 
     def job_settings(self) -> dict[str, Any]:
-        """The ProfileSettings keys the form sets (backend follows each device's kind)."""
+        """The ProfileSettings keys the form sets (backend follows each device's kind); a field
+        left empty is left out, for the service's default."""
         d = self.cleaned_data
-        settings: dict[str, Any] = {
-            "threads": d["threads"],
-            "runs": d["runs"],
-            "warmup_runs": d["warmup_runs"],
-            "precision": d["precision"],
-            "cold_runs": d.get("cold_runs") or 1,
-            "on_noise": d.get("on_noise") or "flag",
-            "breakdown": bool(d.get("breakdown")),
-        }
-        if d.get("noise_reruns") is not None:
-            settings["noise_reruns"] = d["noise_reruns"]
+        settings = spec_values(ProfileSettings, d, exclude=_NOT_DECLARED_HERE)
         if d["cores"]:
             settings["cores"] = d["cores"]
         if d.get("core_cluster"):
             settings["cores"] = d["core_cluster"]  # a cluster's name: the service resolves it per device
-        if d.get("delegate"):
-            settings["delegate"] = d["delegate"]
-        for key in ("cooldown_c", "cooldown_max_s"):
-            if d.get(key) is not None:
-                settings[key] = d[key]
         return settings
 
     def save(self, user: Any) -> list[ProfilingJob]:

@@ -431,6 +431,7 @@ SPECTACULAR_SETTINGS = {
         "JobStateEnum": "server.profiling.models.JobState",
         "JobKindEnum": "server.profiling.models.JobKind",  # devices have a kind too
         "PrecisionEnum": "devicelab.backends.base.PRECISIONS",
+        "BackendEnum": "devicelab.backends.base.DEVICE_KINDS",  # a job's settings.backend (devices add imported)
         "FusionPrecisionEnum": "devicelab.fusion.on_device.PRECISIONS",  # fusion runs no int8
         "ZooEnum": "server.api.sharing_requests.ZOO_NAMES",  # fusion's zoo, sharing's networks
         "SharingStrategyEnum": "devicelab.tenancy.sweep.STRATEGIES",  # a spec's strategies, a row's strategy

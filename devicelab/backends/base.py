@@ -16,6 +16,21 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+# The settings are declared in their own module, which the command line reads without numpy;
+# their names are this module's too.
+from devicelab.backends.profile_settings import (  # noqa: F401
+    DELEGATES,
+    DEVICE_KINDS,
+    MAX_COLD_RUNS,
+    MAX_COOLDOWN_S,
+    MAX_NOISE_RERUNS,
+    MAX_RUNS,
+    MAX_THREADS,
+    MAX_WARMUP_RUNS,
+    NOISE_POLICIES,
+    PRECISIONS,
+    ProfileSettings,
+)
 from devicelab.graph.ir import Graph
 from devicelab.graph.jsonio import graph_from_dict, graph_to_dict
 from devicelab.graph.limits import NO_LIMITS
@@ -23,21 +38,6 @@ from devicelab.measure.breakdown import NotAnImageModel, TimeBreakdown, image_in
 from devicelab.measure.cold_starts import FRESH_PROCESS, ColdStartError, ColdStarts, run_fresh
 from devicelab.measure.harness import Meter, Progress
 from devicelab.measure.stats import HIGH_CV, SampleStats, central
-
-DEVICE_KINDS = ("cpu", "opencl", "android")
-PRECISIONS = ("fp32", "fp16", "int8")
-# Runtimes' delegates a job may ask for (``settings.delegate``); a device declares those it offers.
-DELEGATES = ("cpu", "xnnpack", "gpu", "nnapi")
-MAX_COOLDOWN_S = 3_600.0
-
-# Bounds on every profiling setting, whatever the device: a job past them would hold its device
-# for days or exhaust its memory. A backend may declare tighter ones in its ``Capabilities``.
-MAX_RUNS = 10_000
-MAX_WARMUP_RUNS = 1_000
-MAX_THREADS = 1_024
-NOISE_POLICIES = ("flag", "rerun", "fail")
-MAX_NOISE_RERUNS = 5  # each a whole profile again
-MAX_COLD_RUNS = 50  # each a fresh process that imports the runtime and loads the model: seconds apiece
 
 ProgressFn = Callable[[float, str], None]
 """Called with a fraction in [0, 1] and a short message as a run advances."""
@@ -189,77 +189,6 @@ class DeviceInfo:
 
 
 @dataclass(frozen=True)
-class ProfileSettings:
-    """How to measure: backend, threads, cores, precision, warm-up and measured runs, cold starts."""
-
-    backend: str = "cpu"
-    threads: int = 1
-    cores: tuple[int, ...] = ()  # CPU affinity; empty means the OS decides
-    precision: str = "fp32"
-    warmup_runs: int = 5
-    runs: int = 30
-    delegate: str = ""  # the runtime delegate (phones: cpu, xnnpack, gpu, nnapi); "" = the device's default
-    cooldown_c: float | None = None  # wait until the device is cooler than this before measuring (°C)
-    cooldown_max_s: float | None = None  # ... but at most this long (s)
-    # cold starts (load + first run) to measure: 1 is the profile's own, in its process; more are
-    # each made in a fresh process (``devicelab.measure.cold_starts``)
-    cold_runs: int = 1
-    # what a noisy result (its end-to-end CV above devicelab.measure.stats.HIGH_CV) does: "flag" it
-    # and keep it, "rerun" the profile up to noise_reruns more times (the steadiest attempt is
-    # kept), or "fail" the job saying how noisy and how loaded the machine was
-    on_noise: str = "flag"
-    noise_reruns: int = 2
-    # after the profile, the time breakdown of one inference of an image model (decode, resize,
-    # normalize of phone-sized photos, load, inference, post-processing: seconds of work per job);
-    # False skips it (a NAS sweep of many small jobs, the tests that are not about it)
-    breakdown: bool = True
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.breakdown, bool):
-            raise ValueError(f"breakdown must be true or false, got {self.breakdown!r}")
-        if not 1 <= self.threads <= MAX_THREADS:
-            raise ValueError(f"threads must be between 1 and {MAX_THREADS}, got {self.threads}")
-        if not 0 <= self.warmup_runs <= MAX_WARMUP_RUNS:
-            raise ValueError(f"warmup_runs must be between 0 and {MAX_WARMUP_RUNS}, got {self.warmup_runs}")
-        if not 1 <= self.runs <= MAX_RUNS:
-            raise ValueError(f"runs must be between 1 and {MAX_RUNS}, got {self.runs}")
-        if not 1 <= self.cold_runs <= MAX_COLD_RUNS:
-            raise ValueError(f"cold_runs must be between 1 and {MAX_COLD_RUNS}, got {self.cold_runs}")
-        if len(self.cores) > MAX_THREADS:
-            raise ValueError(f"cores lists {len(self.cores)} core ids; at most {MAX_THREADS}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision {self.precision!r} is not fp32, fp16 or int8")
-        if self.delegate and self.delegate not in DELEGATES:
-            raise ValueError(f"delegate {self.delegate!r} is not one of {', '.join(DELEGATES)} (or empty)")
-        if self.cooldown_c is not None and not 0 < self.cooldown_c < 120:
-            raise ValueError(f"cooldown_c must be a temperature between 0 and 120 °C, got {self.cooldown_c}")
-        if self.cooldown_max_s is not None and not 0 <= self.cooldown_max_s <= MAX_COOLDOWN_S:
-            raise ValueError(f"cooldown_max_s must be between 0 and {MAX_COOLDOWN_S:.0f} s, got {self.cooldown_max_s}")
-        if self.on_noise not in NOISE_POLICIES:
-            raise ValueError(f"on_noise {self.on_noise!r} is not one of {', '.join(NOISE_POLICIES)}")
-        if not 0 <= self.noise_reruns <= MAX_NOISE_RERUNS:
-            raise ValueError(f"noise_reruns must be between 0 and {MAX_NOISE_RERUNS}, got {self.noise_reruns}")
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        d = asdict(self)
-        d["cores"] = list(self.cores)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ProfileSettings:
-        """Settings from plain data, rejecting unknown keys."""
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = set(d) - known
-        if unknown:
-            raise ValueError(f"unknown settings {sorted(unknown)}; known: {sorted(known)}")
-        d = dict(d)
-        if "cores" in d:
-            d["cores"] = tuple(int(c) for c in d["cores"])
-        return cls(**d)
-
-
-@dataclass(frozen=True)
 class OpTiming:
     """Timing of one graph operator, as the runtime really ran it.
 
@@ -402,6 +331,13 @@ class Backend(ABC):
     which alone imports the kind's runtime (onnxruntime, pyopencl, adbutils)."""
 
     kind: str
+    # The device is another machine (a phone, over adb): the load this machine reads before a
+    # profile is not the device's (its backend reads the device's own), and a time breakdown's
+    # client stages run here while the model runs there.
+    remote_device: bool = False
+    # ``settings.cores`` are this machine's cores (a CPU backend pins the run to them), so the
+    # machine's load is read on those cores and the breakdown's client stages run on them.
+    pins_host_cores: bool = False
 
     @abstractmethod
     def discover(self) -> list[DeviceInfo]:
@@ -447,7 +383,7 @@ class Backend(ABC):
                 assert report is not None
                 report(lo + (hi - lo) * fraction, message if fraction < 1.0 or share == 1.0 else "model measured")
 
-            load = None if device.kind == "android" else read_load(settings.cores if device.kind == "cpu" else ())
+            load = None if self.remote_device else read_load(settings.cores if self.pins_host_cores else ())
             result = self.profile(device, graph, settings, scaled if report is not None else None, model_file)
             tried.append((result, load))
             if not result.e2e.noisy:
@@ -524,8 +460,8 @@ class Backend(ABC):
             inference_samples_ms=result.samples_ms,
             runs=settings.runs,
             warmup_runs=settings.warmup_runs,
-            host_side=device.kind == "android",
-            cores=settings.cores if device.kind == "cpu" else (),
+            host_side=self.remote_device,
+            cores=settings.cores if self.pins_host_cores else (),
             step=meter.step if progress is not None else None,
         )
         if share < 1.0:  # else the profile's own "done" was the last report

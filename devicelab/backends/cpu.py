@@ -524,6 +524,7 @@ class CpuBackend(Backend):
     """The host CPU, through ONNX Runtime: this module's ``discover`` and ``profile``."""
 
     kind = KIND
+    pins_host_cores = True
 
     def discover(self) -> list[DeviceInfo]:
         """The host CPU as one device, with what it can run."""

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from devicelab.backends.base import ProfileSettings
+from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import ReportFn
 from devicelab.measure.stats import SampleStats, summarize

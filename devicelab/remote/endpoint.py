@@ -43,7 +43,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from devicelab.backends.base import ProfileSettings
+from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.graph.ir import Graph
 from devicelab.measure import image_pipeline
 from devicelab.measure.breakdown import ImageInput, NotAnImageModel, image_input

@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from devicelab.backends.base import BackendError, DeviceInfo, ProfileSettings
+from devicelab.backends.base import BackendError, DeviceInfo
+from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import ReportFn
 from devicelab.measure.stats import summarize

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from devicelab.backends.base import MAX_THREADS
+from devicelab.backends.profile_settings import MAX_THREADS
 from devicelab.selection.network_profiles import NetworkProfile
 
 UNSHAPED = "unshaped"  # a link the lab does not shape: loopback as it is

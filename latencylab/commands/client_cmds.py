@@ -11,16 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from devicelab.backends.profile_settings import ProfileSettings
 from latencylab.commands.output import fail, print_json, print_table
+from latencylab.commands.spec_flags import add_spec_flags, spec_values
 
 # A refused request that names bad input (400) or an unknown id (404) exits 2 like bad usage.
 _BAD_INPUT_STATUSES = (400, 404)
-
-# devicelab.backends.base's PRECISIONS and DELEGATES (tests/cli check they agree), written out so
-# that building the parser imports no numpy.
-PRECISIONS = ("fp32", "fp16", "int8")
-DELEGATES = ("cpu", "xnnpack", "gpu", "nnapi")
-BACKENDS = ("cpu", "opencl", "android")  # devicelab.backends' kinds, written out: building the parser imports none
 
 
 def _add_server_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,42 +30,13 @@ def add_parsers(sub: Any) -> None:
     prof = sub.add_parser("profile", help="profile a model on a lab device through the API and print the result")
     prof.add_argument("model", metavar="MODEL", help="an .onnx, .tflite or graph .json file, or a model id")
     prof.add_argument("--device", required=True, help="device name or id (see GET /api/devices/)")
-    prof.add_argument("--runs", type=int, help="measured runs")
-    prof.add_argument("--warmup", type=int, help="warm-up runs")
-    prof.add_argument("--threads", type=int, help="CPU threads")
-    prof.add_argument(
-        "--backend", choices=BACKENDS, help="the device's backend; a device of another kind refuses the job"
-    )
-    prof.add_argument(
-        "--cold-runs",
-        type=int,
-        metavar="N",
-        help="cold starts to measure, each in a fresh process (default 1: the profile's own; the device "
-        "must offer N: capabilities.max_cold_runs)",
-    )
-    prof.add_argument(
-        "--breakdown",
-        action=argparse.BooleanOptionalAction,
-        help="after the profile, time one inference's stages (photo decode, resize, load, inference, top-5); "
-        "left out: the server's default",
-    )
-    prof.add_argument(
-        "--cores", type=_cores_argument, help="pin to these CPU ids (0-3 or 0,2) or to a phone's core cluster (big)"
-    )
-    prof.add_argument("--precision", choices=PRECISIONS, help="numeric precision (the device must offer it)")
-    prof.add_argument("--delegate", choices=DELEGATES, help="a phone's runtime delegate (the device must offer it)")
-    prof.add_argument(
-        "--cooldown-c", type=float, metavar="C", help="phones: before measuring, wait until cooler than C °C"
-    )
-    prof.add_argument(
-        "--cooldown-max-s", type=float, metavar="S", help="phones: wait at most S seconds for --cooldown-c"
-    )
-    prof.add_argument(
-        "--on-noise",
-        type=_noise_argument,
-        metavar="POLICY",
-        help="a noisy result (CV above 5%%): flag (default), rerun or rerun:N (profile again up to N times, "
-        "default 2, keep the steadiest), or fail",
+    # every setting of ProfileSettings, as its declaration says (--warmup for warmup_runs)
+    add_spec_flags(
+        prof,
+        ProfileSettings,
+        types={"cores": _cores_argument, "on_noise": _noise_argument},
+        metavars={"cold_runs": "N", "cooldown_c": "C", "cooldown_max_s": "S", "on_noise": "POLICY", "cores": "CORES"},
+        notes={"cores": "Here: ids as 0-3 or 0,2, or a name (big).", "on_noise": "Here also rerun:N (N reruns)."},
     )
     prof.add_argument("--timeout", type=float, help="give up waiting after this many seconds")
     prof.add_argument("--top", type=int, default=10, help="slowest operators to list (default 10)")
@@ -184,7 +151,7 @@ def _cores_argument(value: str) -> list[int] | str:
 
 
 def _noise_argument(value: str) -> dict[str, Any]:
-    """``--on-noise flag|fail|rerun|rerun:N`` as settings keys."""
+    """``--on-noise flag|fail|rerun|rerun:N`` as settings keys (``rerun:N`` sets noise_reruns too)."""
     policy, _, count = value.partition(":")
     if policy not in ("flag", "rerun", "fail") or (count and (policy != "rerun" or not count.isdigit())):
         raise argparse.ArgumentTypeError(f"{value!r}: expected flag, fail, rerun or rerun:N")
@@ -194,25 +161,10 @@ def _noise_argument(value: str) -> dict[str, Any]:
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     from latencylab.client import InputError
 
-    settings: dict[str, Any] = {}
-    for flag, key, minimum in (
-        ("runs", "runs", 1),
-        ("warmup", "warmup_runs", 0),
-        ("threads", "threads", 1),
-        ("cold_runs", "cold_runs", 1),
-    ):
-        value = getattr(args, flag)
-        if value is None:
-            continue
-        if value < minimum:
-            raise InputError(f"--{flag.replace('_', '-')} must be at least {minimum}, got {value}")
-        settings[key] = value
-    for key in ("backend", "cores", "precision", "delegate", "cooldown_c", "cooldown_max_s", "breakdown"):
-        value = getattr(args, key, None)
-        if value is not None:
-            settings[key] = value
-    settings.update(getattr(args, "on_noise", None) or {})
-    return settings
+    try:
+        return spec_values(args, ProfileSettings)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _central(op: dict[str, Any]) -> float:

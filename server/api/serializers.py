@@ -7,7 +7,7 @@ documents it in ``/api/schema/``, so the schema cannot promise what the checks r
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict, cast
+from typing import Any, TypedDict
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -15,22 +15,14 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
-from devicelab.backends.base import (
-    DELEGATES,
-    MAX_COLD_RUNS,
-    MAX_COOLDOWN_S,
-    MAX_NOISE_RERUNS,
-    MAX_RUNS,
-    MAX_THREADS,
-    MAX_WARMUP_RUNS,
-    NOISE_POLICIES,
-    PRECISIONS,
-)
+from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.graph import Graph, GraphError, graph_from_dict
 from devicelab.graph.jsonio import SCHEMA_VERSION
 from devicelab.graph.ops import DTYPES
+from devicelab.spec import declared, settings_of
 from server.api.breakdown_serializers import ColdStartsSerializer, TimeBreakdownSerializer
-from server.api.fields import IdField, StrictBooleanField, StrictCharField, StrictFloatField, StrictIntegerField
+from server.api.fields import IdField, StrictFloatField
+from server.api.spec_fields import spec_fields
 from server.devices.models import Device
 from server.networks.models import NetworkModel
 from server.networks.services import operator_table, operator_table_shown
@@ -255,52 +247,40 @@ class DeviceSerializer(serializers.ModelSerializer):
 # -- jobs --------------------------------------------------------------------------------------
 
 
-class JobSettings(TypedDict, total=False):
-    """The settings a client gave (``ProfileSettings`` keys); the service fills in the rest."""
-
-    backend: str
-    threads: int
-    cores: list[int]
-    precision: str
-    warmup_runs: int
-    runs: int
-    delegate: str
-    cooldown_c: float | None
-    cooldown_max_s: float | None
-    cold_runs: int
-    on_noise: str
-    noise_reruns: int
-    breakdown: bool
-
-
 class JobRequest(TypedDict):
-    """A validated ``POST /api/jobs/`` body: the rows it names and its settings."""
+    """A validated ``POST /api/jobs/`` body: the rows it names and its settings (``ProfileSettings``
+    keys as given; the service fills in the rest)."""
 
     model: NetworkModel
     device: Device
-    settings: JobSettings
+    settings: dict[str, Any]
+
+
+_CORES = declared(ProfileSettings, "cores")
+_MAX_CORES = _CORES.rule.max_items
 
 
 @extend_schema_field(
     {
         "oneOf": [
-            {"type": "array", "items": {"type": "integer", "minimum": 0}, "maxItems": MAX_THREADS},
+            {"type": "array", "items": {"type": "integer", "minimum": 0}, "maxItems": _MAX_CORES},
             {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]{0,31}$", "description": "a core cluster's name"},
         ]
     }
 )
 class CoresField(serializers.ListField):
-    """CPU core ids to pin the run to: a JSON list of non-negative integers, or the name of one of
-    the device's core clusters (a phone's "big", "mid", "little"; the service resolves it)."""
+    """CPU core ids to pin the run to: a JSON list of non-negative integers (``ProfileSettings.cores``),
+    or the name of one of the device's core clusters (a phone's "big", "mid", "little"; the
+    service resolves it)."""
 
     default_error_messages = {
         "invalid": "must be a list of non-negative integers or a cluster name, got {value!r}",
         "null": "must be a list of non-negative integers, got None",
-        "too_many": f"lists {{count}} core ids; at most {MAX_THREADS}",
+        "too_many": f"lists {{count}} core ids; at most {_MAX_CORES}",
     }
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(child=serializers.IntegerField(min_value=0), max_length=MAX_THREADS, **kwargs)
+        super().__init__(child=serializers.IntegerField(min_value=0), max_length=_MAX_CORES, **kwargs)
 
     def to_internal_value(self, data: Any) -> list[int] | str:  # type: ignore[override]
         """The core ids (or a cluster name), or a ``ValidationError`` that shows the value sent."""
@@ -310,7 +290,7 @@ class CoresField(serializers.ListField):
             isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in data
         ):
             self.fail("invalid", value=data)
-        if len(data) > MAX_THREADS:
+        if _MAX_CORES is not None and len(data) > _MAX_CORES:
             self.fail("too_many", count=len(data))
         return list(data)
 
@@ -318,77 +298,20 @@ class CoresField(serializers.ListField):
 class JobSettingsSerializer(serializers.Serializer):
     """How to measure; keys left out take their defaults, and the device must offer what is asked."""
 
-    # The wire format only (the keys of ``ProfileSettings``, their types and bounds). Whether the
-    # device can honour them (its kind, precisions, threads, cores) is the service's check at
+    # The wire format only: one field per field of ``ProfileSettings``, its type, bounds, choices
+    # and help from the dataclass's declaration (``server.api.spec_fields``). Whether the device
+    # can honour them (its kind, precisions, threads, cores) is the service's check at
     # submission. Errors are one flat list of messages that each name the key
     # (``settings.threads must be an integer, got 'four'``), as the service's are.
 
-    backend = StrictCharField(required=False, help_text="The device's kind (the default); another is refused.")
-    threads = StrictIntegerField(required=False, min_value=1, max_value=MAX_THREADS, help_text="Default 1.")
-    cores = CoresField(required=False, help_text="Core ids to pin the run to; empty (the default): the OS decides.")
-    precision = serializers.ChoiceField(
-        choices=list(PRECISIONS),
-        required=False,
-        help_text="Default fp32; the device must offer it.",
-        error_messages={"invalid_choice": f"{{input!r}} is not {', '.join(PRECISIONS[:-1])} or {PRECISIONS[-1]}"},
-    )
-    warmup_runs = StrictIntegerField(required=False, min_value=0, max_value=MAX_WARMUP_RUNS, help_text="Default 5.")
-    runs = StrictIntegerField(required=False, min_value=1, max_value=MAX_RUNS, help_text="Default 30.")
-    delegate = serializers.ChoiceField(
-        choices=["", *DELEGATES],
-        required=False,
-        help_text="The runtime delegate (phones: cpu, xnnpack, gpu, nnapi); empty (the default): the "
-        "device's own default. The device must offer it.",
-        error_messages={"invalid_choice": f"{{input!r}} is not one of {', '.join(DELEGATES)} (or empty)"},
-    )
-    cooldown_c = serializers.FloatField(
-        required=False,
-        allow_null=True,
-        min_value=1,
-        max_value=119,
-        help_text="Phones: before measuring, wait until every temperature is below this (°C); the device's "
-        "default when left out.",
-    )
-    cooldown_max_s = serializers.FloatField(
-        required=False,
-        allow_null=True,
-        min_value=0,
-        max_value=MAX_COOLDOWN_S,
-        help_text="Phones: the longest wait for cooldown_c (s); the device's default when left out.",
-    )
-    cold_runs = StrictIntegerField(
-        required=False,
-        min_value=1,
-        max_value=MAX_COLD_RUNS,
-        help_text="Cold starts (load + first run) to measure. Default 1: the profile's own, in its process; "
-        "more: each in a fresh process (the device must offer it: capabilities.max_cold_runs).",
-    )
-    on_noise = serializers.ChoiceField(
-        choices=list(NOISE_POLICIES),
-        required=False,
-        help_text="What a noisy result (end-to-end CV above 5 %) does: flag (the default: kept, marked noisy), "
-        "rerun (profiled again up to noise_reruns times, the steadiest attempt kept) or fail (the job fails "
-        "with the CV and the machine's load). Every result keeps the load read before its runs "
-        "(environment.machine_load) and each attempt's CV (environment.noise).",
-        error_messages={"invalid_choice": f"{{input!r}} is not one of {', '.join(NOISE_POLICIES)}"},
-    )
-    noise_reruns = StrictIntegerField(
-        required=False,
-        min_value=0,
-        max_value=MAX_NOISE_RERUNS,
-        help_text="With on_noise = rerun: at most this many more profiles (default 2).",
-    )
-    breakdown = StrictBooleanField(
-        required=False,
-        help_text="After the profile, the time breakdown of one inference of an image model (photo decode, "
-        "resize, normalize, load, inference, post-processing). Left out: the server's default "
-        "(LATENCYLAB_TIME_BREAKDOWN, on unless the lab turned it off).",
-    )
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """``ProfileSettings``' fields; ``cores`` may also name a core cluster."""
+        return spec_fields(ProfileSettings, cores=CoresField(required=False, help_text=_CORES.help))
 
-    def run_validation(self, data: Any = empty) -> JobSettings:
+    def run_validation(self, data: Any = empty) -> dict[str, Any]:
         """The given settings; as a request's ``settings``, a ``ValidationError`` listing every bad key."""
         try:
-            return cast(JobSettings, dict(super().run_validation(data)))
+            return dict(super().run_validation(data))
         except serializers.ValidationError as exc:
             if self.parent is None:  # validated alone, its errors stay a dict by key
                 raise
@@ -431,8 +354,8 @@ class JobCreateSerializer(serializers.Serializer):
     settings = JobSettingsSerializer(
         required=False,
         default=dict,
-        help_text="ProfileSettings: backend, threads, cores, precision, warmup_runs, runs, cold_runs, on_noise, "
-        "noise_reruns, breakdown. Missing keys take their defaults; backend defaults to the device's kind.",
+        help_text=f"ProfileSettings: {', '.join(s.name for s in settings_of(ProfileSettings))}. Missing keys take "
+        "their defaults; backend defaults to the device's kind.",
     )
 
     def validate_model(self, value: int) -> NetworkModel:

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from devicelab.backends.base import DELEGATES, PRECISIONS
 from devicelab.measure.cold_starts import FRESH_PROCESS, ColdSample, ColdStarts
 from latencylab.cli import main
 from latencylab.commands import client_cmds
@@ -28,10 +27,6 @@ make_network = server_fixtures.make_network
 media_in_tmp = server_fixtures.media_in_tmp
 
 HOT_FLAG = "hot: 46.2 °C at start > 40 °C"
-
-
-def test_the_cli_offers_devicelabs_delegates_and_precisions() -> None:
-    assert client_cmds.DELEGATES == DELEGATES and client_cmds.PRECISIONS == PRECISIONS
 
 
 def test_cores_are_ids_or_a_cluster_name() -> None:
@@ -55,13 +50,7 @@ def test_a_bad_delegate_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None
             main(["profile", "1", "--device", "x", "--on-noise", bad])
         assert exc.value.code == 2 and "expected flag, fail, rerun or rerun:N" in capsys.readouterr().err
     assert main(["profile", "1", "--device", "x", "--cold-runs", "0", "--url", "http://x", "--token", "t"]) == 2
-    assert capsys.readouterr().err == "latencylab: error: --cold-runs must be at least 1, got 0\n"
-
-
-def test_the_cli_offers_devicelabs_backends() -> None:
-    from devicelab.backends import registry
-
-    assert set(client_cmds.BACKENDS) == set(registry.BACKEND_MODULES)
+    assert capsys.readouterr().err == "latencylab: error: --cold-runs must be between 1 and 50, got 0\n"
 
 
 @pytest.mark.django_db(transaction=True)

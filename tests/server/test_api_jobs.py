@@ -53,6 +53,7 @@ def test_submit_queues_a_job_with_complete_settings(
         "cold_runs": 1,
         "on_noise": "flag",
         "noise_reruns": 2,
+        "breakdown": False,  # the server's default, LATENCYLAB_TIME_BREAKDOWN, is off in the tests
     }
     assert len(callbacks) == 1  # the job is handed to the broker once the row is committed
 
@@ -106,7 +107,7 @@ def test_list_filters_by_state(api: Any, model: Any, device: Any) -> None:
         ({"threads": 2, "turbo": True}, ["unknown settings key(s) ['turbo']", "known keys"]),
         ({"threads": 0}, ["threads must be between 1 and"]),
         ({"threads": "four"}, ["settings.threads must be an integer, got 'four'"]),
-        ({"precision": "fp64"}, ["precision 'fp64' is not fp32, fp16 or int8"]),
+        ({"precision": "fp64"}, ["settings.precision 'fp64' is not one of fp32, fp16, int8"]),
         ({"cores": [0, -1]}, ["settings.cores must be a list of non-negative integers"]),
         ({"backend": "opencl"}, ["settings.backend 'opencl' does not match device", "cpu device"]),
         ([1, 2], ["Expected a dictionary"]),

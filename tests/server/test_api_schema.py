@@ -131,6 +131,7 @@ def test_request_bodies_are_documented_by_their_serializers() -> None:
         "cooldown_max_s",
         "on_noise",
         "noise_reruns",
+        "breakdown",
     }
     assert set(settings["properties"]) == set(ProfileSettings.__dataclass_fields__)  # every key the worker reads
     assert settings["properties"]["threads"]["minimum"] == 1

@@ -516,6 +516,7 @@ class AndroidBackend(Backend):
     """Phones on the adb server, through TensorFlow Lite's benchmark_model."""
 
     kind = KIND
+    remote_device = True
 
     def discover(self) -> list[DeviceInfo]:
         """The ready phones on the adb server, described."""
