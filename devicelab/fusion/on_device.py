@@ -95,9 +95,8 @@ def plan_on_device(
 
 
 def spec_from_json(spec: Mapping[str, Any]) -> Any:
-    """A ``SweepSpec`` from its JSON form (lists back into tuples), checked: ``TypeError`` for an
-    unknown field, ``ValueError`` for a value that cannot run."""
+    """A ``SweepSpec`` from its JSON form, checked by its declaration: ``ValueError`` for an
+    unknown field or a value that cannot run (``devicelab.spec.SpecError`` naming the field)."""
     from devicelab.fusion.sweep import SweepSpec
 
-    fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in spec.items()}
-    return SweepSpec(**fields).checked()
+    return SweepSpec.from_dict(spec)

@@ -40,14 +40,16 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
+from devicelab import spec as declared
 from devicelab.backends.opencl.devices import context_for
+from devicelab.backends.profile_settings import MAX_RUNS, MAX_WARMUP_RUNS
 from devicelab.fusion.compare import (
     OutputCheck,
     PrivateOutputs,
@@ -64,54 +66,109 @@ from devicelab.fusion.results import CombinationCount, OperatorRef, SweepEnviron
 from devicelab.fusion.run import ready_fused, ready_subkernel
 from devicelab.measure.harness import Progress, ReportFn
 from devicelab.measure.stats import summarize
+from devicelab.spec import Items, setting
 
 COMBINATION = "combination"
 IDENTICAL = "identical"
 VARIANTS = {True: "rounded", False: "unrounded"}
 
 
+# Bounds of a sweep, whoever asks for one (the API, a benchmark): past them a sweep would hold
+# its device for days. The most operators one fused kernel takes here: figure 9 fuses up to 8
+# identical operators, figure 8 pairs and triples.
+MAX_FUSED = 8
+MAX_REPRESENTATIVES = 64
+MAX_INSTANCES = 32
+MAX_COMBINATIONS = 100_000
+MAX_WAVE_SIZE = 4096
+MAX_SEED = 2**32 - 1
+
+
 @dataclass(frozen=True)
 class SweepSpec:
-    """What a sweep measures and how (see the module docstring)."""
+    """What a sweep measures and how (see the module docstring); each field declared once, with
+    its bounds and help, for the API's request body too (``devicelab.spec``)."""
 
-    sizes: tuple[int, ...] = (2, 3)  # how many operators a combination of kinds fuses
-    kinds: tuple[str, ...] = KINDS
-    repeats: bool = True  # a kind may appear more than once in a combination
-    representatives: int = 3  # operators drawn per kind
-    instances: int = 1  # operator draws per combination of kinds
-    max_combinations: int | None = None  # per size; more are sampled with the seed
-    identical_counts: tuple[int, ...] = tuple(range(1, 9))  # figure 9's N; () skips it
-    identical_per_model: int = 1
-    warmup: int = 5  # dropped rounds (the paper: 5 warm-up iterations)
-    runs: int = 30  # kept rounds (the paper averages 100 inferences)
-    rounding: tuple[bool, ...] = (True, False)  # fused variants: rounded to the wave, not rounded
-    layouts: tuple[str, ...] = (AUTO,)  # fused layouts, each with every rounding: "auto", "packed", "paper"
-    wave_size: int | None = None  # None: the device's preferred work-group size multiple
-    time_budget_s: float | None = None  # stop starting new sets after this long
-    seed: int = 0
+    sizes: tuple[int, ...] = setting(
+        (2, 3),
+        items=Items(ge=1, le=MAX_FUSED),
+        max_items=MAX_FUSED,
+        unique=True,
+        help="How many operators a combination of kinds fuses (default [2, 3]: figure 8's pairs and triples); "
+        "[] skips the combinations.",
+    )
+    kinds: tuple[str, ...] = setting(
+        KINDS,
+        items=Items(choices=KINDS),
+        min_items=1,
+        unique=True,
+        help="The operator kinds to combine (default: all eight). C, C_1x1, S (squeeze), P (pooling), DWC "
+        "(depthwise, stride > 1), DWC_s1, FC, EW (element-wise).",
+    )
+    repeats: bool = setting(True, help="A kind may appear more than once in a combination (default true: C+C).")
+    representatives: int = setting(3, ge=1, le=MAX_REPRESENTATIVES, help="Operators drawn per kind.")
+    instances: int = setting(1, ge=1, le=MAX_INSTANCES, help="Operator draws per combination of kinds.")
+    max_combinations: int | None = setting(
+        None,
+        ge=1,
+        le=MAX_COMBINATIONS,
+        help="Per size; more are sampled with the seed, and the result says so (default null: all).",
+    )
+    identical_counts: tuple[int, ...] = setting(
+        tuple(range(1, 9)),
+        items=Items(ge=1, le=MAX_FUSED),
+        max_items=MAX_FUSED,
+        unique=True,
+        help="Figure 9's N identical operators fused (default 1..8); [] skips that experiment.",
+    )
+    identical_per_model: int = setting(1, ge=0, le=MAX_INSTANCES, help="Operators per network for figure 9.")
+    warmup: int = setting(5, ge=0, le=MAX_WARMUP_RUNS, help="Rounds dropped (the paper: 5 warm-up iterations).")
+    runs: int = setting(30, ge=1, le=MAX_RUNS, help="Rounds kept (the paper averages 100 inferences).")
+    rounding: tuple[bool, ...] = setting(
+        (True, False),
+        min_items=1,
+        max_items=2,
+        unique=True,
+        help="Fused variants: rounded to the wave (true), not rounded (false); default [true, false].",
+    )
+    layouts: tuple[str, ...] = setting(
+        (AUTO,),
+        items=Items(choices=LAYOUTS),
+        min_items=1,
+        max_items=len(LAYOUTS),
+        unique=True,
+        help="Fused layouts, each with every rounding (default [auto]): paper (parts side by side along "
+        "dimension 0, spanning the largest extent in the others: section 4.2), packed (each part's whole range "
+        "linearised in one dimension: no padding across dimensions), auto (packed where exact, else paper).",
+    )
+    wave_size: int | None = setting(
+        None, ge=1, le=MAX_WAVE_SIZE, help="Override the device's wave size (default null: the device query's)."
+    )
+    time_budget_s: float | None = setting(
+        None,
+        ge=0,
+        help="Stop starting new sets after this many seconds (a seeded sample, said so); default and maximum "
+        "on the server: LATENCYLAB_TASK_TIME_LIMIT less 300 s.",
+    )
+    seed: int = setting(0, ge=0, le=MAX_SEED, help="Seeds the draws of operators and the measuring order.")
 
-    def checked(self) -> SweepSpec:
-        """The spec with its kinds in canonical order; ``ValueError`` for what cannot run."""
-        if any(s < 1 for s in self.sizes) or any(n < 1 for n in self.identical_counts):
-            raise ValueError("combination sizes and identical counts must be at least 1")
-        if self.runs < 1 or self.warmup < 0:
-            raise ValueError(f"need runs >= 1 and warmup >= 0, not runs={self.runs}, warmup={self.warmup}")
-        if self.representatives < 1 or self.instances < 1 or self.identical_per_model < 0:
-            raise ValueError("representatives and instances must be at least 1, identical_per_model at least 0")
-        if self.max_combinations is not None and self.max_combinations < 1:
-            raise ValueError(f"max_combinations must be at least 1, not {self.max_combinations}")
-        if not self.rounding or len(set(self.rounding)) != len(self.rounding):
-            raise ValueError(f"rounding must list True and/or False once each, not {self.rounding}")
-        if not self.layouts or len(set(self.layouts)) != len(self.layouts) or set(self.layouts) - set(LAYOUTS):
-            raise ValueError(f"layouts must list some of {list(LAYOUTS)} once each, not {self.layouts}")
-        if self.wave_size is not None and self.wave_size < 1:
-            raise ValueError(f"wave size must be at least 1, not {self.wave_size}")
-        return SweepSpec(**{**asdict(self), "kinds": check_kinds(self.kinds)})
+    def __post_init__(self) -> None:
+        declared.check(self)
+        if not self.sizes and not self.identical_counts:
+            raise ValueError(
+                "a sweep measures combinations (sizes) or identical operators (identical_counts); both are empty"
+            )
+        object.__setattr__(self, "kinds", check_kinds(self.kinds))  # the canonical order
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
-        d = asdict(self)
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+        return declared.as_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SweepSpec:
+        """The spec from plain data (keys left out take their defaults); ``ValueError`` for an
+        unknown key or a value that cannot run (``SpecError`` names the field)."""
+        return declared.from_dict(cls, data, "spec")
 
 
 @dataclass(frozen=True)
@@ -306,7 +363,6 @@ def _draw(
 
 def plan_sweep(pool: OperatorPool, spec: SweepSpec) -> SweepPlan:
     """What ``run_sweep`` will measure for this pool and spec (the same for the same seed)."""
-    spec = spec.checked()
     by_kind = pool.by_kind()
     counts = {k: len(by_kind[k]) for k in spec.kinds}
     available = tuple(k for k in spec.kinds if counts[k])

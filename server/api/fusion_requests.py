@@ -23,25 +23,18 @@ from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
 from devicelab.backends.base import MAX_RUNS, MAX_WARMUP_RUNS
-from devicelab.fusion.fuse import LAYOUTS
-from devicelab.fusion.kinds import KINDS
 from devicelab.fusion.on_device import PRECISIONS
+from devicelab.fusion.sweep import MAX_FUSED, SweepSpec
 from devicelab.graph import zoo
+from devicelab.spec import declared
 from server.api.fields import MAX_ID, IdField, StrictBooleanField, StrictIntegerField
 from server.api.predict_serializers import _ObjectRequestSerializer
 from server.api.serializers import existing_device
+from server.api.spec_fields import check_whole, spec_fields
 from server.devices.models import Device
 from server.fusion.services import MAX_NETWORKS, TIME_LIMIT_MARGIN_S
 
-# The most operators one fused kernel takes here: figure 9 fuses up to 8 identical operators,
-# figure 8 pairs and triples.
-MAX_FUSED = 8
-MAX_REPRESENTATIVES = 64
-MAX_INSTANCES = 32
-MAX_COMBINATIONS = 100_000
-MAX_WAVE_SIZE = 4096
 MAX_GROUP = MAX_FUSED
-MAX_SEED = 2**32 - 1
 
 
 def _flat_errors(prefix: str, detail: Any) -> list[str]:
@@ -163,88 +156,19 @@ class FusionSpecSerializer(_NestedObjectSerializer):
     """What a sweep measures and how (``devicelab.fusion.sweep.SweepSpec``); keys left out take
     their defaults (see docs/fusion.md)."""
 
-    sizes = UniqueListField(
-        child=StrictIntegerField(min_value=1, max_value=MAX_FUSED),
-        required=False,
-        min_length=1,
-        max_length=MAX_FUSED,
-        help_text="How many operators a combination of kinds fuses (default [2, 3]: figure 8's pairs and triples).",
-    )
-    kinds = UniqueListField(
-        child=serializers.ChoiceField(
-            choices=list(KINDS),
-            error_messages={"invalid_choice": f"is not a kind, got {{input!r}}; the kinds are {list(KINDS)}"},
-        ),
-        required=False,
-        min_length=1,
-        help_text="The operator kinds to combine (default: all eight). C, C_1x1, S (squeeze), P (pooling), DWC "
-        "(depthwise, stride > 1), DWC_s1, FC, EW (element-wise).",
-    )
-    repeats = StrictBooleanField(
-        required=False, help_text="A kind may appear more than once in a combination (default true: C+C)."
-    )
-    representatives = StrictIntegerField(
-        required=False, min_value=1, max_value=MAX_REPRESENTATIVES, help_text="Operators drawn per kind (default 3)."
-    )
-    instances = StrictIntegerField(
-        required=False, min_value=1, max_value=MAX_INSTANCES, help_text="Operator draws per combination (default 1)."
-    )
-    max_combinations = StrictIntegerField(
-        required=False,
-        allow_null=True,
-        min_value=1,
-        max_value=MAX_COMBINATIONS,
-        help_text="Per size; more are sampled with the seed, and the result says so (default null: all).",
-    )
-    identical_counts = UniqueListField(
-        child=StrictIntegerField(min_value=1, max_value=MAX_FUSED),
-        required=False,
-        max_length=MAX_FUSED,
-        help_text="Figure 9's N identical operators fused (default 1..8); [] skips that experiment.",
-    )
-    identical_per_model = StrictIntegerField(
-        required=False,
-        min_value=0,
-        max_value=MAX_INSTANCES,
-        help_text="Operators per network for figure 9 (default 1).",
-    )
-    warmup = StrictIntegerField(
-        required=False, min_value=0, max_value=MAX_WARMUP_RUNS, help_text="Rounds dropped (default 5)."
-    )
-    runs = StrictIntegerField(required=False, min_value=1, max_value=MAX_RUNS, help_text="Rounds kept (default 30).")
-    rounding = UniqueListField(
-        child=StrictBooleanField(),
-        required=False,
-        min_length=1,
-        max_length=2,
-        help_text="Fused variants: rounded to the wave (true), not rounded (false); default [true, false].",
-    )
-    layouts = UniqueListField(
-        child=serializers.ChoiceField(
-            choices=list(LAYOUTS),
-            error_messages={"invalid_choice": f"is not a layout, got {{input!r}}; the layouts are {list(LAYOUTS)}"},
-        ),
-        required=False,
-        min_length=1,
-        max_length=len(LAYOUTS),
-        help_text="Fused layouts, each with every rounding (default [auto]): paper (parts side by side along "
-        "dimension 0, spanning the largest extent in the others: section 4.2), packed (each part's whole range "
-        "linearised in one dimension: no padding across dimensions), auto (packed where exact, else paper).",
-    )
-    wave_size = StrictIntegerField(
-        required=False,
-        allow_null=True,
-        min_value=1,
-        max_value=MAX_WAVE_SIZE,
-        help_text="Override the device's wave size (default null: the device query's).",
-    )
-    time_budget_s = TimeBudgetField(
-        required=False,
-        allow_null=True,
-        help_text="Stop starting new sets after this many seconds (a seeded sample, said so); default and "
-        "maximum: LATENCYLAB_TASK_TIME_LIMIT less 300 s.",
-    )
-    seed = StrictIntegerField(required=False, min_value=0, max_value=MAX_SEED, help_text="Default 0.")
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """``SweepSpec``'s fields as it declares them; the time budget also within the task's limit."""
+        return spec_fields(
+            SweepSpec,
+            time_budget_s=TimeBudgetField(
+                required=False, allow_null=True, help_text=declared(SweepSpec, "time_budget_s").help
+            ),
+        )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The spec's rules across its fields (``SweepSpec``'s own)."""
+        check_whole(SweepSpec, attrs)
+        return attrs
 
 
 class _NetworksRequestSerializer(_ObjectRequestSerializer):

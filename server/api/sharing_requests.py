@@ -17,11 +17,11 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from devicelab.backends.base import MAX_RUNS, MAX_WARMUP_RUNS
+from devicelab.fusion.sweep import MAX_SEED
 from devicelab.graph import zoo
 from devicelab.tenancy.sweep import MAX_TENANTS, STRATEGIES
 from server.api.fields import IdField, StrictBooleanField, StrictIntegerField
 from server.api.fusion_requests import (
-    MAX_SEED,
     ListOfField,
     StrictNumberField,
     UniqueListField,

@@ -14,8 +14,9 @@ from typing import Any
 
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
+from rest_framework.settings import api_settings
 
-from devicelab.spec import Rule, Setting, settings_of
+from devicelab.spec import Rule, Setting, SpecError, settings_of
 
 
 def described(setting: Setting) -> str:
@@ -106,3 +107,14 @@ def spec_fields(spec: type, **overrides: serializers.Field) -> dict[str, seriali
     replace some (a field whose wire format is more than its declaration, such as a job's cores,
     which may name a core cluster)."""
     return {s.name: overrides[s.name] if s.name in overrides else DeclaredField(s) for s in settings_of(spec)}
+
+
+def check_whole(spec: type, attrs: dict[str, Any]) -> None:
+    """Build the spec from a body's validated keys, so that its rules across fields (a sweep
+    with nothing to measure) answer in the serializer too; a ``ValidationError`` naming the key."""
+    try:
+        spec(**attrs)
+    except SpecError as exc:
+        raise serializers.ValidationError({exc.key: [exc.reason]}) from None
+    except ValueError as exc:
+        raise serializers.ValidationError({api_settings.NON_FIELD_ERRORS_KEY: [str(exc)]}) from None

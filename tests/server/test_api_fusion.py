@@ -106,14 +106,15 @@ def test_a_sweep_takes_the_teams_models_by_id(api: Any, gpu: Any, member: Any, m
         ({"spec": {"runs": "30"}}, "spec", "spec.runs must be an integer, got '30'"),
         ({"spec": {"runs": 0}}, "spec", "spec.runs must be between 1 and"),
         ({"spec": {"sizes": [2, 9]}}, "spec", "spec.sizes[1] must be between 1 and 8, got 9"),
-        ({"spec": {"sizes": []}}, "spec", "spec.sizes must have at least 1 item(s)"),
-        ({"spec": {"kinds": ["C", "Q"]}}, "spec", "spec.kinds[1] is not a kind, got 'Q'"),
+        ({"spec": {"sizes": [], "identical_counts": []}}, "spec", "spec: a sweep measures combinations (sizes) or"),
+        ({"spec": {"kinds": []}}, "spec", "spec.kinds must have at least 1 item(s)"),
+        ({"spec": {"kinds": ["C", "Q"]}}, "spec", "spec.kinds[1] 'Q' is not one of C, C_1x1, S, P, DWC"),
         ({"spec": {"rounding": [True, True]}}, "spec", "spec.rounding lists True twice"),
         ({"spec": {"identical_counts": [1, 1]}}, "spec", "spec.identical_counts lists 1 twice"),
         ({"spec": {"time_budget_s": True}}, "spec", "spec.time_budget_s must be a number, got True"),
         ({"spec": {"time_budget_s": 10**9}}, "spec", "spec.time_budget_s must be <= "),
         ({"spec": {"max_combinations": 0}}, "spec", "spec.max_combinations must be between 1 and"),
-        ({"spec": {"layouts": ["diagonal"]}}, "spec", "spec.layouts[0] is not a layout, got 'diagonal'"),
+        ({"spec": {"layouts": ["diagonal"]}}, "spec", "spec.layouts[0] 'diagonal' is not one of auto, packed, paper"),
         ({"spec": {"runs": 0, "seed": -1}}, "spec", "spec.seed must be between 0 and"),  # every bad key named
     ],
 )

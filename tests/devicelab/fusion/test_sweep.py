@@ -160,10 +160,10 @@ def test_a_sweep_can_measure_the_paper_layout_beside_the_default(pool) -> None:
         assert packed.padding is not None and paper.padding is not None and packed.padding <= paper.padding
     assert all(r.correct is True and not r.error for r in result.rows)
     assert json.loads(json.dumps(spec.as_dict()))["layouts"] == ["auto", "paper"]
-    with pytest.raises(ValueError, match="layouts must list"):
-        SweepSpec(layouts=("rows",)).checked()
-    with pytest.raises(ValueError, match="layouts must list"):
-        SweepSpec(layouts=()).checked()
+    with pytest.raises(ValueError, match=r"layouts\[0\] 'rows' is not one of auto, packed, paper"):
+        SweepSpec(layouts=("rows",))
+    with pytest.raises(ValueError, match=r"layouts must have at least 1 item\(s\), got 0"):
+        SweepSpec(layouts=())
 
 
 def test_identical_operators_fused_n_at_a_time(pool) -> None:
