@@ -53,7 +53,7 @@ class ProfilingTask(Task):  # type: ignore[misc]
                     fail_job(job_id, ctx.token, f"gave up after {self.request.retries} retries: {exc}")
 
 
-@app.task(
+@app.task(  # type: ignore[untyped-decorator]  # Celery ships no types
     bind=True,
     base=ProfilingTask,
     name=PROFILING_TASK,

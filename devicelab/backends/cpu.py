@@ -61,7 +61,6 @@ import onnxruntime as ort
 
 from devicelab.backends import cpu_topology
 from devicelab.backends.base import (
-    MAX_COLD_RUNS,
     Backend,
     BackendError,
     Capabilities,
@@ -69,7 +68,6 @@ from devicelab.backends.base import (
     DeviceInfo,
     ModelFile,
     ProfileResult,
-    ProfileSettings,
     ProgressFn,
     fresh_cold_starts,
     read_cold_start_model,
@@ -77,6 +75,7 @@ from devicelab.backends.base import (
 )
 from devicelab.backends.ort_mapping import map_kernels, op_timings, uploaded_node_owners
 from devicelab.backends.ort_profile import kernel_nodes, name_nodes_uniquely, parse_profile
+from devicelab.backends.profile_settings import MAX_COLD_RUNS, ProfileSettings
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph
 from devicelab.graph.limits import NO_LIMITS

@@ -229,7 +229,7 @@ def split_options(options: Sequence[str]) -> tuple[list[tuple[str, str]], tuple[
     return defines, tuple(others)
 
 
-class _Preprocessor(Preprocessor):
+class _Preprocessor(Preprocessor):  # type: ignore[misc]  # pcpp ships no types
     """pcpp's preprocessor, with its errors collected instead of printed."""
 
     def __init__(self) -> None:

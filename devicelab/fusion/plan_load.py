@@ -32,6 +32,7 @@ from devicelab.fusion.kinds import classify_kernels
 from devicelab.fusion.parse import parse_kernel
 from devicelab.fusion.plan import PlanKernel, buffer_dependencies, interleave
 from devicelab.graph.ir import Graph, Operator
+from devicelab.graph.ops import Shape
 from devicelab.measure.harness import Progress
 from devicelab.measure.inputs import INPUT_SEED, make_inputs
 
@@ -108,7 +109,10 @@ def kernel_mbytes(graph: Graph, ops: dict[str, Operator], pk: PlannedKernel, ite
     read and written)."""
     chain = [ops[name] for name in pk.ops]
     anchor = chain[0]
-    shape = lambda t: graph.tensors[t].shape  # noqa: E731
+
+    def shape(tensor: str) -> Shape:
+        return graph.tensors[tensor].shape
+
     if pk.kernel == "copy_slice":
         if anchor.type == "concat":
             moved = numel(shape(anchor.inputs[pk.part]))

@@ -124,14 +124,16 @@ def read_load(cores: Iterable[int] = (), window_s: float = WINDOW_S) -> MachineL
     steal = None
     if _steal(after_all) is not None:
         total = sum(after_all) - sum(before_all)
-        steal = 100.0 * (after_all.steal - before_all.steal) / total if total > 0 else 0.0  # type: ignore[attr-defined]
+        steal = 100.0 * (after_all.steal - before_all.steal) / total if total > 0 else 0.0
     running = _running_on(others, set(watched))
+    load: tuple[float, float, float] | None
     try:
-        load = tuple(float(x) for x in os.getloadavg())
+        one, five, fifteen = os.getloadavg()
+        load = (float(one), float(five), float(fifteen))
     except (AttributeError, OSError):  # no load average on this OS
         load = None
     return MachineLoad(
-        load_average=load,  # type: ignore[arg-type]
+        load_average=load,
         cores_online=int(online),
         cores_watched=watched,
         busy_percent=busy,
@@ -144,10 +146,10 @@ def read_load(cores: Iterable[int] = (), window_s: float = WINDOW_S) -> MachineL
 
 def _busy(before: Any, after: Any) -> float:
     """A core's busy share (percent) between two ``cpu_times`` readings: all but idle and iowait."""
-    total = sum(after) - sum(before)
+    total = float(sum(after) - sum(before))
     if total <= 0:
         return 0.0
-    idle = (after.idle - before.idle) + (getattr(after, "iowait", 0.0) - getattr(before, "iowait", 0.0))
+    idle = float(after.idle - before.idle) + (getattr(after, "iowait", 0.0) - getattr(before, "iowait", 0.0))
     return max(0.0, min(100.0, 100.0 * (total - idle) / total))
 
 

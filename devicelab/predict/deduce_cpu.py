@@ -353,7 +353,10 @@ class CpuDeducer:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> CpuDeducer:
         """From ``to_dict`` data."""
-        pairs = lambda m: {str(k): (int(v[0]), int(v[1])) for k, v in m.items()}  # noqa: E731
+
+        def pairs(m: dict[str, Any]) -> dict[str, tuple[int, int]]:
+            return {str(k): (int(v[0]), int(v[1])) for k, v in m.items()}
+
         return cls(
             {str(k): LayoutRule.from_dict(v) for k, v in d["layouts"].items()},
             pairs(d.get("follows", {})),

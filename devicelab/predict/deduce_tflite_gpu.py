@@ -174,13 +174,14 @@ class ConvInfo:
     @classmethod
     def of(cls, attrs: dict[str, Any], input_shape: Sequence[int], output_shape: Sequence[int]) -> ConvInfo:
         """From a ``conv2d``'s canonical attrs and NCHW shapes."""
+        dilation = attrs.get("dilation", [1, 1])
         return cls(
             int(input_shape[1]),
             int(attrs["out_channels"]),
             int(attrs.get("groups", 1)),
             (int(attrs["kernel"][0]), int(attrs["kernel"][1])),
             (int(attrs["stride"][0]), int(attrs["stride"][1])),
-            tuple(attrs.get("dilation", [1, 1])),  # type: ignore[arg-type]
+            (int(dilation[0]), int(dilation[1])),
             (int(output_shape[2]), int(output_shape[3])),
         )
 

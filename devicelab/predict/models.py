@@ -97,7 +97,8 @@ class FittedModel:
 
     def standardize(self, x: np.ndarray) -> np.ndarray:
         """Features scaled with the training mean and standard deviation."""
-        return (np.asarray(x, dtype=np.float64) - self.mean) / self.std
+        scaled: np.ndarray = (np.asarray(x, dtype=np.float64) - self.mean) / self.std
+        return scaled
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Latencies (ms, >= 0) for raw feature rows of this kernel type's Table 3 group."""
@@ -131,7 +132,8 @@ class FittedModel:
         else:
             raise PredictorError(f"unknown model method {m!r}")
         # A latency is never negative; a linear model can dip below zero far from its data.
-        return np.maximum(out, 0.0)
+        clipped: np.ndarray = np.maximum(out, 0.0)
+        return clipped
 
     @property
     def trees(self) -> TreeArrays:

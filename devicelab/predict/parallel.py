@@ -176,7 +176,7 @@ class BatchPool:
         index; nothing of a chunk is predicted while any of its architectures is unreadable."""
         executor = self._pool()
         parts = chunks(items, self.processes if executor is not None else 1)
-        futures: list[tuple[list[tuple[int, Any]], cf.Future | None]] = []
+        futures: list[tuple[list[tuple[int, Any]], cf.Future[tuple[dict[int, Result], list[Error]]] | None]] = []
         if executor is not None and len(parts) > 1:
             payload = self._payload(key, predictor)
             try:

@@ -43,7 +43,8 @@ def moved(raws: np.ndarray) -> np.ndarray:
     raws = np.asarray(raws, dtype=np.float64)
     if raws.ndim != 2 or raws.shape[0] == 0:
         return np.zeros(0)
-    return raws[:, _MOVED[0]] + raws[:, _MOVED[1]]
+    moved: np.ndarray = raws[:, _MOVED[0]] + raws[:, _MOVED[1]]
+    return moved
 
 
 def kernels_moved(kernels: Sequence[Kernel]) -> float:
@@ -57,7 +58,8 @@ def _loss(
     a, b, c, d, t = params
     base = sums + c * counts + d * traffic
     b = power if power is not None else b
-    return (a * np.maximum(base, 1e-9) ** b + t - e2e) / e2e
+    errors: np.ndarray = (a * np.maximum(base, 1e-9) ** b + t - e2e) / e2e
+    return errors
 
 
 def fit_traffic(

@@ -48,7 +48,8 @@ class TreeArrays:
             xv = xf[rows, np.where(leaf, 0, f)]
             nxt = np.where(xv <= self.threshold[idx], self.left[idx], self.right[idx])
             idx = np.where(leaf, idx, nxt)
-        return self.value[idx]
+        values: np.ndarray = self.value[idx]
+        return values
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (lists of numbers)."""

@@ -140,7 +140,8 @@ class BatchSelection:
         cdf /= cdf[:, -1:]  # rounding: the last entry is exactly 1, so u < 1 always lands on a model
         # The chosen index is the number of models whose cumulative probability is <= u; a model of
         # probability 0 shares its predecessor's cumulative value, so it can never be the one landed on.
-        return np.minimum((cdf <= u[:, None]).sum(axis=1), self.probabilities.shape[1] - 1)
+        chosen: np.ndarray = np.minimum((cdf <= u[:, None]).sum(axis=1), self.probabilities.shape[1] - 1)
+        return chosen
 
 
 def time_range(sla_ms: float, input_ms: float, threshold_ms: float) -> tuple[float, float, float]:

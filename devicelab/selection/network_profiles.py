@@ -180,7 +180,8 @@ class NetworkProfile:
         y = np.array([s for _, s in self.transfers]) * 1e3
         line = self.latency_ms + x * self.ms_per_byte
         ratios = np.where(line > 0, y / np.where(line > 0, line, 1.0), 1.0)
-        return ratios / ratios.mean()
+        scaled: np.ndarray = ratios / ratios.mean()
+        return scaled
 
     def sample_factor(self, size: int, rng: np.random.Generator | int | None = None) -> np.ndarray:
         """``size`` draws of the random factor (mean 1) that scales a transfer's mean time."""

@@ -264,7 +264,8 @@ def error_bound(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     module docstring), in float64."""
     k = a.shape[-1]
     gamma = k * UNIT_ROUNDOFF / (1 - k * UNIT_ROUNDOFF)
-    return 2.0 * gamma * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
+    bound: np.ndarray = 2.0 * gamma * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
+    return bound
 
 
 @dataclass(frozen=True)

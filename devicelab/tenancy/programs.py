@@ -16,6 +16,7 @@ import warnings
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import cast
 
 import pyopencl as cl
 
@@ -64,12 +65,14 @@ class ProgramBuilds:
             if hit is not None:
                 return hit
             binary = self._binaries.get((found.identity, source, options))
+            program: cl.Program  # pyopencl's build() returns its program untyped
             with warnings.catch_warnings():  # a successful build's log (PoCL's loop remarks) is noise
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 if binary is None:
                     code = kernel_source(source) if text is None else text
                     program = cl.Program(ctx, code).build(options=list(options))
-                    self._binaries[(found.identity, source, options)] = program.get_info(cl.program_info.BINARIES)[0]
+                    binaries = cast("list[bytes]", program.get_info(cl.program_info.BINARIES))  # one per device
+                    self._binaries[(found.identity, source, options)] = binaries[0]
                 else:
                     program = cl.Program(ctx, [found.device], [binary]).build(options=list(options))
             self._programs[key] = program

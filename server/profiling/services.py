@@ -22,7 +22,8 @@ from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from devicelab.backends.base import OpTiming, ProfileResult, ProfileSettings, UnsupportedSetting
+from devicelab.backends.base import OpTiming, ProfileResult, UnsupportedSetting
+from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.spec import SpecError
 from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind, DeviceStatus

@@ -17,7 +17,8 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 
-from devicelab.backends.base import MAX_THREADS, ProfileSettings, UnsupportedSetting
+from devicelab.backends.base import UnsupportedSetting
+from devicelab.backends.profile_settings import MAX_THREADS, ProfileSettings
 from devicelab.graph import GraphError, graph_from_dict
 from devicelab.graph.ir import Graph
 from devicelab.measure.breakdown import NotAnImageModel, image_input

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from devicelab.backends.base import BackendError, DeviceInfo, ModelFile, ProfileSettings
+from devicelab.backends.base import BackendError, DeviceInfo, ModelFile
+from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.graph import graph_from_dict
 from workers.jobs.progress import ProgressReporter
 

@@ -44,7 +44,7 @@ def adb_server(environ: Mapping[str, str] | None = None) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class _Client(adbutils.AdbClient):
+class _Client(adbutils.AdbClient):  # type: ignore[misc]  # adbutils' client is untyped here
     """An adbutils client that never starts an adb server of its own.
 
     adbutils answers a refused connection by running its bundled ``adb start-server``: on a lab
@@ -144,7 +144,8 @@ class PhoneLink:
     def read_bytes(self, path: str) -> bytes:
         """A file's content, pulled with adb sync."""
         with self._lost_on_adb_errors(f"reading {path}"):
-            return self.device.sync.read_bytes(path)
+            data: bytes = self.device.sync.read_bytes(path)
+            return data
 
     def exists(self, path: str) -> bool:
         """Whether a file exists on the phone (adb sync stat)."""

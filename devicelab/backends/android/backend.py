@@ -49,8 +49,6 @@ from devicelab.backends.android.benchmark_output import (
 )
 from devicelab.backends.android.op_mapping import ModelNode, nodes_from_export, nodes_from_upload, op_timings
 from devicelab.backends.base import (
-    DELEGATES,
-    MAX_COLD_RUNS,
     Backend,
     BackendError,
     Capabilities,
@@ -59,9 +57,9 @@ from devicelab.backends.base import (
     DeviceLost,
     ModelFile,
     ProfileResult,
-    ProfileSettings,
     ProgressFn,
 )
+from devicelab.backends.profile_settings import DELEGATES, MAX_COLD_RUNS, ProfileSettings
 from devicelab.graph.ir import Graph
 from devicelab.measure.breakdown import TimeBreakdown
 from devicelab.measure.cold_starts import FRESH_PROCESS, ColdSample, ColdStarts

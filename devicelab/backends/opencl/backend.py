@@ -38,7 +38,6 @@ import numpy as np
 import pyopencl as cl
 
 from devicelab.backends.base import (
-    MAX_COLD_RUNS,
     Backend,
     Capabilities,
     ColdStart,
@@ -46,7 +45,6 @@ from devicelab.backends.base import (
     ModelFile,
     OpTiming,
     ProfileResult,
-    ProfileSettings,
     ProgressFn,
     fresh_cold_starts,
     read_cold_start_payload,
@@ -56,6 +54,7 @@ from devicelab.backends.opencl.devices import KIND, FoundDevice, init_runtime
 from devicelab.backends.opencl.limits import DeviceLimits
 from devicelab.backends.opencl.plan import PlannedKernel, view_owner
 from devicelab.backends.opencl.runner import WEIGHT_SEED, GraphRunner
+from devicelab.backends.profile_settings import MAX_COLD_RUNS, ProfileSettings
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import Harness
 from devicelab.measure.inputs import INPUT_SEED, make_inputs

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,7 +248,9 @@ class GraphRunner:
         op = chain[0]
         head = _i(*pk.global_size)
         out = self.buffers[chain[-1].outputs[0]] if pk.kernel != "copy_slice" or op.type != "split" else None
-        binder = getattr(self, f"_args_{pk.kernel}")
+        binder: Callable[[PlannedKernel, list[Operator], Operator, Any], list[Any]] = getattr(
+            self, f"_args_{pk.kernel}"
+        )
         return head + binder(pk, chain, op, out)
 
     def _conv_weights(self, chain: list[Operator], op: Operator) -> tuple[np.ndarray, np.ndarray]:

@@ -68,7 +68,8 @@ def graph_to_onnx_model(graph: Graph, opset: int = 17, seed: int = 0) -> onnx.Mo
 
 def graph_to_onnx_bytes(graph: Graph, opset: int = 17, seed: int = 0) -> bytes:
     """The serialized ONNX model of the graph."""
-    return graph_to_onnx_model(graph, opset=opset, seed=seed).SerializeToString()
+    data: bytes = graph_to_onnx_model(graph, opset=opset, seed=seed).SerializeToString()
+    return data
 
 
 def operator_weights(graph: Graph, seed: int = 0, opset: int = 17) -> dict[str, dict[str, np.ndarray]]:

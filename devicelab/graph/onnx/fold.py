@@ -36,14 +36,17 @@ def _fold_unsqueeze(v: list[Any], a: dict[str, Any]) -> np.ndarray:
     rank = x.ndim + len(axes or [])
     for ax in sorted(ax % rank for ax in axes or []):
         x = np.expand_dims(x, ax)
-    return x
+    out: np.ndarray = x
+    return out
 
 
 def _fold_squeeze(v: list[Any], a: dict[str, Any]) -> np.ndarray:
     x, axes = v[0], _np_axes(v, a)
     if axes is None:
-        return np.squeeze(x)
-    return np.squeeze(x, axis=tuple(ax % x.ndim for ax in axes))
+        out: np.ndarray = np.squeeze(x)
+        return out
+    out = np.squeeze(x, axis=tuple(ax % x.ndim for ax in axes))
+    return out
 
 
 def _fold_slice(v: list[Any], a: dict[str, Any]) -> np.ndarray:
@@ -58,26 +61,31 @@ def _fold_slice(v: list[Any], a: dict[str, Any]) -> np.ndarray:
     index = [slice(None)] * x.ndim
     for s, e, ax, st in zip(starts, ends, axes, steps, strict=False):
         index[int(ax) % x.ndim] = slice(int(s), int(e), int(st))
-    return x[tuple(index)]
+    out: np.ndarray = x[tuple(index)]
+    return out
 
 
 def _fold_div(v: list[Any], a: dict[str, Any]) -> np.ndarray:
     x, y = v
     if np.issubdtype(x.dtype, np.integer) and np.issubdtype(y.dtype, np.integer):
-        return np.trunc(x / y).astype(np.result_type(x, y))  # ONNX integer division truncates
-    return (x / y).astype(np.result_type(x, y))
+        out: np.ndarray = np.trunc(x / y).astype(np.result_type(x, y))  # ONNX integer division truncates
+        return out
+    out = (x / y).astype(np.result_type(x, y))
+    return out
 
 
 def _fold_reshape(v: list[Any], a: dict[str, Any]) -> np.ndarray:
     x, target = v[0], [int(t) for t in v[1].reshape(-1)]
     if not a.get("allowzero", 0):
         target = [x.shape[i] if t == 0 else t for i, t in enumerate(target)]
-    return x.reshape(target)
+    out: np.ndarray = x.reshape(target)
+    return out
 
 
 def _fold_reduce_prod(v: list[Any], a: dict[str, Any]) -> np.ndarray:
     axes = _np_axes(v, a)
-    return np.prod(v[0], axis=None if axes is None else tuple(axes), keepdims=bool(a.get("keepdims", 1)))
+    out: np.ndarray = np.prod(v[0], axis=None if axes is None else tuple(axes), keepdims=bool(a.get("keepdims", 1)))
+    return out
 
 
 def _fold_constant_of_shape(v: list[Any], a: dict[str, Any]) -> np.ndarray:
@@ -90,7 +98,8 @@ def _fold_cast(v: list[Any], a: dict[str, Any]) -> np.ndarray:
     if dtype.kind not in "biuf":
         # a Cast to STRING would make one Python object per element
         raise ValueError(f"a Cast to {dtype} cannot be folded; only numbers and booleans are")
-    return v[0].astype(dtype)
+    out: np.ndarray = v[0].astype(dtype)
+    return out
 
 
 FOLDERS: dict[str, Callable[[list[Any], dict[str, Any]], np.ndarray]] = {
@@ -148,11 +157,11 @@ def _range_length(v: list[Any], a: dict[str, Any]) -> int:
     if delta == 0:
         raise ValueError("Range's delta is 0")
     if all(isinstance(x, int) for x in (start, limit, delta)):
-        return max(0, -((start - limit) // delta))  # exact for any integers
+        return max(0, -int((start - limit) // delta))  # exact for any integers
     steps = (limit - start) / delta
     if not math.isfinite(steps):
         raise ValueError(f"Range({start}, {limit}, {delta}) has no finite length")
-    return max(0, math.ceil(steps))
+    return max(0, int(math.ceil(steps)))
 
 
 def _broadcast_size(v: list[Any], a: dict[str, Any]) -> int:
@@ -202,10 +211,12 @@ def fold_quantization(
         shape[axis] = -1
         scale, zp = scale.reshape(shape), zp.reshape(shape)
     if op == "DequantizeLinear":
-        return ((x.astype(np.float32) - zp.astype(np.float32)) * scale).astype(np.float32)
+        out: np.ndarray = ((x.astype(np.float32) - zp.astype(np.float32)) * scale).astype(np.float32)
+        return out
     info = np.iinfo(zp.dtype)
     q = np.rint(x.astype(np.float32) / scale) + zp.astype(np.float32)
-    return np.clip(q, info.min, info.max).astype(zp.dtype)
+    out = np.clip(q, info.min, info.max).astype(zp.dtype)
+    return out
 
 
 # Op types that never become IR operators (aliased, folded or read as constants by the importer).

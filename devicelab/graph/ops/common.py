@@ -51,4 +51,4 @@ def check_axis(axis: Any, rank: int, what: str = "axis") -> int:
     """An axis attribute checked against ``rank``, as a non-negative index."""
     need(isinstance(axis, int) and not isinstance(axis, bool), f"attribute {what!r} must be an integer")
     need(-rank <= axis < rank, f"attribute {what!r}={axis} is out of range for rank {rank}")
-    return axis % rank
+    return int(axis) % rank

@@ -9,15 +9,26 @@ from __future__ import annotations
 from devicelab.graph.ops.common import Attrs, CostFn, Shape, numel
 
 
+def _int(a: Attrs, name: str) -> int:
+    """A canonical integer attribute (its spec checked it when the graph was built)."""
+    return int(a[name])
+
+
+def _kernel(a: Attrs) -> tuple[int, int]:
+    """The canonical (height, width) of a window attribute ``kernel``."""
+    kh, kw = a["kernel"]
+    return int(kh), int(kw)
+
+
 def macs_conv(i: list[Shape], o: list[Shape], a: Attrs) -> int:
     """conv2d: one multiply-add per output element per weight of its group."""
-    kh, kw = a["kernel"]
-    return numel(o[0]) * (i[0][1] // a["groups"]) * kh * kw
+    kh, kw = _kernel(a)
+    return numel(o[0]) * (i[0][1] // _int(a, "groups")) * kh * kw
 
 
 def macs_dwconv(i: list[Shape], o: list[Shape], a: Attrs) -> int:
     """depthwise_conv2d: one multiply-add per output element per kernel position."""
-    kh, kw = a["kernel"]
+    kh, kw = _kernel(a)
     return numel(o[0]) * kh * kw
 
 
@@ -33,7 +44,7 @@ def macs_matmul(i: list[Shape], o: list[Shape], a: Attrs) -> int:
 
 def params_matmul_integer(i: list[Shape], o: list[Shape], a: Attrs) -> int:
     """matmul_integer: its constant weight, when it has one (one input)."""
-    return i[0][-1] * a["out_features"] if len(i) == 1 else 0
+    return i[0][-1] * _int(a, "out_features") if len(i) == 1 else 0
 
 
 def zero(i: list[Shape], o: list[Shape], a: Attrs) -> int:
@@ -43,21 +54,22 @@ def zero(i: list[Shape], o: list[Shape], a: Attrs) -> int:
 
 def params_conv(i: list[Shape], o: list[Shape], a: Attrs) -> int:
     """conv2d: the weights and the bias."""
-    kh, kw = a["kernel"]
-    cout = a["out_channels"]
-    return cout * (i[0][1] // a["groups"]) * kh * kw + (cout if a["bias"] else 0)
+    kh, kw = _kernel(a)
+    cout = _int(a, "out_channels")
+    return cout * (i[0][1] // _int(a, "groups")) * kh * kw + (cout if a["bias"] else 0)
 
 
 def params_dwconv(i: list[Shape], o: list[Shape], a: Attrs) -> int:
     """depthwise_conv2d: the weights and the bias."""
-    kh, kw = a["kernel"]
+    kh, kw = _kernel(a)
     cout = o[0][1]
     return cout * kh * kw + (cout if a["bias"] else 0)
 
 
 def params_fc(i: list[Shape], o: list[Shape], a: Attrs) -> int:
     """fully_connected: the weights and the bias."""
-    return i[0][-1] * a["out_features"] + (a["out_features"] if a["bias"] else 0)
+    out = _int(a, "out_features")
+    return i[0][-1] * out + (out if a["bias"] else 0)
 
 
 def params_bn(i: list[Shape], o: list[Shape], a: Attrs) -> int:
@@ -73,7 +85,7 @@ def params_binary(i: list[Shape], o: list[Shape], a: Attrs) -> int:
 
 def flops_window(i: list[Shape], o: list[Shape], a: Attrs) -> int:
     """Pooling: one operation per window element per output element."""
-    kh, kw = a["kernel"]
+    kh, kw = _kernel(a)
     return numel(o[0]) * kh * kw
 
 

@@ -155,7 +155,8 @@ def _average_rescale(cx: EmitContext, op: Operator) -> np.ndarray | None:
     if np.all(covered == a["kernel"][0] * a["kernel"][1]):
         return None
     factor = (a["kernel"][0] * a["kernel"][1]) / covered
-    return factor.astype(np.float32).reshape(1, covered.shape[0], covered.shape[1], 1)
+    scale: np.ndarray = factor.astype(np.float32).reshape(1, covered.shape[0], covered.shape[1], 1)
+    return scale
 
 
 def _global_pool(cx: EmitContext, op: Operator) -> None:

@@ -31,7 +31,8 @@ def graph_from_tflite_bytes(data: bytes, name: str | None = None, limits: Import
 def _op_name(code: int) -> str:
     from tflite.utils import BUILTIN_OPCODE2NAME
 
-    return BUILTIN_OPCODE2NAME.get(code, f"BUILTIN_{code}")
+    name: str = BUILTIN_OPCODE2NAME.get(code, f"BUILTIN_{code}")
+    return name
 
 
 class _Importer:

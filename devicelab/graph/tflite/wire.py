@@ -65,7 +65,7 @@ def _within(pos: int, size: int, end: int, what: str) -> None:
         raise _Corrupt(f"{what} at byte {pos} (+{size}) lies outside the {end}-byte file")
 
 
-class _CheckedTable(Table):
+class _CheckedTable(Table):  # type: ignore[misc]  # flatbuffers ships no types
     """A flatbuffers ``Table`` that checks every position it reads against the buffer's end.
 
     The generated readers call ``Offset``, ``Get``, ``Indirect``, ``String``, ``Vector``,
@@ -92,7 +92,7 @@ class _CheckedTable(Table):
         self._size = obj_size
 
     def Offset(self, vtableOffset: int) -> int:  # noqa: N802 - flatbuffers' API name
-        o = super().Offset(vtableOffset)
+        o: int = super().Offset(vtableOffset)
         if o and o >= self._size:
             raise _Corrupt(f"a field of the table at byte {self.Pos} lies outside the table")
         return o
@@ -103,24 +103,26 @@ class _CheckedTable(Table):
 
     def Indirect(self, off: int) -> int:  # noqa: N802
         _within(off, 4, len(self.Bytes), "an offset")
-        target = super().Indirect(off)
+        target: int = super().Indirect(off)
         _within(target, 4, len(self.Bytes), "an object")
         return target
 
     def String(self, off: int) -> bytes:  # noqa: N802
         start = self.Indirect(off)
         _within(start + 4, self.Get(N.UOffsetTFlags, start), len(self.Bytes), "a string")
-        return super().String(off)
+        text: bytes = super().String(off)
+        return text
 
     def VectorLen(self, off: int) -> int:  # noqa: N802
         start = self.Indirect(off + self.Pos)
-        length = self.Get(N.UOffsetTFlags, start)
+        length: int = self.Get(N.UOffsetTFlags, start)
         _within(start + 4, length, len(self.Bytes), "a vector")  # at least one byte per element
         return length
 
     def Vector(self, off: int) -> int:  # noqa: N802
         self.VectorLen(off)
-        return super().Vector(off)
+        start: int = super().Vector(off)
+        return start
 
     def Union(self, t2: Table, off: int) -> None:  # noqa: N802
         self.Indirect(off + self.Pos)
