@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 _KEY = "devicelab.spec"
+MAX_SEED = 2**32 - 1  # a spec's seed seeds numpy's generators, whose seeds are 32-bit
 _SCALARS: tuple[type, ...] = (bool, int, float, str)
 
 

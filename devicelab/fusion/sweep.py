@@ -66,7 +66,7 @@ from devicelab.fusion.results import CombinationCount, OperatorRef, SweepEnviron
 from devicelab.fusion.run import ready_fused, ready_subkernel
 from devicelab.measure.harness import Progress, ReportFn
 from devicelab.measure.stats import summarize
-from devicelab.spec import Items, setting
+from devicelab.spec import MAX_SEED, Items, setting
 
 COMBINATION = "combination"
 IDENTICAL = "identical"
@@ -81,7 +81,6 @@ MAX_REPRESENTATIVES = 64
 MAX_INSTANCES = 32
 MAX_COMBINATIONS = 100_000
 MAX_WAVE_SIZE = 4096
-MAX_SEED = 2**32 - 1
 
 
 @dataclass(frozen=True)

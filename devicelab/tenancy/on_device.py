@@ -49,15 +49,12 @@ class Unit:
 def sweep_units(spec: SharingSpec) -> list[Unit]:
     """The sweep's units in the order ``run_sharing_sweep`` measures them: every SGEMM shape at
     every R, then every network at every R."""
-    one = replace(spec, shapes=(), networks=(), ceiling=False)
-    units = [
-        Unit(GemmShape(*shape).name, r, replace(one, shapes=(shape,), tenants=(r,)))
-        for shape in spec.shapes
-        for r in spec.tenants
-    ]
-    units += [
-        Unit(name, r, replace(one, networks=(name,), tenants=(r,))) for name in spec.networks for r in spec.tenants
-    ]
+
+    def one(shapes: tuple[tuple[int, int, int], ...], networks: tuple[str, ...], r: int) -> SharingSpec:
+        return replace(spec, shapes=shapes, networks=networks, tenants=(r,), ceiling=False)
+
+    units = [Unit(GemmShape(*shape).name, r, one((shape,), (), r)) for shape in spec.shapes for r in spec.tenants]
+    units += [Unit(name, r, one((), (name,), r)) for name in spec.networks for r in spec.tenants]
     return units
 
 

@@ -18,17 +18,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyopencl as cl
 
+from devicelab import spec as declared
 from devicelab.backends.base import BackendError
 from devicelab.backends.opencl.devices import FoundDevice, runtime_environment
 from devicelab.backends.opencl.runner import GraphRunner
+from devicelab.backends.profile_settings import MAX_RUNS, MAX_WARMUP_RUNS
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import Progress, ReportFn
+from devicelab.spec import MAX_SEED, Items, setting
 from devicelab.tenancy.checks import NETWORK_TOLERANCE, compare_bitwise, compare_with_numpy, compare_within
 from devicelab.tenancy.gemm import GemmShape
 from devicelab.tenancy.gemm_strategies import GEMM_STRATEGIES, SharedOperands, exclusive_results, gemm_footprint
@@ -51,65 +54,75 @@ DEFAULT_TENANTS: tuple[int, ...] = (1, 2, 4, 8, 10, 16, 20, 32, 64, 120)
 STRATEGIES: tuple[str, ...] = (*GEMM_STRATEGIES, *(s for s in NETWORK_STRATEGIES if s not in GEMM_STRATEGIES))
 DEFAULT_STRATEGIES: tuple[str, ...] = tuple(s for s in STRATEGIES if s != "space_time_clblast")
 MAX_TENANTS = 4096
+# An SGEMM dimension: a bound well past the paper's largest (1152). At 8192 one fp32 operand is
+# already 256 MiB, and the host's float64 check of a tenant's output against numpy 512 MiB.
+MAX_DIMENSION = 8192
+MAX_SHAPES = 16
+MAX_TENANT_COUNTS = 64  # R values in one sweep: the paper's are 10
+MAX_MEMORY_CAP_BYTES = 2**62
 
 
 @dataclass(frozen=True)
 class SharingSpec:
-    """What a sharing sweep measures (plain data, so a job can store it)."""
+    """What a sharing sweep measures (plain data, so a job can store it); each field declared once,
+    with its bounds and help, for the API's request body too (``devicelab.spec``)."""
 
-    shapes: tuple[tuple[int, int, int], ...] = PAPER_SHAPES  # SGEMM (m, n, k)
-    networks: tuple[str, ...] = ()  # zoo names (or names of graphs handed to the sweep)
-    tenants: tuple[int, ...] = DEFAULT_TENANTS  # the R values
-    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
-    warmup: int = 3  # dropped rounds
-    runs: int = 20  # kept rounds
-    seed: int = 0
-    memory_cap_bytes: int | None = None  # a budget below the device's global memory
-    ceiling: bool = True  # measure numpy's SGEMM beside (a few seconds)
+    shapes: tuple[tuple[int, int, int], ...] = setting(
+        PAPER_SHAPES,
+        items=Items(items=Items(ge=1, le=MAX_DIMENSION)),
+        max_items=MAX_SHAPES,
+        unique=True,
+        help="SGEMM shapes [m, n, k] (default: the paper's three, [[512, 1, 512], [256, 128, 1152], "
+        "[256, 256, 256]]); [] with networks: networks only.",
+    )
+    # zoo names, or the names of graphs handed to the sweep (the server takes zoo names only)
+    networks: tuple[str, ...] = setting(
+        (),
+        unique=True,
+        help="Zoo networks every tenant runs one inference of (resnet18, mobilenet_v2, ...; default none).",
+    )
+    tenants: tuple[int, ...] = setting(
+        DEFAULT_TENANTS,
+        items=Items(ge=1, le=MAX_TENANTS),
+        min_items=1,
+        max_items=MAX_TENANT_COUNTS,
+        unique=True,
+        help="The R values: how many tenants share the device (default [1, 2, 4, 8, 10, 16, 20, 32, 64, 120]).",
+    )
+    strategies: tuple[str, ...] = setting(
+        DEFAULT_STRATEGIES,
+        items=Items(choices=STRATEGIES),
+        min_items=1,
+        unique=True,
+        help="How the tenants share the device. Default: all but space_time_clblast (CLBlast's batched GEMM, "
+        "optional on the worker).",
+    )
+    warmup: int = setting(3, ge=0, le=MAX_WARMUP_RUNS, help="Rounds dropped per (workload, R).")
+    runs: int = setting(20, ge=1, le=MAX_RUNS, help="Rounds kept per (workload, R).")
+    seed: int = setting(0, ge=0, le=MAX_SEED, help="Seeds every tenant's data.")
+    memory_cap_bytes: int | None = setting(
+        None,
+        ge=1,
+        le=MAX_MEMORY_CAP_BYTES,
+        help="A memory budget below the device's global memory (default null: the device's); a strategy whose "
+        "footprint is over it is a memory_bound row.",
+    )
+    ceiling: bool = setting(True, help="Measure numpy's SGEMM on the worker's cores beside (a few seconds).")
 
-    def validate(self) -> None:
-        """``ValueError`` naming what is wrong."""
+    def __post_init__(self) -> None:
+        declared.check(self)
         if not self.shapes and not self.networks:
             raise ValueError("a sharing sweep needs at least one SGEMM shape or network")
-        for shape in self.shapes:
-            if len(shape) != 3 or min(shape) < 1:
-                raise ValueError(f"an SGEMM shape is three positive sizes (m, n, k), not {shape!r}")
-        if not self.tenants or min(self.tenants) < 1 or max(self.tenants) > MAX_TENANTS:
-            raise ValueError(f"tenant counts must be 1 .. {MAX_TENANTS}, not {list(self.tenants)}")
-        unknown = [s for s in self.strategies if s not in STRATEGIES]
-        if unknown or not self.strategies:
-            raise ValueError(f"unknown strategies {unknown}; known: {list(STRATEGIES)}")
-        if self.warmup < 0 or self.runs < 1:
-            raise ValueError(f"warm-up must be >= 0 and runs >= 1, not {self.warmup} and {self.runs}")
-        if self.memory_cap_bytes is not None and self.memory_cap_bytes < 1:
-            raise ValueError("a memory cap must be a positive number of bytes")
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
-        d = asdict(self)
-        d["shapes"] = [list(s) for s in self.shapes]
-        for key in ("networks", "tenants", "strategies"):
-            d[key] = list(d[key])
-        return d
+        return declared.as_dict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SharingSpec:
-        """The spec ``as_dict`` wrote (unknown keys refused)."""
-        known = set(cls.__dataclass_fields__)
-        extra = sorted(set(data) - known)
-        if extra:
-            raise ValueError(f"unknown sharing spec fields {extra}; known: {sorted(known)}")
-        d = dict(data)
-        if "shapes" in d:
-            d["shapes"] = tuple(tuple(int(v) for v in s) for s in d["shapes"])
-        for key in ("networks", "strategies"):
-            if key in d:
-                d[key] = tuple(d[key])
-        if "tenants" in d:
-            d["tenants"] = tuple(int(v) for v in d["tenants"])
-        spec = cls(**d)
-        spec.validate()
-        return spec
+        """The spec ``as_dict`` wrote (keys left out take their defaults, unknown keys refused);
+        ``ValueError`` naming what is wrong (``devicelab.spec.SpecError`` for one field)."""
+        return declared.from_dict(cls, data, "spec")
 
 
 @dataclass
@@ -441,7 +454,6 @@ def run_sharing_sweep(
     """Run the sweep (see the module docstring). ``progress(fraction, message)`` is called along
     the way and may raise to stop it (the exception propagates once every buffer is freed);
     ``graphs`` supplies networks by name (else ``spec.networks`` are zoo names)."""
-    spec.validate()
     t0 = time.perf_counter()
     reporter = Progress(progress)
     networks = _resolve(spec, graphs)

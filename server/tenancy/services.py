@@ -9,7 +9,7 @@ the job's claim, as for profiling results and fusion sweeps.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from devicelab.graph import zoo
+from devicelab.spec import SpecError
 from devicelab.tenancy.on_device import OPENCL
 from devicelab.tenancy.results import SharingRowRecord, SharingSweepRecord
 from devicelab.tenancy.sweep import SharingSpec
@@ -37,78 +38,27 @@ def _fail(field: str, message: str) -> ValidationError:
     return ValidationError({field: message})
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _int_list(value: Any) -> bool:
-    return isinstance(value, list) and all(_is_int(v) for v in value)
-
-
-def _str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
-# The JSON type of each SharingSpec field, and how a wrong one is described.
-_FIELD_TYPES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "shapes": (lambda v: isinstance(v, list) and all(_int_list(s) for s in v), "a list of [m, n, k] sizes"),
-    "networks": (_str_list, "a list of zoo model names"),
-    "tenants": (_int_list, "a list of tenant counts (integers)"),
-    "strategies": (_str_list, "a list of strategy names"),
-    "warmup": (_is_int, "an integer"),
-    "runs": (_is_int, "an integer"),
-    "seed": (_is_int, "an integer"),
-    "memory_cap_bytes": (lambda v: v is None or _is_int(v), "an integer number of bytes or null"),
-    "ceiling": (lambda v: isinstance(v, bool), "a boolean"),
-}
-# Each field is checked alone by the core's own validate(), so its message can name the field; a
-# shape list is checked with a stand-in network and a network list with a stand-in shape, so that
-# leaving one of them empty is not counted as its fault (needing either is checked on the whole).
-_STAND_INS: dict[str, dict[str, Any]] = {"shapes": {"networks": ["stand-in"]}, "networks": {"shapes": [[1, 1, 1]]}}
-
-
-def _duplicates(values: list[Any]) -> list[Any]:
-    seen: list[Any] = []
-    twice: list[Any] = []
-    for v in values:
-        if v in seen and v not in twice:
-            twice.append(v)
-        seen.append(v)
-    return twice
-
-
 def check_sharing_spec(raw: Any) -> dict[str, Any]:
     """A sharing spec as given (``SharingSpec``'s fields; any left out take their defaults),
-    checked and complete; a ``ValidationError`` on ``spec`` naming the bad field otherwise."""
+    checked by its declaration and complete; a ``ValidationError`` on ``spec`` naming the bad
+    field otherwise. Through the API its networks are zoo names."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise _fail("spec", f"spec must be a JSON object, got {type(raw).__name__}")
-    known = sorted(SharingSpec.__dataclass_fields__)
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        raise _fail("spec", f"unknown spec key(s) {unknown}; known keys: {known}")
-    for key, value in raw.items():
-        is_type, described = _FIELD_TYPES[key]
-        if not is_type(value):
-            raise _fail("spec", f"spec.{key} must be {described}, got {value!r}")
-        if isinstance(value, list) and _duplicates(value):
-            raise _fail("spec", f"spec.{key} names {_duplicates(value)} more than once")
-        try:
-            SharingSpec.from_dict({**_STAND_INS.get(key, {}), key: value})
-        except ValueError as exc:
-            raise _fail("spec", f"spec.{key}: {exc}") from None
+    try:
+        spec = SharingSpec.from_dict(raw)
+    except SpecError as exc:
+        raise _fail("spec", f"spec.{exc}") from None
+    except ValueError as exc:  # an unknown key, or nothing to measure
+        raise _fail("spec", f"spec: {exc}") from None
     names = zoo.entries()
-    unknown_networks = [n for n in raw.get("networks", []) if n not in names]
+    unknown_networks = [n for n in spec.networks if n not in names]
     if unknown_networks:
         raise _fail(
             "spec",
             f"spec.networks: no zoo model named {unknown_networks}; GET /api/zoo/ or `latencylab zoo list` lists them",
         )
-    try:
-        spec = SharingSpec.from_dict(raw)
-    except ValueError as exc:
-        raise _fail("spec", f"bad spec: {exc}") from None
     return spec.as_dict()
 
 
