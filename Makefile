@@ -66,11 +66,13 @@ lint: $(DEV_STAMP)  ## ruff: lint rules and formatting, checked (`make format` f
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# The experiment boundary is a contract (issue 30): the whole Django-free library, and the server
-# and worker modules that receive its results (the services that ingest them, the job runners, the
-# task), are checked with mypy --strict too (the rest of the tree with the project's mypy settings).
+# The experiment boundary is a contract (issue 30): the whole Django-free library, and the server,
+# worker and dashboard modules that receive its results (the services that ingest them, the job
+# runners, the task, the readers of a stored profile's environment) are checked with mypy --strict
+# too (the rest of the tree with the project's mypy settings).
 STRICT_MODULES = devicelab server/profiling/services.py server/fusion/services.py \
-	server/tenancy/services.py server/remote/services.py workers/jobs workers/failures.py workers/tasks.py
+	server/tenancy/services.py server/remote/services.py server/predictors/records.py \
+	workers/jobs workers/failures.py workers/tasks.py dashboard/conditions.py
 
 typecheck: $(DEV_STAMP)  ## mypy on the application packages
 	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(BIN)/mypy devicelab server workers dashboard latencylab

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.formatting import core_ranges, ghz, ms
+from devicelab.measure.environment import ProfileEnvironment, stored_environment
 
 # Keys only a phone's worker records: a result holding none of them has no conditions card.
 _PHONE_KEYS = (
@@ -96,7 +97,7 @@ class Conditions:
         return bool(self.facts or self.temperatures or self.clocks or self.cooldown)
 
 
-def _temperatures(env: dict[str, Any]) -> list[ZoneTemperature]:
+def _temperatures(env: ProfileEnvironment) -> list[ZoneTemperature]:
     before = env.get("temperatures_before_c") or {}
     after = env.get("temperatures_after_c") or {}
     if not isinstance(before, dict) or not isinstance(after, dict):
@@ -111,9 +112,12 @@ def _core_sort_key(core: str) -> tuple[int, str]:
     return (int(core), "") if core.isdigit() else (1 << 30, core)
 
 
-def _clocks(env: dict[str, Any]) -> list[CoreClock]:
+def _clocks(env: ProfileEnvironment) -> list[CoreClock]:
     tables = [
-        env.get(k) for k in ("governors", "frequencies_khz_before", "frequencies_khz_after", "max_frequencies_khz")
+        env.get("governors"),
+        env.get("frequencies_khz_before"),
+        env.get("frequencies_khz_after"),
+        env.get("max_frequencies_khz"),
     ]
     governors, before, after, maximum = (t if isinstance(t, dict) else {} for t in tables)
     cores = sorted({str(c) for t in (governors, before, after, maximum) for c in t}, key=_core_sort_key)
@@ -129,11 +133,12 @@ def _clocks(env: dict[str, Any]) -> list[CoreClock]:
     ]
 
 
-def _cooldown(env: dict[str, Any]) -> str:
+def _cooldown(env: ProfileEnvironment) -> str:
     cooldown = env.get("cooldown")
     if not isinstance(cooldown, dict):
         return ""
-    threshold, waited, limit = (_number(cooldown.get(k)) for k in ("threshold_c", "waited_s", "max_s"))
+    threshold = _number(cooldown.get("threshold_c"))
+    waited, limit = _number(cooldown.get("waited_s")), _number(cooldown.get("max_s"))
     if threshold is None:
         return ""
     waited_text = f"{waited:.1f} s" if waited is not None else "an unknown time"
@@ -145,17 +150,18 @@ def _cooldown(env: dict[str, Any]) -> str:
     return f"waited {waited_text} to cool below {threshold:g} °C{limit_text}"
 
 
-def _cores_text(env: dict[str, Any]) -> str:
+def _cores_text(env: ProfileEnvironment) -> str:
     cores = env.get("cores")
     text = core_ranges(cores) if isinstance(cores, list) and cores else ""
-    if env.get("cluster"):
-        text = f"{text} ({env['cluster']} cluster)" if text else f"{env['cluster']} cluster"
-    if env.get("taskset_mask"):
-        text += f", taskset mask {env['taskset_mask']}"
+    cluster, mask = env.get("cluster"), env.get("taskset_mask")
+    if cluster:
+        text = f"{text} ({cluster} cluster)" if text else f"{cluster} cluster"
+    if mask:
+        text += f", taskset mask {mask}"
     return text
 
 
-def _facts(env: dict[str, Any]) -> list[tuple[str, str]]:
+def _facts(env: ProfileEnvironment) -> list[tuple[str, str]]:
     facts: list[tuple[str, str]] = []
 
     def add(label: str, value: Any) -> None:
@@ -163,10 +169,11 @@ def _facts(env: dict[str, Any]) -> list[tuple[str, str]]:
             facts.append((label, str(value)))
 
     add("Delegate", env.get("delegate"))
-    runtime = " ".join(str(env[k]) for k in ("runtime", "tool_version") if env.get(k))
+    runtime = " ".join(str(v) for v in (env.get("runtime"), env.get("tool_version")) if v)
     add("Runtime", runtime)
-    if env.get("tool_sha256"):
-        add("Tool SHA-256", str(env["tool_sha256"])[:16] + "…")
+    tool_sha256 = env.get("tool_sha256")
+    if tool_sha256:
+        add("Tool SHA-256", str(tool_sha256)[:16] + "…")
     profile_modes = {"csv": "CSV file", "text": "text tables (an older tool)"}
     add("Operator profile", profile_modes.get(str(env.get("op_profile_mode") or ""), ""))
     add("Model format", env.get("model_format"))
@@ -183,29 +190,23 @@ def _facts(env: dict[str, Any]) -> list[tuple[str, str]]:
         add("Battery", f"{level:g}%")
     memory = env.get("memory_mb")
     if isinstance(memory, dict):
-        parts = [
-            f"{k} {_number(memory.get(k)):.1f} MB"
-            for k in ("init", "overall", "peak")
-            if _number(memory.get(k)) is not None
-        ]
+        figures = (("init", memory.get("init")), ("overall", memory.get("overall")), ("peak", memory.get("peak")))
+        parts = [f"{k} {mb:.1f} MB" for k, value in figures if (mb := _number(value)) is not None]
         add("Memory", " · ".join(parts))
-    phases = [
-        f"{label} {ms(_number(env.get(k)))} ms"
-        for k, label in (
-            ("init_ms", "init"),
-            ("first_inference_ms", "first inference"),
-            ("warmup_avg_ms", "warm-up avg"),
-        )
-        if _number(env.get(k)) is not None
-    ]
+    timed = (
+        ("init", env.get("init_ms")),
+        ("first inference", env.get("first_inference_ms")),
+        ("warm-up avg", env.get("warmup_avg_ms")),
+    )
+    phases = [f"{label} {ms(value)} ms" for label, value in ((lb, _number(v)) for lb, v in timed) if value is not None]
     add("Phases", " · ".join(phases))
     add("Serial", env.get("serial"))
     return facts
 
 
-def conditions(environment: dict[str, Any] | None) -> Conditions:
+def conditions(environment: object) -> Conditions:
     """The conditions card of a result (empty, ``shown`` False, for a result no phone measured)."""
-    env = environment if isinstance(environment, dict) else {}
+    env = stored_environment(environment)
     if not any(k in env for k in _PHONE_KEYS):
         return Conditions()
     temperatures = _temperatures(env)

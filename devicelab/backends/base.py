@@ -36,6 +36,7 @@ from devicelab.graph.jsonio import graph_from_dict, graph_to_dict
 from devicelab.graph.limits import NO_LIMITS
 from devicelab.measure.breakdown import NotAnImageModel, TimeBreakdown, image_input
 from devicelab.measure.cold_starts import FRESH_PROCESS, ColdStartError, ColdStarts, run_fresh
+from devicelab.measure.environment import NoiseRecord, ProfileEnvironment
 from devicelab.measure.harness import Meter, Progress
 from devicelab.measure.stats import HIGH_CV, SampleStats, central
 
@@ -228,7 +229,8 @@ class ProfileResult:
     samples_ms: list[float]
     cold: ColdStart
     ops: list[OpTiming]
-    environment: dict[str, Any] = field(default_factory=dict)  # runtime version, threads, affinity
+    # the runtime, the model, the machine and how it was measured (its keys: ``ProfileEnvironment``)
+    environment: ProfileEnvironment = field(default_factory=lambda: ProfileEnvironment())
     peak_memory_mb: float | None = None  # the runtime's peak memory while it ran, where it reports one
     # why the measurement should not be trusted as is: "hot: ...", "throttled: ..." (like noisy)
     flags: list[str] = field(default_factory=list)
@@ -393,7 +395,7 @@ class Backend(ABC):
         steady = [k for k, (r, _) in enumerate(tried) if not r.e2e.noisy]
         kept = steady[0] if steady else min(range(len(tried)), key=lambda k: tried[k][0].e2e.cv)
         result, load = tried[kept]
-        noise = {
+        noise: NoiseRecord = {
             "policy": settings.on_noise,
             "reruns_allowed": attempts - 1,
             "threshold_cv": HIGH_CV,
@@ -410,7 +412,11 @@ class Backend(ABC):
         }
         # a phone's backend reads the phone's own load; this machine's is not the device's
         own = result.environment.get("machine_load")
-        environment = {**result.environment, "machine_load": own if load is None else load.as_dict(), "noise": noise}
+        environment: ProfileEnvironment = {
+            **result.environment,
+            "machine_load": own if load is None else load.as_dict(),
+            "noise": noise,
+        }
         if result.e2e.noisy and settings.on_noise == "fail":
             summary = load.summary() if load is not None else (own or {}).get("summary")
             machine = f"; the machine: {summary}" if summary else ""

@@ -80,6 +80,7 @@ from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph
 from devicelab.graph.limits import NO_LIMITS
 from devicelab.graph.onnx.prepare import node_names
+from devicelab.measure.environment import ProfileEnvironment
 from devicelab.measure.harness import Harness, Meter, repeat, split_evenly, wall_ms
 from devicelab.measure.inputs import INPUT_SEED, make_inputs
 from devicelab.measure.memory import PeakRss
@@ -391,7 +392,7 @@ def profile(
     run = _Model(graph, model_file)
     model = run.data
     feeds = make_inputs(graph)
-    env: dict[str, Any] = {
+    env: ProfileEnvironment = {
         "runtime": runtime_version(),
         "runtime_version": ort.__version__,
         "providers": ["CPUExecutionProvider"],

@@ -18,10 +18,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
+
+from devicelab.measure.environment import MachineLoadRecord
 
 WINDOW_S = 0.5  # long enough to see a busy neighbour, short beside a job's runs
 MAX_PROCESSES = 8  # the busiest others are listed; the rest are counted
@@ -72,13 +74,19 @@ class MachineLoad:
             parts.append("no other process on its cores")
         return "; ".join(parts)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> MachineLoadRecord:
         """Plain data for JSON (core ids as strings, as JSON keys are)."""
-        d = asdict(self)
-        d["load_average"] = list(self.load_average) if self.load_average is not None else None
-        d["busy_percent"] = {str(k): v for k, v in self.busy_percent.items()}
-        d["summary"] = self.summary()
-        return d
+        return {
+            "load_average": list(self.load_average) if self.load_average is not None else None,
+            "cores_online": self.cores_online,
+            "cores_watched": list(self.cores_watched),
+            "busy_percent": {str(k): v for k, v in self.busy_percent.items()},
+            "steal_percent": self.steal_percent,
+            "others": [{"pid": o.pid, "name": o.name, "cpu_percent": o.cpu_percent} for o in self.others],
+            "others_not_listed": self.others_not_listed,
+            "window_s": self.window_s,
+            "summary": self.summary(),
+        }
 
 
 def _steal(times: Any) -> float | None:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psutil
+
+from devicelab.measure.environment import MemoryRecord
 
 MB = 1024 * 1024
 CLEAR_REFS = Path("/proc/self/clear_refs")
@@ -58,7 +59,7 @@ class MemoryPeak:
         """What the run added at its peak (MB)."""
         return max(0.0, self.peak_mb - self.baseline_mb)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> MemoryRecord:
         """Plain data for JSON."""
         return {
             "rss_baseline_mb": round(self.baseline_mb, 3),

@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from devicelab.backends.base import ColdStart, DeviceInfo, OpTiming, ProfileResult, ProfileSettings
+from devicelab.backends.base import ColdStart, DeviceInfo, OpTiming, ProfileResult
+from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.graph import graph_from_dict
+from devicelab.measure.environment import stored_environment
 from devicelab.measure.stats import HIGH_CV, SampleStats
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.records import ProfileRecord, merge_rounds, record_from_result
@@ -89,7 +91,7 @@ def result_from_rows(result: JobResult, timings: Sequence[OperatorTiming]) -> Pr
         samples_ms=list(result.samples_ms),
         cold=ColdStart(result.load_ms, result.first_run_ms),
         ops=[_timing(t) for t in timings],
-        environment=dict(result.environment),
+        environment=stored_environment(result.environment),
     )
 
 
@@ -117,11 +119,16 @@ class ScenarioRecords:
         return len({r.model_id for r in self.records})
 
 
+def _runtime(result: JobResult) -> str:
+    """The runtime a result was measured with, as its backend recorded it ("" when it did not)."""
+    return str(stored_environment(result.environment).get("runtime", ""))
+
+
 def result_delegate(result: JobResult) -> str:
     """The delegate a result ran with: the one its settings asked for, else the one the backend
     recorded (a phone's job without a delegate runs the tool's default); "" off phones."""
     asked = str((result.settings or {}).get("delegate") or "")
-    return asked or str((result.environment or {}).get("delegate") or "")
+    return asked or str(stored_environment(result.environment).get("delegate") or "")
 
 
 def _scenario_matches(result: JobResult, threads: int, cores: Sequence[int], precision: str, delegate: str) -> bool:
@@ -181,11 +188,11 @@ def scenario_records(
     """
     results = scenario_results(team, device, threads, cores, precision, delegate)
     skipped: dict[str, int] = {}
-    runtime = str(results[-1].environment.get("runtime", "")) if results else ""
+    runtime = _runtime(results[-1]) if results else ""
     kept = []
     for r in results:
-        if str(r.environment.get("runtime", "")) != runtime:
-            why = f"measured with runtime {r.environment.get('runtime', '')!r}, not the newest {runtime!r}"
+        if _runtime(r) != runtime:
+            why = f"measured with runtime {_runtime(r)!r}, not the newest {runtime!r}"
             skipped[why] = skipped.get(why, 0) + 1
             continue
         kept.append(r)

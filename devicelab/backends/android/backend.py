@@ -37,7 +37,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from devicelab.backends.android import adb, image_eval, phone_state, tool_run
 from devicelab.backends.android.adb import ensure_file
@@ -63,6 +62,7 @@ from devicelab.backends.profile_settings import DELEGATES, MAX_COLD_RUNS, Profil
 from devicelab.graph.ir import Graph
 from devicelab.measure.breakdown import TimeBreakdown
 from devicelab.measure.cold_starts import FRESH_PROCESS, ColdSample, ColdStarts
+from devicelab.measure.environment import CooldownRecord, MachineLoadRecord, ProfileEnvironment
 from devicelab.measure.harness import Harness
 from devicelab.measure.stats import SampleStats, from_aggregate
 
@@ -211,7 +211,7 @@ class _Cooldown:
 
     def wait(
         self, link: adb.PhoneLink, cores: tuple[int, ...], h: Harness
-    ) -> tuple[dict[str, Any], phone_state.Snapshot]:
+    ) -> tuple[CooldownRecord, phone_state.Snapshot]:
         t0 = time.monotonic()
         snap = phone_state.snapshot(link, cores)
         first = snap.watched_c()
@@ -223,7 +223,7 @@ class _Cooldown:
             time.sleep(min(COOLDOWN_POLL_S, self.max_s - waited))
             snap = phone_state.snapshot(link, cores)
         end = snap.watched_c()
-        record = {
+        record: CooldownRecord = {
             "threshold_c": self.threshold_c,
             "max_s": self.max_s,
             "waited_s": round(time.monotonic() - t0, 2),
@@ -320,7 +320,7 @@ def profile(
     rows, notes = op_timings(graph, nodes, op_profile, e2e.n)
     flags = _flags(cool, before, after, used)
     memory = summary.memory
-    env: dict[str, Any] = {
+    env: ProfileEnvironment = {
         "runtime": RUNTIME,
         "tool_sha256": _sha256(tool),
         "tool_version": op_profile.version.value,
@@ -358,7 +358,12 @@ def profile(
         "tool prints one, never a p90)",
         "e2e_p5_ms": _ms(summary.inference.p5_us) if summary.inference else None,
         "e2e_p95_ms": _ms(summary.inference.p95_us) if summary.inference else None,
-        **notes,
+        "op_rows": notes["op_rows"],
+        "op_rows_builtin": notes["op_rows_builtin"],
+        "op_rows_delegate_per_op": notes["op_rows_delegate_per_op"],
+        "op_rows_delegate_partition": notes["op_rows_delegate_partition"],
+        "op_rows_unmatched": notes["op_rows_unmatched"],
+        "op_rows_shared_by_several_operators": notes["op_rows_shared_by_several_operators"],
     }
     h.done()
     return ProfileResult(
@@ -419,7 +424,7 @@ def _cold_starts(
 
 def _phone_load(
     load: tuple[float, float, float] | None, device: DeviceInfo, cores: tuple[int, ...]
-) -> dict[str, Any] | None:
+) -> MachineLoadRecord | None:
     """What the job page shows beside the CV: the phone's own load average when the run began."""
     if load is None:
         return None
@@ -448,7 +453,7 @@ def _e2e(summary: RunSummary, serial: str) -> SampleStats:
 
 
 def _flags(
-    cool: dict[str, Any], before: phone_state.Snapshot, after: phone_state.Snapshot, cores: tuple[int, ...]
+    cool: CooldownRecord, before: phone_state.Snapshot, after: phone_state.Snapshot, cores: tuple[int, ...]
 ) -> list[str]:
     """Why a measurement should not be trusted as is: measured hot, or on throttled cores."""
     flags = []

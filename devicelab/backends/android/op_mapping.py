@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from devicelab.backends.android.benchmark_output import OperatorProfile, OperatorRow
 from devicelab.backends.base import OpTiming
 from devicelab.graph.ir import Graph, Operator
+from devicelab.measure.environment import OpRowNotes
 from devicelab.measure.stats import from_aggregate
 
 _BUILTIN_ROW = re.compile(r"^\[(?P<names>.*)\]:(?P<index>\d+)$")
@@ -114,7 +115,7 @@ def _categories(kernel: str) -> frozenset[str] | None:
 
 def op_timings(
     graph: Graph, nodes: Sequence[ModelNode], profile: OperatorProfile, runs: int
-) -> tuple[list[OpTiming], dict[str, object]]:
+) -> tuple[list[OpTiming], OpRowNotes]:
     """One ``OpTiming`` per graph operator (timed, or fused into a row) plus one per unexplained
     row; and notes for the environment (how rows were matched)."""
     by_index = {n.index: n for n in nodes}
@@ -187,7 +188,7 @@ def op_timings(
                 stats=from_aggregate(runs * max(1, row.times_called), row.avg_ms),
             )
         )
-    notes: dict[str, object] = {
+    notes: OpRowNotes = {
         "op_rows": len(profile.rows),
         "op_rows_builtin": len(executed),
         "op_rows_delegate_per_op": len(per_op),

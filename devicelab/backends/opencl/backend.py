@@ -56,6 +56,7 @@ from devicelab.backends.opencl.plan import PlannedKernel, view_owner
 from devicelab.backends.opencl.runner import WEIGHT_SEED, GraphRunner
 from devicelab.backends.profile_settings import MAX_COLD_RUNS, ProfileSettings
 from devicelab.graph.ir import Graph
+from devicelab.measure.environment import ProfileEnvironment
 from devicelab.measure.harness import Harness
 from devicelab.measure.inputs import INPUT_SEED, make_inputs
 from devicelab.measure.stats import summarize
@@ -185,7 +186,7 @@ def profile(
     found = _check_request(device, settings)
     limits = found.limits
     h = Harness(progress)
-    env: dict[str, Any] = {
+    env: ProfileEnvironment = {
         "runtime": runtime_version(limits),
         "runtime_version": cl.VERSION_TEXT,
         "platform": limits.platform,

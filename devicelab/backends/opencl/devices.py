@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import pyopencl as cl
 
@@ -27,7 +27,7 @@ from devicelab.backends.opencl.limits import DeviceLimits
 log = logging.getLogger(__name__)
 
 KIND = "opencl"
-THREADS_ENV = "POCL_MAX_PTHREAD_COUNT"
+THREADS_ENV: Final = "POCL_MAX_PTHREAD_COUNT"
 _DEVICE_TYPES = {cl.device_type.CPU: "cpu", cl.device_type.GPU: "gpu", cl.device_type.ACCELERATOR: "accelerator"}
 _PROBE_SOURCE = "__kernel void probe(__global float* x) { x[get_global_id(0)] = 0.0f; }"
 
