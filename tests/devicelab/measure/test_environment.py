@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import types
 import typing
 from pathlib import Path
@@ -119,6 +120,28 @@ def test_every_key_a_phone_writes_is_declared(monkeypatch: pytest.MonkeyPatch, t
     assert {"delegate", "cooldown", "temperatures_before_c", "memory_mb", "op_rows", "noise"} <= set(env)
     assert undeclared(env, ProfileEnvironment) == []
     assert json.loads(json.dumps(env)) == env
+
+
+def test_what_the_pages_read_by_name_is_declared() -> None:
+    """The job page's templates (``result.environment.X``) and the dashboard's database lookups
+    (``result__environment__X__Y``) name keys mypy cannot see; each must be declared."""
+    root = Path(__file__).resolve().parents[3] / "dashboard"
+    read: set[tuple[str, ...]] = set()
+    for path in [*root.rglob("*.html"), *root.rglob("*.py")]:
+        text = path.read_text()
+        read |= {tuple(m.split(".")) for m in re.findall(r"result\.environment\.(\w+)", text)}
+        read |= {tuple(m.split("__")) for m in re.findall(r"result__environment__(\w+)", text)}
+    assert ("noise",) in read and ("cooldown", "threshold_c") in read
+    for keys in read:
+        shape: Any = ProfileEnvironment
+        for key in keys:
+            assert shape is not None, (
+                f"environment.{'.'.join(keys)}: {key!r} is read inside a value that is not an object"
+            )
+            hints = get_type_hints(shape)
+            assert key in hints, f"the dashboard reads environment.{'.'.join(keys)}, which is not declared"
+            inner = _shapes(hints[key])
+            shape = inner[0] if inner else None
 
 
 def test_a_stored_environment_reads_back_as_it_was_stored() -> None:
