@@ -49,8 +49,8 @@ if str(ROOT) not in sys.path:  # run as `python benchmarks/fusion_pairs.py` with
     sys.path.insert(0, str(ROOT))
 
 from devicelab.fusion.fuse import LAYOUTS  # noqa: E402
-from devicelab.fusion.kinds import KINDS  # noqa: E402
 from devicelab.fusion.pool import table1_models  # noqa: E402
+from devicelab.fusion.spec import KINDS  # noqa: E402
 
 OUT = ROOT / "var" / "benchmarks" / "fusion_pairs.json"
 VARIANTS = ("rounded", "unrounded")

@@ -66,8 +66,9 @@ def _ints(text: str) -> tuple[int, ...]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the sweep(s) and put the report together."""
     from devicelab.backends.opencl import devices
-    from devicelab.tenancy import SharingSpec, run_sharing_sweep
     from devicelab.tenancy.gemm import GemmShape
+    from devicelab.tenancy.spec import SharingSpec
+    from devicelab.tenancy.sweep import run_sharing_sweep
     from devicelab.tenancy.table1 import table1
 
     found = next(iter(devices.list_devices().values()))

@@ -23,7 +23,7 @@ from dashboard import fusion_figures as charts
 from dashboard.access import team_page
 from dashboard.fusion_tables import TableRow, sweep_rows_html
 from dashboard.job_pages import page_url, render_kind_page, result_url
-from devicelab.fusion.kinds import KINDS
+from devicelab.fusion.spec import KINDS
 from server.fusion import summary
 from server.fusion.models import FusionMeasurement, FusionPlanResult, FusionSweepResult
 from server.fusion.services import sweep_rows

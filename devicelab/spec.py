@@ -1,6 +1,7 @@
 """A spec declared once: a frozen dataclass whose fields say their type, bounds, choices and help.
 
-A spec (``ProfileSettings``, ``SweepSpec``, ``SharingSpec``) declares each field with ``setting``::
+A spec (``ProfileSettings``, ``SweepSpec``, ``PlanOptions``, ``SharingSpec``, ``RemoteSettings``)
+declares each field with ``setting``::
 
     threads: int = setting(1, ge=1, le=MAX_THREADS, help="Intra-op threads.")
 
@@ -17,6 +18,7 @@ without importing numpy or Django.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import types
 import typing
@@ -148,6 +150,16 @@ class Setting:
     label: str  # the form's label
     flag: str  # the command line's flag ("--warmup"); "" when the command line does not offer it
     choice_labels: tuple[tuple[str, str], ...]  # the form's words for each choice
+
+
+def described(setting: Setting) -> str:
+    """The field's help, with its default unless the help already says what it is (the API's
+    schema and the command line's help say it so). A default its own rule refuses is none: the
+    field must be given."""
+    if "default" in setting.help.lower() or setting.rule.problem(setting.default) is not None:
+        return setting.help
+    default = list(setting.default) if isinstance(setting.default, tuple) else setting.default
+    return f"{setting.help} Default {json.dumps(default, ensure_ascii=False)}."
 
 
 def setting(
@@ -285,11 +297,12 @@ def _frozen(value: Any) -> Any:
     return tuple(_frozen(v) for v in value) if isinstance(value, list | tuple) else value
 
 
-def check(instance: Any) -> None:
+def check(instance: Any, spec: type | None = None) -> None:
     """Raise ``SpecError`` for the first field of ``instance`` its declaration refuses; lists
     become tuples (the dataclass is frozen and hashable) and integers of a float field floats.
-    Its ``__post_init__`` calls this."""
-    cls = type(instance)
+    Its ``__post_init__`` calls this. ``spec``: the declared class whose fields to check, when
+    ``instance``'s class adds fields of its own (a spec with its resolved parts)."""
+    cls = spec or type(instance)
     values = {s.name: getattr(instance, s.name) for s in settings_of(cls)}
     for error in problems(cls, values):
         raise error
@@ -314,10 +327,10 @@ def from_dict(cls: type[Spec], data: Mapping[str, Any], what: str = "") -> Spec:
     return cls(**data)
 
 
-def as_dict(instance: Any) -> dict[str, Any]:
-    """Plain data for JSON: tuples become lists."""
+def as_dict(instance: Any, spec: type | None = None) -> dict[str, Any]:
+    """Plain data for JSON: tuples become lists; ``spec`` as for ``check``."""
 
     def plain(value: Any) -> Any:
         return [plain(v) for v in value] if isinstance(value, tuple) else value
 
-    return {s.name: plain(getattr(instance, s.name)) for s in settings_of(type(instance))}
+    return {s.name: plain(getattr(instance, s.name)) for s in settings_of(spec or type(instance))}

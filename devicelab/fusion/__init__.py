@@ -11,22 +11,7 @@ The planner (beyond the paper): ``plan`` (which ready kernels to fuse at each st
 ``plan_model`` (the latency model and measured benefits), ``plan_load``, ``plan_calibrate`` and
 ``plan_run`` (``compare_plan``: sequential vs the plan vs fuse-all, outputs checked).
 ``on_device`` is what a worker calls for a sweep or plan job.
+
+Each is imported from its module; this package imports none of them, so that ``spec`` (what a
+sweep or plan takes, declared once) imports no numpy: the command line builds its flags from it.
 """
-
-from __future__ import annotations
-
-from devicelab.fusion.errors import FusionError
-from devicelab.fusion.fuse import FusedKernel, SubKernel, fuse
-from devicelab.fusion.launch import FusedLayout, fused_offsets, fused_work_size, plan_layout, rounding_unit
-
-__all__ = [
-    "FusedKernel",
-    "FusedLayout",
-    "FusionError",
-    "SubKernel",
-    "fuse",
-    "fused_offsets",
-    "fused_work_size",
-    "plan_layout",
-    "rounding_unit",
-]

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from devicelab.fusion.errors import FusionError
-from devicelab.fusion.launch import PACKED, PAPER, FusedLayout, plan_layout, plan_packed_layout, round_up
+from devicelab.fusion.launch import FusedLayout, plan_layout, plan_packed_layout, round_up
 from devicelab.fusion.parse import ParsedKernel, parse_kernel, split_options
 from devicelab.fusion.rewrite import (
     FusedNames,
@@ -65,6 +65,7 @@ from devicelab.fusion.rewrite import (
     plan_renames,
     rename_edits,
 )
+from devicelab.fusion.spec import AUTO, LAYOUTS, PACKED, PAPER
 
 
 @dataclass(frozen=True)
@@ -139,10 +140,6 @@ class FusedSource:
     kernel_name: str
     options: tuple[str, ...]
     params: tuple[int, ...]  # each sub-kernel's own parameter count
-
-
-AUTO = "auto"
-LAYOUTS = (AUTO, PACKED, PAPER)  # what ``fuse`` takes as ``layout``
 
 
 def fuse(

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from devicelab.backends.opencl.plan import PlannedKernel
+from devicelab.fusion.spec import KINDS, check_kinds, kind_order
 from devicelab.graph.ir import Graph, Operator
 
-KINDS: tuple[str, ...] = ("C", "C_1x1", "S", "P", "DWC", "DWC_s1", "FC", "EW")
 KIND_MEANINGS: dict[str, str] = {
     "C": "convolution with a window larger than 1x1",
     "C_1x1": "1x1 convolution (pointwise), not a squeeze",
@@ -152,19 +152,6 @@ def classify_kernels(graph: Graph, planned: Sequence[PlannedKernel]) -> list[Kin
             )
         )
     return out
-
-
-def kind_order(kind: str) -> int:
-    """Where a kind sorts (the paper's order, then ours)."""
-    return KINDS.index(kind)
-
-
-def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
-    """Known kinds in the canonical order, without repeats; ``ValueError`` naming unknown ones."""
-    unknown = sorted(set(kinds) - set(KINDS))
-    if unknown:
-        raise ValueError(f"unknown operator kinds {unknown}; the kinds are {list(KINDS)}")
-    return tuple(sorted(set(kinds), key=kind_order))
 
 
 __all__ = [

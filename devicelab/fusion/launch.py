@@ -52,6 +52,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from devicelab.fusion.spec import PACKED, PAPER
+
 
 def round_up(n: int, unit: int) -> int:
     """``unit * ceil(n / unit)``."""
@@ -83,10 +85,6 @@ def fused_work_size(sizes: Sequence[int], units: Sequence[int]) -> int:
 def fused_offsets(sizes: Sequence[int], units: Sequence[int]) -> tuple[int, ...]:
     """Section 4.2, formula 2: where each sub-kernel starts along dimension 0."""
     return tuple(fused_work_size(sizes[:i], units[:i]) for i in range(len(sizes)))
-
-
-PAPER = "paper"
-PACKED = "packed"
 
 
 @dataclass(frozen=True)

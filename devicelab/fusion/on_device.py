@@ -13,11 +13,10 @@ from typing import Any
 
 from devicelab.backends.base import DeviceInfo
 from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
+from devicelab.fusion.spec import OPENCL, PRECISIONS, PlanOptions
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import ReportFn
 
-OPENCL = "opencl"
-PRECISIONS = ("fp32", "fp16")
 # The share of a sweep's progress bar that loading the networks takes.
 LOAD_SHARE = 0.1
 
@@ -89,7 +88,12 @@ def plan_on_device(
 
     found = _opencl_device(info, precision)
     comparison = compare_plan(
-        found, unique_names(graphs), sweep_rows=sweep_rows, progress=progress, precision=precision, **dict(options)
+        found,
+        unique_names(graphs),
+        sweep_rows=sweep_rows,
+        progress=progress,
+        precision=precision,
+        **PlanOptions.from_dict(options).as_dict(),
     )
     return FusionPlanRecord.from_dict(comparison.as_dict())
 

@@ -44,12 +44,12 @@ from typing import Any
 
 from devicelab.fusion.launch import plan_layout
 from devicelab.fusion.plan_model import ALONE, MEASURED, MODEL, LatencyModel, MeasuredBenefit, MeasuredTable
+from devicelab.fusion.spec import DEFAULT_MAX_GROUP
 
 SEQUENTIAL = "sequential"
 PLAN = "plan"
 FUSE_ALL = "fuse_all"
 STRATEGIES = (SEQUENTIAL, PLAN, FUSE_ALL)
-DEFAULT_MAX_GROUP = 3
 DEFAULT_MAX_READY = 12
 
 AcceptFn = Callable[[tuple[int, ...]], bool]  # whether the fuser takes this group of kernel indices

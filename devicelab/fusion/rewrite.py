@@ -62,8 +62,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from devicelab.fusion.errors import FusionError
-from devicelab.fusion.launch import PACKED, PAPER
 from devicelab.fusion.parse import REFUSED_BUILTINS, REFUSED_PREFIXES, BuiltinCall, ParsedKernel
+from devicelab.fusion.spec import PACKED, PAPER
 
 
 @dataclass(frozen=True)

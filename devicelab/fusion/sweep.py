@@ -40,16 +40,14 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
-from devicelab import spec as declared
 from devicelab.backends.opencl.devices import context_for
-from devicelab.backends.profile_settings import MAX_RUNS, MAX_WARMUP_RUNS
 from devicelab.fusion.compare import (
     OutputCheck,
     PrivateOutputs,
@@ -59,115 +57,18 @@ from devicelab.fusion.compare import (
     time_interleaved,
 )
 from devicelab.fusion.errors import FusionError
-from devicelab.fusion.fuse import AUTO, LAYOUTS, FusedKernel, fuse
-from devicelab.fusion.kinds import KINDS, check_kinds, kind_order
+from devicelab.fusion.fuse import FusedKernel, fuse
+from devicelab.fusion.kinds import kind_order
 from devicelab.fusion.pool import OperatorPool, PoolOperator
 from devicelab.fusion.results import CombinationCount, OperatorRef, SweepEnvironment
 from devicelab.fusion.run import ready_fused, ready_subkernel
+from devicelab.fusion.spec import AUTO, LAYOUTS, SweepSpec
 from devicelab.measure.harness import Progress, ReportFn
 from devicelab.measure.stats import summarize
-from devicelab.spec import MAX_SEED, Items, setting
 
 COMBINATION = "combination"
 IDENTICAL = "identical"
 VARIANTS = {True: "rounded", False: "unrounded"}
-
-
-# Bounds of a sweep, whoever asks for one (the API, a benchmark): past them a sweep would hold
-# its device for days. The most operators one fused kernel takes here: figure 9 fuses up to 8
-# identical operators, figure 8 pairs and triples.
-MAX_FUSED = 8
-MAX_REPRESENTATIVES = 64
-MAX_INSTANCES = 32
-MAX_COMBINATIONS = 100_000
-MAX_WAVE_SIZE = 4096
-
-
-@dataclass(frozen=True)
-class SweepSpec:
-    """What a sweep measures and how (see the module docstring); each field declared once, with
-    its bounds and help, for the API's request body too (``devicelab.spec``)."""
-
-    sizes: tuple[int, ...] = setting(
-        (2, 3),
-        items=Items(ge=1, le=MAX_FUSED),
-        max_items=MAX_FUSED,
-        unique=True,
-        help="How many operators a combination of kinds fuses (default [2, 3]: figure 8's pairs and triples); "
-        "[] skips the combinations.",
-    )
-    kinds: tuple[str, ...] = setting(
-        KINDS,
-        items=Items(choices=KINDS),
-        min_items=1,
-        unique=True,
-        help="The operator kinds to combine (default: all eight). C, C_1x1, S (squeeze), P (pooling), DWC "
-        "(depthwise, stride > 1), DWC_s1, FC, EW (element-wise).",
-    )
-    repeats: bool = setting(True, help="A kind may appear more than once in a combination (default true: C+C).")
-    representatives: int = setting(3, ge=1, le=MAX_REPRESENTATIVES, help="Operators drawn per kind.")
-    instances: int = setting(1, ge=1, le=MAX_INSTANCES, help="Operator draws per combination of kinds.")
-    max_combinations: int | None = setting(
-        None,
-        ge=1,
-        le=MAX_COMBINATIONS,
-        help="Per size; more are sampled with the seed, and the result says so (default null: all).",
-    )
-    identical_counts: tuple[int, ...] = setting(
-        tuple(range(1, 9)),
-        items=Items(ge=1, le=MAX_FUSED),
-        max_items=MAX_FUSED,
-        unique=True,
-        help="Figure 9's N identical operators fused (default 1..8); [] skips that experiment.",
-    )
-    identical_per_model: int = setting(1, ge=0, le=MAX_INSTANCES, help="Operators per network for figure 9.")
-    warmup: int = setting(5, ge=0, le=MAX_WARMUP_RUNS, help="Rounds dropped (the paper: 5 warm-up iterations).")
-    runs: int = setting(30, ge=1, le=MAX_RUNS, help="Rounds kept (the paper averages 100 inferences).")
-    rounding: tuple[bool, ...] = setting(
-        (True, False),
-        min_items=1,
-        max_items=2,
-        unique=True,
-        help="Fused variants: rounded to the wave (true), not rounded (false); default [true, false].",
-    )
-    layouts: tuple[str, ...] = setting(
-        (AUTO,),
-        items=Items(choices=LAYOUTS),
-        min_items=1,
-        max_items=len(LAYOUTS),
-        unique=True,
-        help="Fused layouts, each with every rounding (default [auto]): paper (parts side by side along "
-        "dimension 0, spanning the largest extent in the others: section 4.2), packed (each part's whole range "
-        "linearised in one dimension: no padding across dimensions), auto (packed where exact, else paper).",
-    )
-    wave_size: int | None = setting(
-        None, ge=1, le=MAX_WAVE_SIZE, help="Override the device's wave size (default null: the device query's)."
-    )
-    time_budget_s: float | None = setting(
-        None,
-        ge=0,
-        help="Stop starting new sets after this many seconds (a seeded sample, said so); default and maximum "
-        "on the server: LATENCYLAB_TASK_TIME_LIMIT less 300 s.",
-    )
-    seed: int = setting(0, ge=0, le=MAX_SEED, help="Seeds the draws of operators and the measuring order.")
-
-    def __post_init__(self) -> None:
-        declared.check(self)
-        if not self.sizes and not self.identical_counts:
-            raise ValueError(
-                "a sweep measures combinations (sizes) or identical operators (identical_counts); both are empty"
-            )
-        object.__setattr__(self, "kinds", check_kinds(self.kinds))  # the canonical order
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return declared.as_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SweepSpec:
-        """The spec from plain data (keys left out take their defaults); ``ValueError`` for an
-        unknown key or a value that cannot run (``SpecError`` names the field)."""
-        return declared.from_dict(cls, data, "spec")
 
 
 @dataclass(frozen=True)

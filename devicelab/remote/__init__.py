@@ -16,31 +16,7 @@ Django-free. The modules, by what they hold:
 
 onnxruntime is imported only when a model is loaded (``endpoint.LoadedModel``, in the serving
 process). ``docs/remote.md`` has what is measured, how shaping works, its limits and numbers.
+
+Each is imported from its module; this package imports none of them, so that ``spec`` (what a
+run takes, declared once) imports no numpy: the command line builds its flags from it.
 """
-
-from __future__ import annotations
-
-from devicelab.remote.client import (
-    RemoteMeasurement,
-    RemoteRequest,
-    RemoteScenario,
-    measure_remote,
-    profile_draw,
-    profile_link,
-    run_remote_scenario,
-)
-from devicelab.remote.endpoint import InferenceEndpoint, serve_model
-from devicelab.remote.shaping import LinkShape
-
-__all__ = [
-    "InferenceEndpoint",
-    "LinkShape",
-    "RemoteMeasurement",
-    "RemoteRequest",
-    "RemoteScenario",
-    "measure_remote",
-    "profile_draw",
-    "profile_link",
-    "run_remote_scenario",
-    "serve_model",
-]

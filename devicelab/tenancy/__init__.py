@@ -17,30 +17,7 @@ Django-free. The modules, by what they hold:
 
 pyopencl is imported by most of these modules; import this package only where OpenCL is meant
 to be used (``devicelab.tenancy.sweep``), like ``devicelab.backends.opencl``.
+
+Each is imported from its module; this package imports none of them, so that ``spec`` (what a
+sweep takes, declared once) imports no numpy or pyopencl: the command line builds its flags from it.
 """
-
-from __future__ import annotations
-
-from devicelab.tenancy.gemm import GemmShape
-from devicelab.tenancy.sweep import (
-    DEFAULT_STRATEGIES,
-    DEFAULT_TENANTS,
-    PAPER_SHAPES,
-    STRATEGIES,
-    SharingResult,
-    SharingSpec,
-    run_sharing_sweep,
-)
-from devicelab.tenancy.table1 import table1
-
-__all__ = [
-    "DEFAULT_STRATEGIES",
-    "DEFAULT_TENANTS",
-    "PAPER_SHAPES",
-    "STRATEGIES",
-    "GemmShape",
-    "SharingResult",
-    "SharingSpec",
-    "run_sharing_sweep",
-    "table1",
-]

@@ -23,15 +23,12 @@ from typing import Any
 
 import pyopencl as cl
 
-from devicelab import spec as declared
 from devicelab.backends.base import BackendError
 from devicelab.backends.opencl.devices import FoundDevice, runtime_environment
 from devicelab.backends.opencl.runner import GraphRunner
-from devicelab.backends.profile_settings import MAX_RUNS, MAX_WARMUP_RUNS
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import Progress, ReportFn
-from devicelab.spec import MAX_SEED, Items, setting
 from devicelab.tenancy.checks import NETWORK_TOLERANCE, compare_bitwise, compare_with_numpy, compare_within
 from devicelab.tenancy.gemm import GemmShape
 from devicelab.tenancy.gemm_strategies import GEMM_STRATEGIES, SharedOperands, exclusive_results, gemm_footprint
@@ -47,82 +44,8 @@ from devicelab.tenancy.network_strategies import (
 )
 from devicelab.tenancy.rows import SharingRow
 from devicelab.tenancy.scheduling import SharingStrategy, rotated
+from devicelab.tenancy.spec import DEFAULT_STRATEGIES, DEFAULT_TENANTS, PAPER_SHAPES, STRATEGIES, SharingSpec
 from devicelab.tenancy.table1 import table1
-
-PAPER_SHAPES: tuple[tuple[int, int, int], ...] = ((512, 1, 512), (256, 128, 1152), (256, 256, 256))
-DEFAULT_TENANTS: tuple[int, ...] = (1, 2, 4, 8, 10, 16, 20, 32, 64, 120)
-STRATEGIES: tuple[str, ...] = (*GEMM_STRATEGIES, *(s for s in NETWORK_STRATEGIES if s not in GEMM_STRATEGIES))
-DEFAULT_STRATEGIES: tuple[str, ...] = tuple(s for s in STRATEGIES if s != "space_time_clblast")
-MAX_TENANTS = 4096
-# An SGEMM dimension: a bound well past the paper's largest (1152). At 8192 one fp32 operand is
-# already 256 MiB, and the host's float64 check of a tenant's output against numpy 512 MiB.
-MAX_DIMENSION = 8192
-MAX_SHAPES = 16
-MAX_TENANT_COUNTS = 64  # R values in one sweep: the paper's are 10
-MAX_MEMORY_CAP_BYTES = 2**62
-
-
-@dataclass(frozen=True)
-class SharingSpec:
-    """What a sharing sweep measures (plain data, so a job can store it); each field declared once,
-    with its bounds and help, for the API's request body too (``devicelab.spec``)."""
-
-    shapes: tuple[tuple[int, int, int], ...] = setting(
-        PAPER_SHAPES,
-        items=Items(items=Items(ge=1, le=MAX_DIMENSION)),
-        max_items=MAX_SHAPES,
-        unique=True,
-        help="SGEMM shapes [m, n, k] (default: the paper's three, [[512, 1, 512], [256, 128, 1152], "
-        "[256, 256, 256]]); [] with networks: networks only.",
-    )
-    # zoo names, or the names of graphs handed to the sweep (the server takes zoo names only)
-    networks: tuple[str, ...] = setting(
-        (),
-        unique=True,
-        help="Zoo networks every tenant runs one inference of (resnet18, mobilenet_v2, ...; default none).",
-    )
-    tenants: tuple[int, ...] = setting(
-        DEFAULT_TENANTS,
-        items=Items(ge=1, le=MAX_TENANTS),
-        min_items=1,
-        max_items=MAX_TENANT_COUNTS,
-        unique=True,
-        help="The R values: how many tenants share the device (default [1, 2, 4, 8, 10, 16, 20, 32, 64, 120]).",
-    )
-    strategies: tuple[str, ...] = setting(
-        DEFAULT_STRATEGIES,
-        items=Items(choices=STRATEGIES),
-        min_items=1,
-        unique=True,
-        help="How the tenants share the device. Default: all but space_time_clblast (CLBlast's batched GEMM, "
-        "optional on the worker).",
-    )
-    warmup: int = setting(3, ge=0, le=MAX_WARMUP_RUNS, help="Rounds dropped per (workload, R).")
-    runs: int = setting(20, ge=1, le=MAX_RUNS, help="Rounds kept per (workload, R).")
-    seed: int = setting(0, ge=0, le=MAX_SEED, help="Seeds every tenant's data.")
-    memory_cap_bytes: int | None = setting(
-        None,
-        ge=1,
-        le=MAX_MEMORY_CAP_BYTES,
-        help="A memory budget below the device's global memory (default null: the device's); a strategy whose "
-        "footprint is over it is a memory_bound row.",
-    )
-    ceiling: bool = setting(True, help="Measure numpy's SGEMM on the worker's cores beside (a few seconds).")
-
-    def __post_init__(self) -> None:
-        declared.check(self)
-        if not self.shapes and not self.networks:
-            raise ValueError("a sharing sweep needs at least one SGEMM shape or network")
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return declared.as_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SharingSpec:
-        """The spec ``as_dict`` wrote (keys left out take their defaults, unknown keys refused);
-        ``ValueError`` naming what is wrong (``devicelab.spec.SpecError`` for one field)."""
-        return declared.from_dict(cls, data, "spec")
 
 
 @dataclass

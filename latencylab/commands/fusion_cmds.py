@@ -15,41 +15,24 @@ import argparse
 import sys
 from typing import Any
 
+from devicelab.fusion.spec import KINDS, PRECISIONS, PlanOptions, SweepSpec
+from devicelab.spec import declared
 from devicelab.text import one_line
 from latencylab.commands.client_cmds import _add_server_arguments, _client, _with_client_errors
 from latencylab.commands.experiment_cmds import (
     add_wait_arguments,
-    check_minimums,
     print_data,
     print_found_rows,
     print_job_state,
     print_queued,
 )
 from latencylab.commands.output import print_table
+from latencylab.commands.spec_flags import add_spec_flags, comma_list, spec_values
 
-# devicelab.fusion.kinds.KINDS and on_device.PRECISIONS (tests/cli check they agree), written out
-# so that building the parser imports neither numpy nor pyopencl.
-KINDS = ("C", "C_1x1", "S", "P", "DWC", "DWC_s1", "FC", "EW")
-PRECISIONS = ("fp32", "fp16")
 VARIANTS = ("rounded", "unrounded")
 EXPERIMENTS = ("combination", "identical")
-
-
-def _int_list(value: str) -> list[int]:
-    """``--sizes 2,3``: positive integers, comma-separated."""
-    parts = [p.strip() for p in value.split(",") if p.strip()]
-    if not parts or not all(p.isdigit() and int(p) >= 1 for p in parts):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a comma-separated list of positive integers (2,3)")
-    return [int(p) for p in parts]
-
-
-def _kind_list(value: str) -> list[str]:
-    """``--kinds C,DWC``: operator kinds, comma-separated."""
-    kinds = [k.strip() for k in value.split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in KINDS]
-    if not kinds or unknown:
-        raise argparse.ArgumentTypeError(f"unknown kind(s) {unknown or [value]}; the kinds are {', '.join(KINDS)}")
-    return kinds
+# the rows' filters name kinds as a sweep's spec does, checked by the same declaration
+_kind_list = comma_list(declared(SweepSpec, "kinds"))
 
 
 def _networks_argument(value: str) -> dict[str, list[Any]]:
@@ -90,18 +73,16 @@ def add_parsers(sub: Any) -> None:
         metavar="NETS",
         help="zoo names and/or model ids, comma-separated (default: the six networks of table 1)",
     )
-    sweep.add_argument("--sizes", type=_int_list, help="combination sizes (default 2,3)")
-    sweep.add_argument("--kinds", type=_kind_list, help=f"operator kinds to combine (default all: {','.join(KINDS)})")
-    sweep.add_argument("--runs", type=int, help="timed rounds per set (default 30)")
-    sweep.add_argument("--warmup", type=int, help="warm-up rounds per set (default 5)")
-    sweep.add_argument("--seed", type=int, help="seed of the draws and samples (default 0)")
-    sweep.add_argument(
-        "--max-combinations", type=int, metavar="K", help="per size; more are sampled with the seed (default: all)"
+    # every field of SweepSpec, as its declaration says (--time-budget for time_budget_s)
+    add_spec_flags(
+        sweep,
+        SweepSpec,
+        metavars={"max_combinations": "K", "time_budget_s": "SECONDS", "wave_size": "N"},
+        notes={"kinds": f"Here comma-separated: {','.join(KINDS)}."},
     )
     sweep.add_argument(
-        "--time-budget", type=float, metavar="SECONDS", help="stop starting new sets after this long (sampled)"
+        "--no-identical", action="store_true", help="skip figure 9's N identical operators (--identical-counts '')"
     )
-    sweep.add_argument("--no-identical", action="store_true", help="skip figure 9's N identical operators")
     sweep.add_argument("--precision", choices=PRECISIONS, help="default fp32")
     add_wait_arguments(sweep)
     _add_server_arguments(sweep)
@@ -140,31 +121,26 @@ def add_parsers(sub: Any) -> None:
         metavar="ID|none",
         help="the sweep whose measurements the planner uses (default: the newest on the device; none: no sweep)",
     )
-    plan.add_argument("--runs", type=int, help="timed rounds per strategy")
-    plan.add_argument("--warmup", type=int, help="warm-up rounds per strategy")
-    plan.add_argument("--max-group", type=int, metavar="N", help="most kernels fused into one launch")
-    plan.add_argument("--no-round", action="store_true", help="do not round fused parts to the wave")
+    # every option of PlanOptions, as its declaration says (--round/--no-round for round_to_wave)
+    add_spec_flags(plan, PlanOptions, metavars={"max_group": "N"})
     plan.add_argument("--precision", choices=PRECISIONS, help="default fp32")
     add_wait_arguments(plan)
     _add_server_arguments(plan)
     plan.set_defaults(func=run_plan)
 
 
+def _given(args: argparse.Namespace, spec: type) -> dict[str, Any]:
+    """The fields of ``spec`` its flags gave, checked by its declaration."""
+    from latencylab.client import InputError
+
+    try:
+        return spec_values(args, spec)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
 def _spec(args: argparse.Namespace) -> dict[str, Any]:
-    check_minimums(args, {"runs": 1, "warmup": 0, "seed": 0, "max-combinations": 1})
-    spec: dict[str, Any] = {}
-    for flag, key in (
-        ("sizes", "sizes"),
-        ("kinds", "kinds"),
-        ("runs", "runs"),
-        ("warmup", "warmup"),
-        ("seed", "seed"),
-        ("max_combinations", "max_combinations"),
-        ("time_budget", "time_budget_s"),
-    ):
-        value = getattr(args, flag)
-        if value is not None:
-            spec[key] = value
+    spec = _given(args, SweepSpec)
     if args.no_identical:
         spec["identical_counts"] = []
     return spec
@@ -267,13 +243,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 @_with_client_errors
 def run_plan(args: argparse.Namespace) -> int:
     """``latencylab fusion plan --device D ...``: queue a plan (and with --wait, its comparison)."""
-    check_minimums(args, {"runs": 1, "warmup": 0, "max-group": 2})
-    options: dict[str, Any] = {}
-    for flag, key in (("runs", "runs"), ("warmup", "warmup"), ("max_group", "max_group")):
-        if getattr(args, flag) is not None:
-            options[key] = getattr(args, flag)
-    if args.no_round:
-        options["round_to_wave"] = False
+    options = _given(args, PlanOptions)
     with _client(args) as client:
         handle = client.fusion_plan(
             args.device, precision=args.precision, options=options, sweep=args.sweep, **_networks(args)

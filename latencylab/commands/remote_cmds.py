@@ -14,6 +14,7 @@ import argparse
 import sys
 from typing import Any
 
+from devicelab.remote.spec import RemoteSettings
 from latencylab.commands.client_cmds import (
     _add_server_arguments,
     _client,
@@ -23,16 +24,12 @@ from latencylab.commands.client_cmds import (
 )
 from latencylab.commands.experiment_cmds import (
     add_wait_arguments,
-    check_minimums,
     print_data,
     print_job_state,
     print_queued,
 )
 from latencylab.commands.output import print_table
-
-# devicelab.remote.spec's PAYLOADS (tests/cli check they agree), written out so that building the
-# parser imports no numpy.
-PAYLOADS = ("jpeg", "png", "tensor")
+from latencylab.commands.spec_flags import add_spec_flags, spec_values
 
 
 def _profile_list(value: str) -> list[str]:
@@ -51,24 +48,15 @@ def add_parsers(sub: Any) -> None:
     run = rsub.add_parser("run", help="queue a remote run of an image model on a CPU device under network profiles")
     run.add_argument("--model", required=True, help="an image model's id, or an .onnx / graph .json file to upload")
     run.add_argument("--device", required=True, help="the CPU device (its name or id) that serves the model")
-    run.add_argument(
-        "--profiles",
-        required=True,
-        type=_profile_list,
-        metavar="P,...",
-        help="network profiles, comma-separated: presets (campus_wifi, lte, cellular_hotspot, prototype_wifi), "
-        "your team's stored ones, or unshaped",
+    # every field of RemoteSettings, as its declaration says
+    add_spec_flags(
+        run,
+        RemoteSettings,
+        types={"profiles": _profile_list, "cores": _cores_argument},
+        metavars={"profiles": "P,...", "cores": "CORES"},
+        notes={"profiles": "Here comma-separated.", "cores": "Here ids as 0-3 or 0,2."},
+        required=("profiles",),
     )
-    run.add_argument("--requests", type=int, help="timed requests per profile (default 20)")
-    run.add_argument("--warmup", type=int, help="dropped requests per profile, sent first (default 3)")
-    run.add_argument(
-        "--payload",
-        choices=PAYLOADS,
-        help="what the client sends: the phone photo as jpeg (default) or png, or tensor (preprocessed on the client)",
-    )
-    run.add_argument("--seed", type=int, help="seeds the profiles' draws and the rounds' order (default 0)")
-    run.add_argument("--threads", type=int, help="the server's threads (default 1)")
-    run.add_argument("--cores", type=_cores_argument, help="pin the server to these CPU ids (0-3 or 0,2)")
     add_wait_arguments(run)
     _add_server_arguments(run)
     run.set_defaults(func=run_remote)
@@ -125,25 +113,17 @@ def print_run(job: dict[str, Any]) -> None:
 def run_remote(args: argparse.Namespace) -> int:
     """``latencylab remote run --model M --device D --profiles P,...``: queue a run (and with --wait,
     what it measured)."""
-    check_minimums(args, {"requests": 1, "warmup": 0, "seed": 0, "threads": 1})
-    cores = args.cores
-    if isinstance(cores, str):
-        from latencylab.client import InputError
+    from latencylab.client import InputError
 
-        raise InputError(f"--cores takes CPU ids (0-3 or 0,2), not {cores!r}: a CPU device has no named clusters")
+    if isinstance(args.cores, str):
+        raise InputError(f"--cores takes CPU ids (0-3 or 0,2), not {args.cores!r}: a CPU device has no named clusters")
+    try:
+        settings = spec_values(args, RemoteSettings)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     model = _model_argument(args.model)
     with _client(args) as client:
-        handle = client.remote_run(
-            model,
-            args.device,
-            args.profiles,
-            requests=args.requests,
-            warmup=args.warmup,
-            payload=args.payload,
-            seed=args.seed,
-            threads=args.threads,
-            cores=cores,
-        )
+        handle = client.remote_run(model, args.device, settings.pop("profiles"), **settings)
         print(f"remote run #{handle.id} queued on {handle.data.get('device_name', args.device)}", file=sys.stderr)
         return print_queued(handle, args, print_run)
 

@@ -16,30 +16,20 @@ import re
 import sys
 from typing import Any
 
+from devicelab.tenancy.spec import STRATEGIES, SharingSpec
 from devicelab.text import one_line
 from latencylab.commands.client_cmds import _add_server_arguments, _client, _with_client_errors
 from latencylab.commands.experiment_cmds import (
     add_wait_arguments,
-    check_minimums,
     print_data,
     print_found_rows,
     print_job_state,
     print_queued,
 )
 from latencylab.commands.output import print_table
+from latencylab.commands.spec_flags import add_spec_flags, spec_values
 
-# devicelab.tenancy.sweep's STRATEGIES and SharingStatus (tests/cli check they agree), written out
-# so that building the parser imports neither numpy nor pyopencl.
-STRATEGIES = (
-    "exclusive",
-    "exclusive_batched",
-    "time_only",
-    "space_only",
-    "space_time",
-    "space_time_vbatched",
-    "space_time_clblast",
-    "space_time_native",
-)
+# server.tenancy.models.SharingStatus (tests/cli check they agree), written out: the rows' filter.
 STATUSES = ("ok", "memory_bound", "unsupported", "error")
 _SHAPE = re.compile(r"^([0-9]+)x([0-9]+)x([0-9]+)$")
 ELLIPSIS = "..."
@@ -64,13 +54,13 @@ def _name_list(value: str) -> list[str]:
     return names
 
 
-def _strategy_list(value: str) -> list[str]:
-    """``--strategies time_only,space_time``: strategies, comma-separated."""
-    names = _name_list(value)
-    unknown = [s for s in names if s not in STRATEGIES]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"unknown strategies {unknown}; the strategies are {', '.join(STRATEGIES)}")
-    return names
+def _megabytes(value: str) -> dict[str, int]:
+    """``--memory-cap-mb 500``: the memory cap in MB, as ``memory_cap_bytes``."""
+    try:
+        megabytes = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of MB (500)") from None
+    return {"memory_cap_bytes": int(megabytes * 1e6)}
 
 
 def _continued(head: list[int], last: int) -> list[int]:
@@ -114,36 +104,31 @@ def add_parsers(sub: Any) -> None:
 
     sweep = ssub.add_parser("sweep", help="queue a sweep of SGEMM shapes and networks over R tenants on a device")
     sweep.add_argument("--device", required=True, help="an OpenCL device's name or id")
-    sweep.add_argument(
-        "--shape",
-        dest="shapes",
-        type=_shape_list,
-        action="extend",
-        metavar="MxNxK",
-        help="an SGEMM shape; repeat it or separate with commas (default: the paper's 512x1x512, 256x128x1152 "
-        "and 256x256x256, unless --networks is given: then networks only)",
+    # every field of SharingSpec, as its declaration says (--shape, repeatable; --memory-cap-mb in MB)
+    add_spec_flags(
+        sweep,
+        SharingSpec,
+        types={
+            "shapes": _shape_list,
+            "networks": _name_list,
+            "tenants": _tenants_argument,
+            "memory_cap_bytes": _megabytes,
+        },
+        metavars={
+            "shapes": "MxNxK",
+            "networks": "NETS",
+            "tenants": "R,...",
+            "strategies": "S,...",
+            "memory_cap_bytes": "MB",
+        },
+        notes={
+            "shapes": "Here MxNxK, repeated or comma-separated; with --networks and no --shape, networks only.",
+            "tenants": "Here comma-separated; 1,2,4,...,120 continues the pattern up to 120.",
+            "strategies": f"Here comma-separated, among {', '.join(STRATEGIES)}.",
+            "memory_cap_bytes": "Here in MB.",
+        },
+        extend=("shapes",),
     )
-    sweep.add_argument("--networks", type=_name_list, metavar="NETS", help="zoo networks, comma-separated (resnet18)")
-    sweep.add_argument(
-        "--tenants",
-        type=_tenants_argument,
-        metavar="R,...",
-        help="tenant counts, comma-separated; 1,2,4,...,120 continues the pattern up to 120 (default "
-        "1,2,4,8,10,16,20,32,64,120)",
-    )
-    sweep.add_argument(
-        "--strategies",
-        type=_strategy_list,
-        metavar="S,...",
-        help=f"among {', '.join(STRATEGIES)} (default: all but space_time_clblast)",
-    )
-    sweep.add_argument("--runs", type=int, help="timed rounds per (workload, R) (default 20)")
-    sweep.add_argument("--warmup", type=int, help="dropped rounds per (workload, R) (default 3)")
-    sweep.add_argument("--seed", type=int, help="seed of the tenants' data (default 0)")
-    sweep.add_argument(
-        "--memory-cap-mb", type=float, metavar="MB", help="a memory budget below the device's (memory-bound past it)"
-    )
-    sweep.add_argument("--no-ceiling", action="store_true", help="do not measure numpy's SGEMM beside")
     sweep.add_argument(
         "--time-budget",
         type=float,
@@ -171,20 +156,14 @@ def add_parsers(sub: Any) -> None:
 
 def _spec(args: argparse.Namespace) -> dict[str, Any]:
     """The spec the flags give (keys left out take the server's defaults)."""
-    check_minimums(args, {"runs": 1, "warmup": 0, "seed": 0})
-    spec: dict[str, Any] = {}
-    if args.shapes is not None:
-        spec["shapes"] = args.shapes
-    if args.networks is not None:
-        spec["networks"] = args.networks
+    from latencylab.client import InputError
+
+    try:
+        spec = spec_values(args, SharingSpec)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    if "networks" in spec:
         spec.setdefault("shapes", [])  # networks alone, unless shapes were named too
-    for key in ("tenants", "strategies", "runs", "warmup", "seed"):
-        if getattr(args, key) is not None:
-            spec[key] = getattr(args, key)
-    if args.memory_cap_mb is not None:
-        spec["memory_cap_bytes"] = int(args.memory_cap_mb * 1e6)
-    if args.no_ceiling:
-        spec["ceiling"] = False
     return spec
 
 

@@ -9,10 +9,10 @@ choices and help; ``spec_values`` reads back the ones given, checked by the same
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from devicelab.spec import problems, settings_of
+from devicelab.spec import Setting, described, problems, settings_of
 
 
 def add_spec_flags(
@@ -21,21 +21,33 @@ def add_spec_flags(
     types: Mapping[str, Callable[[str], Any]] | None = None,
     metavars: Mapping[str, str] | None = None,
     notes: Mapping[str, str] | None = None,
+    extend: Iterable[str] = (),
+    required: Iterable[str] = (),
 ) -> None:
     """A flag per field of ``spec`` that declares one; ``types`` parse some fields' text (a
     parser may return a dict of several fields, as ``--on-noise rerun:3`` does), and ``notes``
-    say how, after the declaration's help."""
+    say how, after the declaration's help. A list of integers or strings without a parser of
+    its own is read comma-separated (``--sizes 2,3``); the fields in ``extend`` may be repeated
+    (``--shape 8x8x8 --shape 16x16x16``), their lists joined; those in ``required`` must be given."""
     types = types or {}
     metavars = metavars or {}
     notes = notes or {}
+    repeated = set(extend)
     for s in settings_of(spec):
         if not s.flag:
             continue
-        text = f"{s.help} {notes[s.name]}" if s.name in notes else s.help
+        text = f"{described(s)} {notes[s.name]}" if s.name in notes else described(s)
         kwargs: dict[str, Any] = {"dest": s.name, "help": text.replace("%", "%%")}
         rule = s.rule
+        if s.name in repeated:
+            kwargs["action"] = "extend"
+        if s.name in set(required):
+            kwargs["required"] = True
         if s.name in types:
             kwargs["type"] = types[s.name]
+        elif rule.is_list:
+            kwargs["type"] = comma_list(s)
+            kwargs.setdefault("metavar", "A,B,...")
         elif rule.type is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         elif rule.choices:
@@ -45,6 +57,35 @@ def add_spec_flags(
         if s.name in metavars:
             kwargs["metavar"] = metavars[s.name]
         parser.add_argument(s.flag, **kwargs)
+
+
+def comma_list(setting: Setting) -> Callable[[str], list[Any]]:
+    """The parser of a list field's flag: items comma-separated, each checked by the declaration
+    (``--kinds C,Q``: ``unknown kinds ['Q']; the kinds are C, C_1x1, ...``)."""
+    item = setting.rule.item
+    if item is None or item.type not in (int, str):
+        raise TypeError(f"{setting.name}: a list of lists or of booleans needs a parser of its own (or flag='')")
+    noun = setting.name.replace("_", " ")
+
+    def parse(value: str) -> list[Any]:
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+        if item.type is int:
+            if not all(p.isascii() and p.lstrip("-").isdigit() for p in parts):
+                raise argparse.ArgumentTypeError(f"{value!r} is not a comma-separated list of integers (1,2)")
+            items: list[Any] = [int(p) for p in parts]
+        else:
+            items = parts
+        if item.choices:
+            unknown = [v for v in items if v not in item.choices]
+            if unknown:
+                raise argparse.ArgumentTypeError(f"unknown {noun} {unknown}; the {noun} are {', '.join(item.choices)}")
+        for v in items:
+            wrong = item.problem(v)
+            if wrong is not None:
+                raise argparse.ArgumentTypeError(f"{value!r}: each of {noun} {wrong[1]}")
+        return items
+
+    return parse
 
 
 def spec_values(args: argparse.Namespace, spec: type) -> dict[str, Any]:

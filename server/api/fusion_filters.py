@@ -15,7 +15,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema_field
 
-from devicelab.fusion.kinds import KINDS
+from devicelab.fusion.spec import KINDS
 from devicelab.fusion.sweep import COMBINATION, IDENTICAL, VARIANTS
 from server.api.filters import StrictFilterSet, choice_filter, id_filter
 from server.api.fusion_requests import MAX_FUSED

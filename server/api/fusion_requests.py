@@ -22,19 +22,15 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
-from devicelab.backends.base import MAX_RUNS, MAX_WARMUP_RUNS
-from devicelab.fusion.on_device import PRECISIONS
-from devicelab.fusion.sweep import MAX_FUSED, SweepSpec
+from devicelab.fusion.spec import MAX_FUSED, PRECISIONS, PlanOptions, SweepSpec
 from devicelab.graph import zoo
 from devicelab.spec import declared
-from server.api.fields import MAX_ID, IdField, StrictBooleanField, StrictIntegerField
+from server.api.fields import MAX_ID, IdField, StrictIntegerField
 from server.api.predict_serializers import _ObjectRequestSerializer
 from server.api.serializers import existing_device
 from server.api.spec_fields import check_whole, spec_fields
 from server.devices.models import Device
 from server.fusion.services import MAX_NETWORKS, TIME_LIMIT_MARGIN_S
-
-MAX_GROUP = MAX_FUSED
 
 
 def _flat_errors(prefix: str, detail: Any) -> list[str]:
@@ -225,14 +221,12 @@ class FusionSweepCreateSerializer(_NetworksRequestSerializer):
 
 
 class FusionPlanOptionsSerializer(_NestedObjectSerializer):
-    """How the planner groups kernels and how the three strategies are timed."""
+    """How the planner groups kernels and how the three strategies are timed
+    (``devicelab.fusion.spec.PlanOptions``); keys left out take their defaults."""
 
-    max_group = StrictIntegerField(
-        required=False, min_value=2, max_value=MAX_GROUP, help_text="Most kernels fused into one launch."
-    )
-    warmup = StrictIntegerField(required=False, min_value=0, max_value=MAX_WARMUP_RUNS, help_text="Rounds dropped.")
-    runs = StrictIntegerField(required=False, min_value=1, max_value=MAX_RUNS, help_text="Rounds kept.")
-    round_to_wave = StrictBooleanField(required=False, help_text="Round fused parts to the wave (section 4.2).")
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """``PlanOptions``'s fields as it declares them."""
+        return spec_fields(PlanOptions)
 
 
 @extend_schema_field(

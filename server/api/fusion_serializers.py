@@ -15,7 +15,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from devicelab.fusion.kinds import KINDS
+from devicelab.fusion.spec import KINDS
 from server.api.experiment_jobs import ExperimentJobSerializer, RowSerializer, job_links, stored_result, url_of
 from server.fusion.models import FusionMeasurement, FusionPlanResult, FusionSweepResult
 from server.fusion.summary import check_counts, headlines

@@ -16,33 +16,22 @@ from typing import Any, TypedDict, cast
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from devicelab.backends.base import MAX_THREADS
-from devicelab.remote.spec import (
-    DEFAULT_PAYLOAD,
-    DEFAULT_REQUESTS,
-    DEFAULT_WARMUP,
-    MAX_PROFILES,
-    MAX_REQUESTS,
-    MAX_SEED,
-    MAX_WARMUP,
-    PAYLOADS,
-    UNSHAPED,
-)
-from server.api.fields import IdField, StrictCharField, StrictIntegerField
+from devicelab.remote.spec import MAX_PROFILES, RemoteSettings
+from devicelab.spec import declared, described
+from server.api.fields import IdField, StrictCharField
 from server.api.filters import StrictFilterSet, choice_filter, id_filter
-from server.api.fusion_requests import ListOfField, UniqueListField, _FlatErrors
+from server.api.fusion_requests import UniqueListField, _FlatErrors
 from server.api.predict_serializers import _ObjectRequestSerializer
 from server.api.serializers import existing_device
+from server.api.spec_fields import DeclaredField, spec_fields
 from server.devices.models import Device
 from server.networks.models import NetworkModel
 from server.profiling.models import JobState, ProfilingJob
-
-PROFILE_NAME_LENGTH = 100  # a stored profile's name is at most this long
-MAX_CORE_ID = 2**16 - 1  # a bound for the schema: machines have far fewer cores
+from server.remote.services import PROFILE_NAME_LENGTH
 
 
-class _FlatInteger(_FlatErrors, StrictIntegerField):
-    """An integer of the body whose messages name it (``requests must be between 1 and 500, got 0``)."""
+class _FlatDeclaredField(_FlatErrors, DeclaredField):
+    """A declared field of the body whose messages name it (``requests must be between 1 and 500, got 0``)."""
 
 
 class RemoteRunRequest(TypedDict, total=False):
@@ -64,51 +53,21 @@ class RemoteRunCreateSerializer(_ObjectRequestSerializer):
 
     model = IdField("model", help_text="Id of one of your team's image models (one N x 3 x H x W input).")
     device = IdField("device", help_text="Id of an online CPU device: the lab machine that serves the model.")
-    profiles = UniqueListField(
-        child=StrictCharField(allow_blank=False, max_length=PROFILE_NAME_LENGTH),
-        min_length=1,
-        max_length=MAX_PROFILES,
-        error_messages={"null": "must be a list, got None"},
-        help_text=f"1 to {MAX_PROFILES} network profiles, measured interleaved: presets (campus_wifi, lte, "
-        f"cellular_hotspot, prototype_wifi), your team's stored ones (GET /api/network-profiles/), or {UNSHAPED} "
-        "(loopback as it is).",
-    )
-    requests = _FlatInteger(
-        required=False,
-        min_value=1,
-        max_value=MAX_REQUESTS,
-        help_text=f"Timed requests per profile (default {DEFAULT_REQUESTS}).",
-    )
-    warmup = _FlatInteger(
-        required=False,
-        min_value=0,
-        max_value=MAX_WARMUP,
-        help_text=f"Requests per profile sent first and dropped (default {DEFAULT_WARMUP}).",
-    )
-    payload = serializers.ChoiceField(
-        choices=list(PAYLOADS),
-        required=False,
-        help_text=f"What the client sends (default {DEFAULT_PAYLOAD}): jpeg or png, the lab's phone photo at "
-        "1024 x 768, decoded, resized and normalized by the server; tensor, that photo preprocessed on the client "
-        "to the model's input (float32).",
-        error_messages={"invalid_choice": f"payload must be one of {', '.join(PAYLOADS)}, got {{input!r}}"},
-    )
-    seed = _FlatInteger(
-        required=False,
-        min_value=0,
-        max_value=MAX_SEED,
-        help_text="Seeds the profiles' per-request draws and the order of the rounds (default 0).",
-    )
-    threads = _FlatInteger(
-        required=False, min_value=1, max_value=MAX_THREADS, help_text="The server's threads (default 1)."
-    )
-    cores = ListOfField(
-        child=StrictIntegerField(min_value=0, max_value=MAX_CORE_ID),
-        required=False,
-        max_length=MAX_THREADS,
-        error_messages={"null": "must be a list, got None"},
-        help_text="Core ids to pin the server to (default []: the OS decides); the device must have them.",
-    )
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        """The model and the device, then ``RemoteSettings``'s fields as it declares them; its
+        profiles, through the API, names of at most ``PROFILE_NAME_LENGTH`` characters."""
+        profiles = UniqueListField(
+            child=StrictCharField(allow_blank=False, max_length=PROFILE_NAME_LENGTH),
+            min_length=1,
+            max_length=MAX_PROFILES,
+            error_messages={"null": "must be a list, got None"},
+            help_text=described(declared(RemoteSettings, "profiles")),
+        )
+        return {
+            **super().get_fields(),
+            **spec_fields(RemoteSettings, field_class=_FlatDeclaredField, profiles=profiles),
+        }
 
     def validate_device(self, value: int) -> Device:
         """A registered device (the service checks it is an online CPU device)."""

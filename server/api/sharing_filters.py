@@ -15,7 +15,7 @@ import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
 
-from devicelab.tenancy.sweep import MAX_TENANTS, STRATEGIES
+from devicelab.tenancy.spec import MAX_TENANTS, STRATEGIES
 from server.api.filters import StrictFilterSet, choice_filter, id_filter
 from server.api.fusion_filters import _documented, boolean_filter
 from server.profiling.models import JobState, ProfilingJob

@@ -19,7 +19,7 @@ from rest_framework.fields import empty
 
 from devicelab.graph import zoo
 from devicelab.spec import declared
-from devicelab.tenancy.sweep import SharingSpec
+from devicelab.tenancy.spec import SharingSpec
 from server.api.fields import IdField
 from server.api.fusion_requests import (
     StrictNumberField,

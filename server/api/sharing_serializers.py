@@ -13,7 +13,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from devicelab.tenancy.sweep import STRATEGIES
+from devicelab.tenancy.spec import STRATEGIES
 from server.api.experiment_jobs import ExperimentJobSerializer, RowSerializer, job_links, stored_result, url_of
 from server.profiling.models import ProfilingJob
 from server.tenancy.models import SharingMeasurement, SharingStatus, SharingSweepResult, WorkloadKind

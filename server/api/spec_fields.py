@@ -9,22 +9,13 @@ the worker checks.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from rest_framework import serializers
 from rest_framework.settings import api_settings
 
-from devicelab.spec import Rule, Setting, SpecError, settings_of
-
-
-def described(setting: Setting) -> str:
-    """The field's help, with its default unless the help already says what it is."""
-    if "default" in setting.help.lower():
-        return setting.help
-    default = list(setting.default) if isinstance(setting.default, tuple) else setting.default
-    return f"{setting.help} Default {json.dumps(default, ensure_ascii=False)}."
+from devicelab.spec import Rule, Setting, SpecError, described, settings_of
 
 
 class DeclaredField(serializers.Field):
@@ -102,11 +93,13 @@ class DeclaredFieldExtension(OpenApiSerializerFieldExtension):
         return rule_schema(self.target.setting.rule)
 
 
-def spec_fields(spec: type, **overrides: serializers.Field) -> dict[str, serializers.Field]:
+def spec_fields(
+    spec: type, field_class: type[DeclaredField] = DeclaredField, **overrides: serializers.Field
+) -> dict[str, serializers.Field]:
     """A serializer field per field of the spec dataclass ``spec``, in its order; ``overrides``
     replace some (a field whose wire format is more than its declaration, such as a job's cores,
-    which may name a core cluster)."""
-    return {s.name: overrides[s.name] if s.name in overrides else DeclaredField(s) for s in settings_of(spec)}
+    which may name a core cluster); ``field_class``: a ``DeclaredField`` with errors of its own shape."""
+    return {s.name: overrides[s.name] if s.name in overrides else field_class(s) for s in settings_of(spec)}
 
 
 def check_whole(spec: type, attrs: dict[str, Any]) -> None:

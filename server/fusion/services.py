@@ -16,10 +16,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from devicelab.fusion import results
-from devicelab.fusion.kinds import kind_order
-from devicelab.fusion.on_device import OPENCL, PRECISIONS
 from devicelab.fusion.results import FusionPlanRecord, FusionRowRecord, FusionSweepRecord
-from devicelab.fusion.sweep import SweepSpec
+from devicelab.fusion.spec import OPENCL, PRECISIONS, PlanOptions, SweepSpec, kind_order
 from devicelab.graph import graph_from_dict, zoo
 from devicelab.graph.ir import Graph
 from devicelab.spec import SpecError
@@ -33,7 +31,6 @@ from server.profiling.services import check_device_takes_jobs, claimed_for_inges
 
 # A sweep stops starting new sets this long before the task's time limit, to store its rows.
 TIME_LIMIT_MARGIN_S = 300
-PLAN_OPTIONS = {"max_group": int, "warmup": int, "runs": int, "round_to_wave": bool}
 MAX_NETWORKS = 12
 
 
@@ -133,24 +130,19 @@ def submit_fusion_sweep(team: Team, device: Device, raw: Mapping[str, Any], user
     return queue_job(team, device, kind=JobKind.FUSION_SWEEP, settings=settings, user=user)
 
 
-def _plan_options(raw: Any) -> dict[str, Any]:
+def check_plan_options(raw: Any) -> dict[str, Any]:
+    """A plan's options as given (``PlanOptions``'s fields, any left out take their defaults),
+    checked by their declaration and complete."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise _fail("options", f"options must be a JSON object, got {type(raw).__name__}")
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        kind = PLAN_OPTIONS.get(key)
-        if kind is None:
-            raise _fail("options", f"unknown option {key!r}; known: {sorted(PLAN_OPTIONS)}")
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise _fail(
-                "options", f"options.{key} must be {'a boolean' if kind is bool else 'an integer'}, got {value!r}"
-            )
-        out[key] = value
-    if int(out.get("max_group", 2)) < 2 or int(out.get("runs", 1)) < 1 or int(out.get("warmup", 0)) < 0:
-        raise _fail("options", "need max_group >= 2, runs >= 1 and warmup >= 0")
-    return out
+    try:
+        return PlanOptions.from_dict(raw).as_dict()
+    except SpecError as exc:
+        raise _fail("options", f"options.{exc}") from None
+    except ValueError as exc:  # an unknown key
+        raise _fail("options", f"options: {exc}") from None
 
 
 def _sweep_for_plan(team: Team, device: Device, raw: Any) -> int | None:
@@ -180,7 +172,7 @@ def submit_fusion_plan(team: Team, device: Device, raw: Mapping[str, Any], user:
     settings = {
         **_networks(team, raw, ["mobilenet_v2", "mobilenet_v2"]),
         "precision": _precision(raw),
-        "options": _plan_options(raw.get("options")),
+        "options": check_plan_options(raw.get("options")),
         "sweep": _sweep_for_plan(team, device, raw.get("sweep")),
     }
     return queue_job(team, device, kind=JobKind.FUSION_PLAN, settings=settings, user=user)

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from devicelab.fusion.kinds import KINDS
+from devicelab.fusion.spec import KINDS
 from devicelab.fusion.sweep import COMBINATION, IDENTICAL, VARIANTS
 from devicelab.measure.stats import summarize
 from server.fusion.models import KINDS_SEPARATOR, FusionMeasurement, FusionPlanResult, FusionSweepResult

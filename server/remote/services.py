@@ -9,7 +9,7 @@ the job's claim, as for profiling results and sharing sweeps.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -17,27 +17,18 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import QuerySet
 
+from devicelab import spec as declared
 from devicelab.backends.base import UnsupportedSetting
-from devicelab.backends.profile_settings import MAX_THREADS, ProfileSettings
+from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.graph import GraphError, graph_from_dict
 from devicelab.graph.ir import Graph
 from devicelab.measure.breakdown import NotAnImageModel, image_input
 from devicelab.remote.client import profile_link
 from devicelab.remote.on_device import CPU, payload_bytes
 from devicelab.remote.results import ProfileSummary, RemoteRunRecord
-from devicelab.remote.spec import (
-    DEFAULT_PAYLOAD,
-    DEFAULT_REQUESTS,
-    DEFAULT_WARMUP,
-    MAX_PROFILES,
-    MAX_REQUESTS,
-    MAX_SEED,
-    MAX_WARMUP,
-    PAYLOADS,
-    UNSHAPED,
-    RemoteSpec,
-)
+from devicelab.remote.spec import UNSHAPED, RemoteSettings, RemoteSpec
 from devicelab.selection.network_profiles import NetworkProfile
+from devicelab.spec import SpecError, settings_of
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.models import NetworkModel
@@ -47,7 +38,6 @@ from server.profiling.services import check_device_takes_jobs, claimed_for_inges
 from server.remote.models import RemoteProfileSummary, RemoteScenarioResult
 from server.selection.services import network_profile
 
-SETTINGS_KEYS = ("profiles", "requests", "warmup", "payload", "seed", "threads", "cores")
 PROFILE_NAME_LENGTH = 100  # as a stored profile's name
 ANSWER_BYTES = 700  # the server's answer (top 5 and its times), head included: about 0.6 kB
 # The network time a run's requests are expected to take (each profile's mean transfers) may be
@@ -60,11 +50,17 @@ def _fail(field: str, message: str) -> ValidationError:
     return ValidationError({field: message})
 
 
-def _integer(raw: Mapping[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _fail(key, f"{key} must be an integer between {low} and {high}, got {value!r}")
-    return value
+def checked_settings(raw: Mapping[str, Any]) -> RemoteSettings:
+    """A run's settings as sent, checked by their declaration (keys left out take their defaults);
+    a ``ValidationError`` naming the field (``settings`` for an unknown key)."""
+    known = sorted(s.name for s in settings_of(RemoteSettings))
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise _fail("settings", f"unknown key(s) {unknown}; known: {known}")
+    try:
+        return RemoteSettings(**raw)
+    except SpecError as exc:
+        raise _fail(exc.key.partition("[")[0], str(exc)) from None
 
 
 def served_graph(model: NetworkModel) -> Graph:
@@ -84,21 +80,16 @@ def served_graph(model: NetworkModel) -> Graph:
     return graph
 
 
-def resolve_profiles(team: Team, raw: Any) -> dict[str, NetworkProfile | None]:
-    """Profile names (presets, the team's stored profiles, or ``unshaped``) as the profiles they
-    name, in order; a ``ValidationError`` on ``profiles`` naming the bad one otherwise."""
-    if not isinstance(raw, list) or not all(isinstance(n, str) for n in raw):
-        raise _fail("profiles", f"profiles must be a list of network profile names, got {raw!r}")
-    if not 1 <= len(raw) <= MAX_PROFILES:
-        raise _fail("profiles", f"profiles must name 1 to {MAX_PROFILES} network profiles, got {len(raw)}")
+def resolve_profiles(team: Team, names: Sequence[str]) -> dict[str, NetworkProfile | None]:
+    """Profile names (presets, the team's stored profiles, or ``unshaped``; a list their
+    declaration took) as the profiles they name, in order; a ``ValidationError`` on ``profiles``
+    naming the bad one otherwise."""
     resolved: dict[str, NetworkProfile | None] = {}
-    for i, name in enumerate(raw):
+    for i, name in enumerate(names):
         if not 0 < len(name) <= PROFILE_NAME_LENGTH or "\x00" in name:
             raise _fail(
                 "profiles", f"profiles[{i}] must be a name of 1 to {PROFILE_NAME_LENGTH} characters, got {name!r}"
             )
-        if name in resolved:
-            raise _fail("profiles", f"profiles names {name!r} twice")
         if name == UNSHAPED:
             resolved[name] = None
             continue
@@ -115,21 +106,17 @@ def resolve_profiles(team: Team, raw: Any) -> dict[str, NetworkProfile | None]:
     return resolved
 
 
-def _serving_settings(device: Device, raw: Mapping[str, Any]) -> tuple[int, tuple[int, ...]]:
-    """The serving process's threads and cores, within what the device declared."""
-    threads = _integer(raw, "threads", 1, 1, MAX_THREADS)
-    cores = raw.get("cores", [])
-    if not isinstance(cores, list) or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in cores):
-        raise _fail("cores", f"cores must be a list of core ids (non-negative integers), got {cores!r}")
+def _check_serving(device: Device, settings: RemoteSettings) -> None:
+    """The serving process's threads and cores are within what the device declared."""
     capabilities = device.declared_capabilities()
-    if capabilities is not None:
-        try:
-            capabilities.check(ProfileSettings(backend=device.kind, threads=threads, cores=tuple(cores)))
-        except UnsupportedSetting as exc:
-            raise _fail(
-                exc.setting, f"device {device.name!r} (#{device.pk}) cannot serve with this {exc.setting}: {exc.reason}"
-            ) from None
-    return threads, tuple(cores)
+    if capabilities is None:
+        return
+    try:
+        capabilities.check(ProfileSettings(backend=device.kind, threads=settings.threads, cores=settings.cores))
+    except UnsupportedSetting as exc:
+        raise _fail(
+            exc.setting, f"device {device.name!r} (#{device.pk}) cannot serve with this {exc.setting}: {exc.reason}"
+        ) from None
 
 
 def network_estimate_s(spec: RemoteSpec, nbytes: int) -> float:
@@ -172,26 +159,12 @@ def submit_remote_run(
             f"remote runs are served by a CPU device (the lab machine); {device.name!r} (#{device.pk}) is a "
             f"{device.kind} device",
         )
-    unknown = sorted(set(raw) - set(SETTINGS_KEYS))
-    if unknown:
-        raise _fail("settings", f"unknown key(s) {unknown}; known: {sorted(SETTINGS_KEYS)}")
+    settings = checked_settings(raw)
     graph = served_graph(model)
-    links = resolve_profiles(team, raw.get("profiles"))
-    payload = raw.get("payload", DEFAULT_PAYLOAD)
-    if payload not in PAYLOADS:
-        raise _fail("payload", f"payload must be one of {', '.join(PAYLOADS)}, got {payload!r}")
-    threads, cores = _serving_settings(device, raw)
-    spec = RemoteSpec(
-        profiles=tuple(links),
-        network_profiles=links,
-        requests=_integer(raw, "requests", DEFAULT_REQUESTS, 1, MAX_REQUESTS),
-        warmup=_integer(raw, "warmup", DEFAULT_WARMUP, 0, MAX_WARMUP),
-        payload=payload,
-        seed=_integer(raw, "seed", 0, 0, MAX_SEED),
-        threads=threads,
-        cores=cores,
-    )
-    _check_fits_the_time_limit(spec, payload_bytes(payload, graph))
+    links = resolve_profiles(team, settings.profiles)
+    _check_serving(device, settings)
+    spec = RemoteSpec(**declared.as_dict(settings), network_profiles=links)
+    _check_fits_the_time_limit(spec, payload_bytes(spec.payload, graph))
     return queue_job(team, device, kind=JobKind.REMOTE_SCENARIO, settings=spec.as_dict(), user=user, model=model)
 
 

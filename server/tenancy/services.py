@@ -21,7 +21,7 @@ from devicelab.graph import zoo
 from devicelab.spec import SpecError
 from devicelab.tenancy.on_device import OPENCL
 from devicelab.tenancy.results import SharingRowRecord, SharingSweepRecord
-from devicelab.tenancy.sweep import SharingSpec
+from devicelab.tenancy.spec import SharingSpec
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.profiling.models import JobKind, ProfilingJob

@@ -27,7 +27,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 
-from devicelab.tenancy.sweep import STRATEGIES
+from devicelab.tenancy.spec import STRATEGIES
 from devicelab.tenancy.table1 import R_RANGE
 from server.tenancy.models import SharingMeasurement, SharingStatus, SharingSweepResult
 from server.tenancy.services import sharing_rows

@@ -63,7 +63,9 @@ def _measurement(profile: str) -> RemoteMeasurement:
 
 def remote_spec() -> RemoteSpec:
     """The run's spec: unshaped and LTE, 5 requests, 1 warm-up, the JPEG."""
-    return RemoteSpec(PROFILES, {"unshaped": None, "lte": PRESETS["lte"]}, requests=REQUESTS, warmup=1)
+    return RemoteSpec(
+        profiles=PROFILES, network_profiles={"unshaped": None, "lte": PRESETS["lte"]}, requests=REQUESTS, warmup=1
+    )
 
 
 def remote_result(model_name: str = "tiny_classifier", spec: dict[str, Any] | None = None) -> dict[str, Any]:

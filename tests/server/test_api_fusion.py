@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from devicelab.fusion.kinds import KINDS
+from devicelab.fusion.spec import KINDS, PlanOptions
 from server.devices.models import Device, DeviceStatus
 from server.fusion.models import FusionSweepResult
 from server.profiling.models import JobKind, ProfilingJob
@@ -324,7 +324,8 @@ def test_a_plan_is_queued_with_its_options_and_the_sweep_it_reads(api: Any, gpu:
     assert body["kind"] == "fusion_plan" and body["state"] == "queued" and body["result"] is None
     settings = body["settings"]
     assert settings["zoo"] == ["mobilenet_v2", "mobilenet_v2"]  # figure 11 by default
-    assert settings["options"] == {"runs": 5} and settings["sweep"] == finished.pk  # the newest sweep on the device
+    assert settings["options"] == {**PlanOptions().as_dict(), "runs": 5}  # complete, as it runs
+    assert settings["sweep"] == finished.pk  # the newest sweep on the device
     assert body["links"]["sweep"].endswith(f"/api/fusion/sweeps/{finished.pk}/")
     none = api.post("/api/fusion/plans/", {"device": gpu.pk, "sweep": False}, format="json").json()
     assert none["settings"]["sweep"] is None and none["links"]["sweep"] is None

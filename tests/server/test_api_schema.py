@@ -11,11 +11,9 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from devicelab.backends.base import ProfileSettings
-from devicelab.fusion.sweep import SweepSpec
-from devicelab.remote.spec import MAX_PROFILES, MAX_REQUESTS, PAYLOADS
-from devicelab.tenancy.sweep import MAX_TENANTS, STRATEGIES, SharingSpec
-from server.fusion.services import PLAN_OPTIONS
-from server.remote.services import SETTINGS_KEYS
+from devicelab.fusion.spec import PlanOptions, SweepSpec
+from devicelab.remote.spec import MAX_PROFILES, MAX_REQUESTS, PAYLOADS, RemoteSettings
+from devicelab.tenancy.spec import MAX_TENANTS, STRATEGIES, SharingSpec
 
 pytestmark = pytest.mark.django_db
 
@@ -147,7 +145,7 @@ def test_request_bodies_are_documented_by_their_serializers() -> None:
     plan = body("/api/fusion/plans/")
     assert set(plan["properties"]) == {"device", "zoo", "models", "precision", "options", "sweep"}
     options = components[plan["properties"]["options"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
-    assert set(options["properties"]) == set(PLAN_OPTIONS)
+    assert set(options["properties"]) == set(PlanOptions.__dataclass_fields__)
     sharing = body("/api/sharing/sweeps/")
     assert set(sharing["properties"]) == {"device", "spec", "time_budget_s"} and sharing["required"] == ["device"]
     sharing_spec = components[sharing["properties"]["spec"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
@@ -156,7 +154,9 @@ def test_request_bodies_are_documented_by_their_serializers() -> None:
     assert tenants["uniqueItems"] is True and tenants["items"]["maximum"] == MAX_TENANTS
     assert sharing_spec["properties"]["shapes"]["items"]["minItems"] == 3
     remote = body("/api/remote/runs/")
-    assert set(remote["properties"]) == {"model", "device"} | set(SETTINGS_KEYS)  # every key the service reads
+    assert set(remote["properties"]) == {"model", "device"} | set(
+        RemoteSettings.__dataclass_fields__
+    )  # every key the service reads
     assert sorted(remote["required"]) == ["device", "model", "profiles"]
     profiles = remote["properties"]["profiles"]
     assert profiles["uniqueItems"] is True and (profiles["minItems"], profiles["maxItems"]) == (1, MAX_PROFILES)

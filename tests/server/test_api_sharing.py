@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from devicelab.tenancy.sweep import STRATEGIES, SharingSpec
+from devicelab.tenancy.spec import STRATEGIES, SharingSpec
 from server.devices.models import Device, DeviceStatus
 from server.profiling.models import JobKind, ProfilingJob
 from server.tenancy.models import SharingSweepResult

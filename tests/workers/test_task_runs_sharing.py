@@ -200,7 +200,7 @@ def test_bad_sharing_requests_name_the_field(submit: Any, raw: dict[str, Any], f
 
 
 def test_the_default_sweep_is_the_papers_and_networks_are_zoo_names(submit: Any) -> None:
-    from devicelab.tenancy import SharingSpec
+    from devicelab.tenancy.spec import SharingSpec
     from server.tenancy.services import time_limit_budget
 
     job = submit({})

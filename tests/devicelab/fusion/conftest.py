@@ -19,7 +19,7 @@ import pyopencl as cl  # noqa: E402
 from devicelab.backends.opencl.devices import FoundDevice, context_for  # noqa: E402
 from devicelab.backends.opencl.plan import numel  # noqa: E402
 from devicelab.backends.opencl.runner import GraphRunner  # noqa: E402
-from devicelab.fusion import FusedKernel, SubKernel, fuse  # noqa: E402
+from devicelab.fusion.fuse import FusedKernel, SubKernel, fuse  # noqa: E402
 from devicelab.fusion.graph_launches import subkernels_for_graph_ops  # noqa: E402
 from devicelab.fusion.run import enqueue_launches, ready_fused, ready_subkernel  # noqa: E402
 from devicelab.measure.inputs import make_inputs  # noqa: E402

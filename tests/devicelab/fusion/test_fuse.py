@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from devicelab.backends.opencl.programs import build_options, program_source
-from devicelab.fusion import FusionError, SubKernel, fuse
+from devicelab.fusion.errors import FusionError
+from devicelab.fusion.fuse import SubKernel, fuse
 from devicelab.fusion.parse import parse_kernel
 
 

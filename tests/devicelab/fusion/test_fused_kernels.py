@@ -154,7 +154,7 @@ def test_a_combination_is_built_once_per_device_and_layout(library, check_fused,
 def test_the_default_packs_every_library_kernel(library) -> None:
     """No kernel of the library tells its work-group, so packing is exact for every one of them
     and ``layout="auto"`` never falls back to the paper layout for our kernels."""
-    from devicelab.fusion import fuse
+    from devicelab.fusion.fuse import fuse
     from devicelab.fusion.parse import parse_kernel
 
     for kernel, case in library.items():
@@ -170,7 +170,7 @@ def test_builtins_read_the_same_packed_as_alone(found, queue) -> None:
     import numpy as np
     import pyopencl as cl
 
-    from devicelab.fusion import fuse
+    from devicelab.fusion.fuse import fuse
     from devicelab.fusion.run import enqueue_launches, ready_fused, ready_subkernel
     from tests.devicelab.fusion.test_table2_on_device import FIELDS, probe, read
 

@@ -8,7 +8,8 @@ import pyopencl as cl
 import pytest
 
 from devicelab.backends.opencl.runner import GraphRunner
-from devicelab.fusion import FusionError, fuse
+from devicelab.fusion.errors import FusionError
+from devicelab.fusion.fuse import fuse
 from devicelab.fusion.graph_launches import subkernels_for_graph_ops
 from devicelab.fusion.run import device_span_ms, enqueue_launches, ready_fused, ready_subkernel
 from devicelab.graph.builder import GraphBuilder

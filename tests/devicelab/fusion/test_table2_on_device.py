@@ -9,7 +9,8 @@ import pyopencl as cl
 import pytest
 
 from devicelab.backends.opencl.devices import context_for
-from devicelab.fusion import FusionError, SubKernel, fuse
+from devicelab.fusion.errors import FusionError
+from devicelab.fusion.fuse import SubKernel, fuse
 from devicelab.fusion.run import enqueue_launches, ready_fused, ready_subkernel
 
 FIELDS = 10

@@ -11,9 +11,11 @@ import pytest
 
 from devicelab.backends.opencl.devices import FoundDevice
 from devicelab.graph.ir import Graph
-from devicelab.tenancy import SharingSpec, run_sharing_sweep, table1
 from devicelab.tenancy.gemm import GemmShape
 from devicelab.tenancy.gemm_strategies import gemm_footprint
+from devicelab.tenancy.spec import SharingSpec
+from devicelab.tenancy.sweep import run_sharing_sweep
+from devicelab.tenancy.table1 import table1
 
 SHAPE = (48, 8, 40)
 STRATEGIES = ("exclusive", "exclusive_batched", "time_only", "space_only", "space_time", "space_time_vbatched")
