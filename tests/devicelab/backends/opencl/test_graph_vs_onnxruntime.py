@@ -1,6 +1,8 @@
-"""Whole graphs on OpenCL compute what onnxruntime computes on the same weights and inputs:
-every zoo model and 50 samples of the synthetic NAS space, fp32, relative error under 1e-3
-(the largest difference over the largest reference value, per output)."""
+"""Whole graphs on OpenCL compute what onnxruntime computes on the same weights and inputs: the zoo
+networks that together hold every operator configuration of the zoo (``tests/zoo_cover.py``) and
+12 samples of the synthetic NAS space, fp32, relative error under 1e-3 (the largest difference
+over the largest reference value, per output). ``benchmarks/zoo_numerics.py`` checks every zoo
+network and 50 NAS samples the same way."""
 
 from __future__ import annotations
 
@@ -14,12 +16,13 @@ from devicelab.graph.ir import Graph
 from devicelab.graph.nas import synthetic
 from devicelab.graph.onnx import graph_to_onnx_bytes
 from devicelab.measure.inputs import make_inputs
+from tests.zoo_cover import representatives
 
 ort = pytest.importorskip("onnxruntime")
 
 pytestmark = pytest.mark.slow
 TOLERANCE = 1e-3
-NAS_SAMPLES = 50
+NAS_SAMPLES = 12
 
 
 def _reference(graph: Graph, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -43,7 +46,7 @@ def _check(found, graph: Graph, config: KernelConfig | None = None) -> None:
         assert err < TOLERANCE, f"{graph.name} output {name}: relative error {err:.2e}"
 
 
-@pytest.mark.parametrize("name", sorted(zoo.entries()))
+@pytest.mark.parametrize("name", representatives())
 def test_zoo_model_matches_onnxruntime(found, name: str) -> None:
     _check(found, zoo.build(name))
 
