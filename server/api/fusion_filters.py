@@ -15,10 +15,9 @@ from django import forms
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema_field
 
-from devicelab.fusion.spec import KINDS
+from devicelab.fusion.spec import KINDS, MAX_FUSED
 from devicelab.fusion.sweep import COMBINATION, IDENTICAL, VARIANTS
 from server.api.filters import StrictFilterSet, choice_filter, id_filter
-from server.api.fusion_requests import MAX_FUSED
 from server.profiling.models import JobState, ProfilingJob
 
 # A row fuses at most as many operators as a sweep's spec may ask for.

@@ -12,101 +12,22 @@ service's are and as ``settings`` errors of profiling jobs are.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
 from django.conf import settings as django_settings
-from drf_spectacular.extensions import OpenApiSerializerFieldExtension
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
-from rest_framework.settings import api_settings
 
-from devicelab.fusion.spec import MAX_FUSED, PRECISIONS, PlanOptions, SweepSpec
+from devicelab.fusion.spec import PRECISIONS, PlanOptions, SweepSpec
 from devicelab.graph import zoo
 from devicelab.spec import declared
 from server.api.fields import MAX_ID, IdField, StrictIntegerField
-from server.api.predict_serializers import _ObjectRequestSerializer
+from server.api.requests import ListOfField, NestedObjectSerializer, ObjectRequestSerializer, StrictNumberField
 from server.api.serializers import existing_device
 from server.api.spec_fields import check_whole, spec_fields
 from server.devices.models import Device
 from server.fusion.services import MAX_NETWORKS, TIME_LIMIT_MARGIN_S
-
-
-def _flat_errors(prefix: str, detail: Any) -> list[str]:
-    """``{"runs": ["must be ..."], "sizes": {0: ["..."]}}`` under ``spec`` as ``["spec.runs must
-    be ...", "spec.sizes[0] ..."]``: one flat list of messages that each name the key, as the
-    service's do; the object's own errors as ``spec: unknown key(s) ...``."""
-    if isinstance(detail, Mapping):
-        out: list[str] = []
-        for key, value in detail.items():
-            if key == api_settings.NON_FIELD_ERRORS_KEY:
-                out.extend(f"{prefix}: {m}" for m in _flat_errors("", value))
-            elif isinstance(key, int) or str(key).isdigit():
-                out.extend(_flat_errors(f"{prefix}[{key}]", value))
-            else:
-                out.extend(_flat_errors(f"{prefix}.{key}", value))
-        return out
-    if isinstance(detail, list):
-        return [m for item in detail for m in _flat_errors(prefix, item)]
-    return [f"{prefix} {detail}" if prefix else str(detail)]
-
-
-class _FlatErrors:
-    """A field whose errors, inside a request, are one flat list of messages naming the key
-    (``spec.runs must be ...``, ``zoo[1] is not ...``) rather than nested by key and index."""
-
-    field_name: str
-    parent: Any
-
-    def run_validation(self, data: Any = empty) -> Any:
-        """The validated value, or a ``ValidationError`` with flat messages."""
-        try:
-            return super().run_validation(data)  # type: ignore[misc]
-        except serializers.ValidationError as exc:
-            # Alone, the errors stay by key; inside a flat field, that field flattens them all.
-            if self.parent is None or isinstance(self.parent, _FlatErrors):
-                raise
-            raise serializers.ValidationError(_flat_errors(self.field_name, exc.detail)) from None
-
-
-class _NestedObjectSerializer(_FlatErrors, _ObjectRequestSerializer):
-    """A JSON object inside a request body (``spec``, ``options``): unknown keys refused, errors
-    flat; keys left out stay out (the service fills in the defaults)."""
-
-    default_error_messages = {"invalid": "must be a JSON object, got {datatype}"}
-
-
-class ListOfField(_FlatErrors, serializers.ListField):
-    """A JSON list in a request body, its errors flat (``zoo[1] is not a zoo model, got 'x'``)."""
-
-    default_error_messages = {
-        "not_a_list": "must be a list, got {input_type}",
-        "empty": "must not be empty",
-        "min_length": "must have at least {min_length} item(s)",
-        "max_length": "must have at most {max_length} items",
-    }
-
-
-class StrictNumberField(serializers.FloatField):
-    """A JSON number (not a bool or a string), within ``min_value`` .. ``max_value``."""
-
-    default_error_messages = {
-        "invalid": "must be a number, got {value!r}",
-        "null": "must be a number, got None",
-        "min_value": "must be >= {min_value}, got {value!r}",
-        "max_value": "must be <= {max_value}, got {value!r}",
-    }
-
-    def to_internal_value(self, data: Any) -> float:
-        """The number, or a ``ValidationError`` that shows the value sent."""
-        if isinstance(data, bool) or not isinstance(data, int | float) or data != data:
-            self.fail("invalid", value=data)
-        if self.min_value is not None and data < self.min_value:
-            self.fail("min_value", min_value=self.min_value, value=data)
-        if self.max_value is not None and data > self.max_value:
-            self.fail("max_value", max_value=self.max_value, value=data)
-        return float(data)
 
 
 class TimeBudgetField(StrictNumberField):
@@ -119,36 +40,7 @@ class TimeBudgetField(StrictNumberField):
         super().__init__(**kwargs)
 
 
-class UniqueListField(ListOfField):
-    """A JSON list whose items are distinct (``uniqueItems`` in the schema)."""
-
-    default_error_messages = {"repeated": "lists {value!r} twice"}
-
-    def to_internal_value(self, data: Any) -> list[Any]:
-        """The items, or a ``ValidationError`` naming one given twice."""
-        values = super().to_internal_value(data)
-        seen: list[Any] = []
-        for value in values:
-            # 1 == True in Python: items are compared by type too.
-            if any(type(v) is type(value) and v == value for v in seen):
-                self.fail("repeated", value=value)
-            seen.append(value)
-        return values
-
-
-class UniqueListFieldExtension(OpenApiSerializerFieldExtension):
-    """drf-spectacular's array schema of a ``UniqueListField``, with ``uniqueItems``."""
-
-    target_class = UniqueListField
-
-    def map_serializer_field(self, auto_schema: Any, direction: str) -> dict[str, Any]:
-        """The list's schema as drf-spectacular maps a ListField, plus ``uniqueItems: true``."""
-        schema: dict[str, Any] = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
-        schema["uniqueItems"] = True
-        return schema
-
-
-class FusionSpecSerializer(_NestedObjectSerializer):
+class FusionSpecSerializer(NestedObjectSerializer):
     """What a sweep measures and how (``devicelab.fusion.sweep.SweepSpec``); keys left out take
     their defaults (see docs/fusion.md)."""
 
@@ -167,7 +59,7 @@ class FusionSpecSerializer(_NestedObjectSerializer):
         return attrs
 
 
-class _NetworksRequestSerializer(_ObjectRequestSerializer):
+class _NetworksRequestSerializer(ObjectRequestSerializer):
     """The keys every fusion request has: the device, the networks and the precision. Keys left out
     stay out of ``validated_data``: the service chooses the default networks only when neither
     ``zoo`` nor ``models`` is given."""
@@ -220,7 +112,7 @@ class FusionSweepCreateSerializer(_NetworksRequestSerializer):
         return cast(FusionSweepRequest, super().run_validation(data))
 
 
-class FusionPlanOptionsSerializer(_NestedObjectSerializer):
+class FusionPlanOptionsSerializer(NestedObjectSerializer):
     """How the planner groups kernels and how the three strategies are timed
     (``devicelab.fusion.spec.PlanOptions``); keys left out take their defaults."""
 
@@ -280,7 +172,6 @@ class FusionPlanCreateSerializer(_NetworksRequestSerializer):
 
 
 __all__ = [
-    "MAX_FUSED",
     "FusionPlanCreateSerializer",
     "FusionPlanRequest",
     "FusionSpecSerializer",

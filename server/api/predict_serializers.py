@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, TypedDict, cast
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
-from rest_framework.settings import api_settings
 
 from devicelab.backends.base import DELEGATES, MAX_THREADS, PRECISIONS
 from devicelab.predict.predictor import BACKENDS
 from devicelab.predict.ranges import CODES as WARNING_CODES
 from server.api.fields import IdField, StrictBooleanField, StrictIntegerField
+from server.api.requests import ObjectRequestSerializer
 from server.api.serializers import CoresField, GraphDocumentSerializer, existing_device
 from server.devices.models import Device
 from server.predictors.models import Predictor, PredictorMethod
@@ -190,33 +189,7 @@ def _breakdown_field() -> StrictBooleanField:
     )
 
 
-class _ObjectRequestSerializer(serializers.Serializer):
-    """A request body that must be a JSON object with no keys but the serializer's fields."""
-
-    default_error_messages = {"invalid": "the request body must be a JSON object, got {datatype}"}
-    expected_keys: str | None = None  # how the unknown-key error names the keys (default: the fields)
-
-    def run_validation(self, data: Any = empty) -> Any:
-        """The request; a null body is refused like any body that is not an object."""
-        if data is None:
-            raise serializers.ValidationError(
-                {api_settings.NON_FIELD_ERRORS_KEY: [self.error_messages["invalid"].format(datatype="null")]}
-            )
-        return super().run_validation(data)
-
-    def to_internal_value(self, data: Any) -> dict[str, Any]:
-        """Refuse keys the request does not have (a typo must not be ignored) before checking the others."""
-        if isinstance(data, Mapping):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                expected = self.expected_keys or str(sorted(self.fields))
-                raise serializers.ValidationError(
-                    {api_settings.NON_FIELD_ERRORS_KEY: [f"unknown key(s) {unknown}; expected {expected}"]}
-                )
-        return dict(super().to_internal_value(data))
-
-
-class PredictRequestSerializer(_ObjectRequestSerializer):
+class PredictRequestSerializer(ObjectRequestSerializer):
     """A batch of architectures to predict, for a device or a named predictor."""
 
     # ``validated_data`` is a ``PredictRequest``. Which device or predictor the ids name, and
@@ -357,7 +330,7 @@ class SideBySideArchitecturesField(ArchitecturesField):
         return super().to_internal_value(data)
 
 
-class SideBySideRequestSerializer(_ObjectRequestSerializer):
+class SideBySideRequestSerializer(ObjectRequestSerializer):
     """A device (a phone, measured or imported), optionally architectures to predict on it and on
     every other phone of its model."""
 

@@ -20,8 +20,7 @@ from devicelab.remote.spec import MAX_PROFILES, RemoteSettings
 from devicelab.spec import declared, described
 from server.api.fields import IdField, StrictCharField
 from server.api.filters import StrictFilterSet, choice_filter, id_filter
-from server.api.fusion_requests import UniqueListField, _FlatErrors
-from server.api.predict_serializers import _ObjectRequestSerializer
+from server.api.requests import FlatErrors, ObjectRequestSerializer, UniqueListField
 from server.api.serializers import existing_device
 from server.api.spec_fields import DeclaredField, spec_fields
 from server.devices.models import Device
@@ -30,7 +29,7 @@ from server.profiling.models import JobState, ProfilingJob
 from server.remote.services import PROFILE_NAME_LENGTH
 
 
-class _FlatDeclaredField(_FlatErrors, DeclaredField):
+class _FlatDeclaredField(FlatErrors, DeclaredField):
     """A declared field of the body whose messages name it (``requests must be between 1 and 500, got 0``)."""
 
 
@@ -48,7 +47,7 @@ class RemoteRunRequest(TypedDict, total=False):
     cores: list[int]
 
 
-class RemoteRunCreateSerializer(_ObjectRequestSerializer):
+class RemoteRunCreateSerializer(ObjectRequestSerializer):
     """What a client sends to queue a remote run of one of its image models on a CPU device."""
 
     model = IdField("model", help_text="Id of one of your team's image models (one N x 3 x H x W input).")

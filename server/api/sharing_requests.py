@@ -21,13 +21,13 @@ from devicelab.graph import zoo
 from devicelab.spec import declared
 from devicelab.tenancy.spec import SharingSpec
 from server.api.fields import IdField
-from server.api.fusion_requests import (
+from server.api.requests import (
+    FlatErrors,
+    NestedObjectSerializer,
+    ObjectRequestSerializer,
     StrictNumberField,
     UniqueListField,
-    _FlatErrors,
-    _NestedObjectSerializer,
 )
-from server.api.predict_serializers import _ObjectRequestSerializer
 from server.api.serializers import existing_device
 from server.api.spec_fields import check_whole, spec_fields
 from server.devices.models import Device
@@ -40,7 +40,7 @@ LIST_NULL = {"null": "must be a list, got None"}
 ZOO_NAMES = tuple(sorted(zoo.entries()))
 
 
-class SharingSpecSerializer(_NestedObjectSerializer):
+class SharingSpecSerializer(NestedObjectSerializer):
     """What a sharing sweep measures (``devicelab.tenancy.sweep.SharingSpec``); keys left out take
     their defaults (see docs/tenancy.md, "Sharing sweeps as jobs")."""
 
@@ -65,7 +65,7 @@ class SharingSpecSerializer(_NestedObjectSerializer):
         return attrs
 
 
-class SharingTimeBudgetField(_FlatErrors, StrictNumberField):
+class SharingTimeBudgetField(FlatErrors, StrictNumberField):
     """Seconds a sharing sweep may spend measuring: at most what ``time_limit_budget()`` allows
     (read for every request, like the settings it comes from); its messages name it."""
 
@@ -83,7 +83,7 @@ class SharingSweepRequest(TypedDict, total=False):
     time_budget_s: float | None
 
 
-class SharingSweepCreateSerializer(_ObjectRequestSerializer):
+class SharingSweepCreateSerializer(ObjectRequestSerializer):
     """What a client sends to queue a sharing sweep on an OpenCL device."""
 
     device = IdField("device", help_text="Id of an online OpenCL device (GET /api/devices/?kind=opencl).")
