@@ -398,7 +398,7 @@ REST_FRAMEWORK = {
     # Requests without a (valid) token are rate-limited per address; a NAS loop's token is not.
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"anon": env_str("LATENCYLAB_ANON_RATE", "300/min")},
-    # Each list view's query parameters are a FilterSet of server/api/filters.py.
+    # Each list view's query parameters are a FilterSet of its app's api/filters.py (on server/api/filters.py's).
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # drf-spectacular's, plus the error answers (401, 404, 413, ...) every operation can give.
     "DEFAULT_SCHEMA_CLASS": "server.api.schema.AutoSchema",
@@ -433,7 +433,7 @@ SPECTACULAR_SETTINGS = {
         "PrecisionEnum": "devicelab.backends.base.PRECISIONS",
         "BackendEnum": "devicelab.backends.base.DEVICE_KINDS",  # a job's settings.backend (devices add imported)
         "FusionPrecisionEnum": "devicelab.fusion.on_device.PRECISIONS",  # fusion runs no int8
-        "ZooEnum": "server.api.sharing_requests.ZOO_NAMES",  # fusion's zoo, sharing's networks
+        "ZooEnum": "server.tenancy.api.requests.ZOO_NAMES",  # fusion's zoo, sharing's networks
         "SharingStrategyEnum": "devicelab.tenancy.sweep.STRATEGIES",  # a spec's strategies, a row's strategy
         "ModelStateEnum": "server.networks.models.ModelState",
         "PredictorStateEnum": "server.predictors.models.PredictorState",

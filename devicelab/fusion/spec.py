@@ -1,7 +1,7 @@
 """What a fusion experiment takes, declared once (``devicelab.spec``): a sweep's ``SweepSpec`` and
 a plan's ``PlanOptions``, with the names they choose from (operator kinds, layouts, precisions).
 
-The API's request bodies (``server.api.fusion_requests``) and ``latencylab fusion``'s flags are
+The API's request bodies (``server.fusion.api.requests``) and ``latencylab fusion``'s flags are
 derived from these declarations. This module imports nothing heavy (no numpy, no pyopencl): the
 command line builds its parser from it.
 """

@@ -2,7 +2,7 @@
 payload, the seed, and the serving process's threads and cores.
 
 ``RemoteSettings`` declares what a request says, each field once (``devicelab.spec``): the API's
-request body (``server.api.remote_requests``) and ``latencylab remote run``'s flags are derived
+request body (``server.remote.api.requests``) and ``latencylab remote run``'s flags are derived
 from it. ``RemoteSpec`` is those settings with each profile resolved: the server resolves each
 name at submission (presets, a team's stored ones, or ``unshaped``) and the spec carries the
 profile itself (``NetworkProfile.as_dict()``; None for ``unshaped``), so a run measures what was

@@ -1,7 +1,7 @@
 """What a sharing sweep takes, declared once (``devicelab.spec``): ``SharingSpec`` with the names
 it chooses from (the strategies) and its bounds.
 
-The API's request body (``server.api.sharing_requests``) and ``latencylab sharing sweep``'s flags
+The API's request body (``server.tenancy.api.requests``) and ``latencylab sharing sweep``'s flags
 are derived from this declaration. This module imports nothing heavy (no numpy, no pyopencl): the
 command line builds its parser from it.
 """

@@ -1,1 +1,2 @@
-"""The REST API: serializers, views, routes and the OpenAPI schema."""
+"""What every app's REST API shares (fields, filters, request bodies, parsers, pagination,
+permissions, errors, the OpenAPI schema) and the routes that include each app's ``api/urls.py``."""

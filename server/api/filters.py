@@ -8,7 +8,7 @@ would count?); an empty one filters nothing (``allowEmptyValue`` in the schema).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import django_filters
 from django import forms
@@ -17,9 +17,6 @@ from django.http import QueryDict
 from drf_spectacular.utils import extend_schema_field
 
 from server.api.fields import MAX_ID
-from server.devices.models import Device, DeviceKind, DeviceQuerySet, DeviceStatus
-from server.predictors.models import Predictor, PredictorMethod, PredictorState
-from server.profiling.models import JobKind, JobState, ProfilingJob
 
 
 class _IdField(forms.IntegerField):
@@ -91,49 +88,44 @@ class StrictFilterSet(django_filters.FilterSet):
         return type(generated.__name__, (_SingleValuedForm, generated), {})
 
 
-class DeviceFilterSet(StrictFilterSet):
-    """``GET /api/devices/?kind=&status=``."""
+TRUE_WORDS = ("true", "1")
+FALSE_WORDS = ("false", "0")
 
-    kind = choice_filter("kind", DeviceKind.choices, "only devices of this kind")
-    status = choice_filter(
-        "status",
-        DeviceStatus.choices,
-        "`online`: reachable devices, idle or running a job; `busy`: those running a job; "
-        "`offline`: those not heart-beating",
-        method="filter_status",
+_F = TypeVar("_F", bound=django_filters.Filter)
+
+
+def documented(declared: _F, schema: dict[str, Any], help_text: str) -> _F:
+    """``declared`` with its schema in ``/api/schema/`` (drf-spectacular reads the declared
+    filters of the class, so the annotation on the instance is what it documents)."""
+    return extend_schema_field({**schema, "description": help_text})(declared)  # type: ignore[no-any-return]
+
+
+class _StrictBooleanField(forms.Field):
+    """``true``/``false`` (or ``1``/``0``) in a query string; anything else is a 400."""
+
+    def to_python(self, value: Any) -> bool | None:
+        """The boolean, or None when the parameter is empty."""
+        if value in self.empty_values:
+            return None
+        text = str(value).strip().lower()
+        if text in TRUE_WORDS:
+            return True
+        if text in FALSE_WORDS:
+            return False
+        raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value})
+
+
+class StrictBooleanFilter(django_filters.Filter):
+    """A boolean query parameter."""
+
+    field_class = _StrictBooleanField
+
+
+def boolean_filter(param: str, help_text: str) -> StrictBooleanFilter:
+    """A boolean parameter whose 400 names it and shows the value given."""
+    declared = StrictBooleanFilter(
+        field_name=param,
+        help_text=help_text,
+        error_messages={"invalid": f"{param} must be true or false, got %(value)r"},
     )
-
-    class Meta:
-        model = Device
-        fields = ["kind", "status"]
-
-    def filter_status(self, queryset: DeviceQuerySet, name: str, value: str) -> DeviceQuerySet:
-        """``online`` means reachable (busy devices are online too); the others are exact."""
-        if value == DeviceStatus.ONLINE:
-            return queryset.online()
-        return queryset.filter(status=value)
-
-
-class JobFilterSet(StrictFilterSet):
-    """``GET /api/jobs/?state=&device=&model=&kind=``."""
-
-    state = choice_filter("state", JobState.choices, "only jobs in this state")
-    device = id_filter("device", "only jobs on this device")
-    model = id_filter("model", "only jobs of this model")
-    kind = choice_filter("kind", JobKind.choices, "only jobs of this kind (profiles, fusion sweeps, ...)")
-
-    class Meta:
-        model = ProfilingJob
-        fields = ["state", "device", "model", "kind"]
-
-
-class PredictorFilterSet(StrictFilterSet):
-    """``GET /api/predictors/?device=&method=&state=``."""
-
-    device = id_filter("device", "only predictors of this device")
-    method = choice_filter("method", PredictorMethod.choices, "only this method")
-    state = choice_filter("state", PredictorState.choices, "only predictors in this state")
-
-    class Meta:
-        model = Predictor
-        fields = ["device", "method", "state"]
+    return documented(declared, {"type": "boolean"}, help_text)

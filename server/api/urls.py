@@ -1,32 +1,37 @@
-"""Routes of the REST API, its schema and its docs page."""
+"""Routes of the REST API: its schema and docs pages, each app's routes (its ``api/urls.py``), the
+index of the list endpoints, and a JSON 404 for the rest.
+
+The apps' routes are included by name, so this package imports no app's API: the apps' APIs
+import what it shares (fields, filters, parsers, request bodies), never the other way round.
+"""
 
 from __future__ import annotations
 
-from django.urls import include, path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.permissions import AllowAny
-from rest_framework.routers import DefaultRouter
+from rest_framework.routers import APIRootView
+from rest_framework.urlpatterns import format_suffix_patterns
 
-from server.api.fusion_views import FusionPlanViewSet, FusionSweepViewSet
-from server.api.network_probe_views import NetworkProbeView
-from server.api.predict_views import PredictorViewSet, PredictView, SideBySideView
-from server.api.remote_views import RemoteRunViewSet
-from server.api.selection_views import NetworkProfileView, SelectView, SimulationViewSet
-from server.api.sharing_views import SharingSweepViewSet
-from server.api.views import DeviceViewSet, JobViewSet, NetworkModelViewSet, not_found
+from server.api.views import not_found
 
-router = DefaultRouter()
-router.register("models", NetworkModelViewSet, basename="model")
-router.register("jobs", JobViewSet, basename="job")
-router.register("devices", DeviceViewSet, basename="device")
-router.register("predictors", PredictorViewSet, basename="predictor")
-router.register("fusion/sweeps", FusionSweepViewSet, basename="fusion-sweep")
-router.register("fusion/plans", FusionPlanViewSet, basename="fusion-plan")
-router.register("sharing/sweeps", SharingSweepViewSet, basename="sharing-sweep")
-router.register("selection/simulations", SimulationViewSet, basename="selection-simulation")
-router.register("remote/runs", RemoteRunViewSet, basename="remote-run")
+# Each app with routes under /api/, in the order they are tried (no two take the same path).
+APPS = ["networks", "profiling", "devices", "predictors", "fusion", "tenancy", "selection", "remote"]
 
-urlpatterns = [
+# What GET /api/ lists: each router's prefix and the name of its list route.
+LIST_ROUTES = {
+    "models": "model-list",
+    "jobs": "job-list",
+    "devices": "device-list",
+    "predictors": "predictor-list",
+    "fusion/sweeps": "fusion-sweep-list",
+    "fusion/plans": "fusion-plan-list",
+    "sharing/sweeps": "sharing-sweep-list",
+    "selection/simulations": "selection-simulation-list",
+    "remote/runs": "remote-run-list",
+}
+
+urlpatterns: list[URLPattern | URLResolver] = [
     path(
         "schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny], authentication_classes=[]), name="schema"
     ),
@@ -44,12 +49,8 @@ urlpatterns = [
         ),
         name="redoc",
     ),
-    path("predict/", PredictView.as_view(), name="predict"),
-    path("predict/side-by-side/", SideBySideView.as_view(), name="predict-side-by-side"),
-    path("select/", SelectView.as_view(), name="select"),
-    path("network-profiles/", NetworkProfileView.as_view(), name="network-profiles"),
-    path("network-probe/", NetworkProbeView.as_view(), name="network-probe"),
-    path("", include(router.urls)),
+    *(path("", include(f"server.{app}.api.urls")) for app in APPS),
+    *format_suffix_patterns([path("", APIRootView.as_view(api_root_dict=LIST_ROUTES), name="api-root")]),
     # Any other path under /api/ that ends in a slash (``/api/jobs/0.5/``: the router's ids have no
     # dot) is a JSON 404 like the API's own, not Django's HTML page. Paths without the slash are
     # left to APPEND_SLASH's redirect.

@@ -53,6 +53,8 @@ _HEAD_BYTES = 4096
 class UploadTooLarge(ValidationError):
     """An upload over ``LATENCYLAB_MAX_UPLOAD_BYTES`` (the API answers 413)."""
 
+    http_status = 413  # read by server/api/exceptions.py
+
 
 class BadModel(ValidationError):
     """A file LatencyLab cannot read as a network; ``graph_error`` says where and why."""
@@ -60,6 +62,10 @@ class BadModel(ValidationError):
     def __init__(self, message: str, graph_error: GraphError | None = None) -> None:
         super().__init__(message, code="bad_model")
         self.graph_error = graph_error
+
+    def api_details(self) -> dict[str, Any]:
+        """What the API's 400 adds beside ``detail`` (server/api/exceptions.py): the node, op and reason."""
+        return {} if self.graph_error is None else {"error": self.graph_error.as_dict()}
 
 
 # Which setting raises each import limit, named in the refusal so an admin knows what to change.

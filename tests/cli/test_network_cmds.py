@@ -17,7 +17,7 @@ from devicelab.remote.shaping import LinkShape
 from devicelab.selection.network_profiles import NetworkProfile
 from latencylab import network_recording as rec
 from latencylab.cli import main
-from server.api.network_probe_views import MAX_PROBE_BYTES
+from server.selection.api.network_probe_views import MAX_PROBE_BYTES
 from tests.cli.live_lab import run_cli as _run
 from tests.cli.shaped_link import shaped_link
 from tests.e2e.live_clients import wait_for_request_threads

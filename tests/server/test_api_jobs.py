@@ -145,7 +145,7 @@ def test_every_bad_setting_is_named_at_once(api: Any, model: Any, device: Any) -
 
 def test_the_settings_declaration_has_the_keys_of_profile_settings() -> None:
     from devicelab.backends.base import ProfileSettings
-    from server.api.serializers import JobSettingsSerializer
+    from server.profiling.api.serializers import JobSettingsSerializer
 
     assert set(JobSettingsSerializer().fields) == set(ProfileSettings.__dataclass_fields__)
 

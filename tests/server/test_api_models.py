@@ -71,7 +71,7 @@ def test_list_is_paginated_newest_first(api: Any) -> None:
 def test_the_graph_json_declaration_is_the_readers_format() -> None:
     """The schema's graph document has the writer's keys, and validating it runs the reader."""
     from devicelab.graph import graph_to_dict
-    from server.api.serializers import GraphDocumentSerializer
+    from server.networks.api.serializers import GraphDocumentSerializer
 
     graph = tiny_graph("declared")
     doc = graph_to_dict(graph)

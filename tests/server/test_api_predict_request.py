@@ -11,7 +11,7 @@ import pytest
 
 from devicelab.graph import graph_to_dict
 from devicelab.predict.batch import KEYS
-from server.api.predict_serializers import ArchitectureSerializer, PredictRequestSerializer
+from server.predictors.api.serializers import ArchitectureSerializer, PredictRequestSerializer
 from tests.server.factories import tiny_graph
 
 CELL = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"

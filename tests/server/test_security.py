@@ -112,7 +112,7 @@ def test_a_server_error_is_logged_with_its_traceback(
 ) -> None:
     import logging
 
-    from server.api.views import DeviceViewSet
+    from server.devices.api.views import DeviceViewSet
 
     def broken(self: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug in a view")

@@ -28,11 +28,11 @@ from devicelab.spec import setting, settings_of
 from devicelab.tenancy.spec import SharingSpec
 from latencylab.cli import build_parser
 from latencylab.commands.spec_flags import add_spec_flags, spec_values
-from server.api.fusion_requests import FusionPlanOptionsSerializer, FusionSpecSerializer
-from server.api.remote_requests import RemoteRunCreateSerializer
-from server.api.serializers import JobSettingsSerializer
-from server.api.sharing_requests import SharingSpecSerializer
 from server.api.spec_fields import DeclaredField, rule_schema, spec_fields
+from server.fusion.api.requests import FusionPlanOptionsSerializer, FusionSpecSerializer
+from server.profiling.api.serializers import JobSettingsSerializer
+from server.remote.api.requests import RemoteRunCreateSerializer
+from server.tenancy.api.requests import SharingSpecSerializer
 
 
 def _parser(*names: str) -> argparse.ArgumentParser:

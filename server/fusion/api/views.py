@@ -15,15 +15,14 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from server.api.experiment_jobs import ExperimentJobViewSet
-from server.api.fusion_filters import FusionJobFilterSet, FusionRowFilterSet
-from server.api.fusion_requests import (
+from server.fusion.api.filters import FusionJobFilterSet, FusionRowFilterSet
+from server.fusion.api.requests import (
     FusionPlanCreateSerializer,
     FusionPlanRequest,
     FusionSweepCreateSerializer,
     FusionSweepRequest,
 )
-from server.api.fusion_serializers import (
+from server.fusion.api.serializers import (
     FusionJobSerializer,
     FusionPlanDetailSerializer,
     FusionRowSerializer,
@@ -31,6 +30,7 @@ from server.api.fusion_serializers import (
 )
 from server.fusion.models import FusionMeasurement, FusionSweepResult
 from server.fusion.services import submit_fusion_plan, submit_fusion_sweep, sweep_rows
+from server.profiling.api.experiment_jobs import ExperimentJobViewSet
 from server.profiling.models import JobKind
 
 # The schema's examples: a small sweep (three kinds, pairs, two networks; a few minutes on a CPU's

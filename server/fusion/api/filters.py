@@ -8,33 +8,21 @@ has no model of its own and filters nothing itself.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 import django_filters
 from django import forms
 from django.core.exceptions import ValidationError
-from drf_spectacular.utils import extend_schema_field
 
 from devicelab.fusion.spec import KINDS, MAX_FUSED
 from devicelab.fusion.sweep import COMBINATION, IDENTICAL, VARIANTS
-from server.api.filters import StrictFilterSet, choice_filter, id_filter
+from server.api.filters import StrictFilterSet, boolean_filter, choice_filter, documented, id_filter
 from server.profiling.models import JobState, ProfilingJob
 
 # A row fuses at most as many operators as a sweep's spec may ask for.
 MAX_KINDS_IN_FILTER = MAX_FUSED
 _KIND = "(" + "|".join(sorted(KINDS, key=len, reverse=True)) + ")"
 KINDS_PATTERN = f"^{_KIND}(,{_KIND}){{0,{MAX_KINDS_IN_FILTER - 1}}}$"
-TRUE_WORDS = ("true", "1")
-FALSE_WORDS = ("false", "0")
-
-
-_F = TypeVar("_F", bound=django_filters.Filter)
-
-
-def _documented(declared: _F, schema: dict[str, Any], help_text: str) -> _F:
-    """``declared`` with its schema in ``/api/schema/`` (drf-spectacular reads the declared
-    filters of the class, so the annotation on the instance is what it documents)."""
-    return extend_schema_field({**schema, "description": help_text})(declared)  # type: ignore[no-any-return]
 
 
 class FusionJobFilterSet(StrictFilterSet):
@@ -83,38 +71,7 @@ def kind_list_filter(param: str, help_text: str) -> KindListFilter:
             "too_many": f"{param}: %(count)s kinds; at most {MAX_KINDS_IN_FILTER}",
         },
     )
-    return _documented(declared, {"type": "string", "pattern": KINDS_PATTERN}, help_text)
-
-
-class _StrictBooleanField(forms.Field):
-    """``true``/``false`` (or ``1``/``0``) in a query string; anything else is a 400."""
-
-    def to_python(self, value: Any) -> bool | None:
-        """The boolean, or None when the parameter is empty."""
-        if value in self.empty_values:
-            return None
-        text = str(value).strip().lower()
-        if text in TRUE_WORDS:
-            return True
-        if text in FALSE_WORDS:
-            return False
-        raise ValidationError(self.error_messages["invalid"], code="invalid", params={"value": value})
-
-
-class StrictBooleanFilter(django_filters.Filter):
-    """A boolean query parameter."""
-
-    field_class = _StrictBooleanField
-
-
-def boolean_filter(param: str, help_text: str) -> StrictBooleanFilter:
-    """A boolean parameter whose 400 names it and shows the value given."""
-    declared = StrictBooleanFilter(
-        field_name=param,
-        help_text=help_text,
-        error_messages={"invalid": f"{param} must be true or false, got %(value)r"},
-    )
-    return _documented(declared, {"type": "boolean"}, help_text)
+    return documented(declared, {"type": "string", "pattern": KINDS_PATTERN}, help_text)
 
 
 class _SizeField(forms.Field):
@@ -144,7 +101,7 @@ class FusionRowFilterSet(StrictFilterSet):
         [(COMBINATION, "combinations of kinds (figure 8)"), (IDENTICAL, "N identical operators (figure 9)")],
         "only rows of this experiment",
     )
-    size = _documented(
+    size = documented(
         SizeFilter(
             field_name="size",
             help_text="only rows that fuse this many operators",

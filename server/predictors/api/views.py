@@ -12,9 +12,10 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
-from server.api.filters import PredictorFilterSet
 from server.api.parsers import FastJSONParser
-from server.api.predict_serializers import (
+from server.networks.api.serializers import GRAPH_EXAMPLE
+from server.predictors.api.filters import PredictorFilterSet
+from server.predictors.api.serializers import (
     PredictorCreateSerializer,
     PredictorDetailSerializer,
     PredictorRequest,
@@ -24,7 +25,6 @@ from server.api.predict_serializers import (
     SideBySideRequestSerializer,
     SideBySideResponseSerializer,
 )
-from server.api.serializers import GRAPH_EXAMPLE
 from server.predictors.models import Predictor
 from server.predictors.phones import side_by_side
 from server.predictors.services import request_predictor

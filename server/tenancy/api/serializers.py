@@ -1,6 +1,6 @@
 """How sharing sweeps look in the API: the job with its links, a sweep's summary (table 1, the
 largest R, the ceiling, what the time budget left out) and its rows (the request body is in
-``sharing_requests``).
+``server.tenancy.api.requests``).
 
 A sweep is a job (``ProfilingJob`` of kind ``sharing_sweep``): its id, state and progress are the
 job's, and ``POST /api/jobs/{id}/cancel/`` cancels it. What it stored is shown once it succeeded.
@@ -14,7 +14,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from devicelab.tenancy.spec import STRATEGIES
-from server.api.experiment_jobs import ExperimentJobSerializer, RowSerializer, job_links, stored_result, url_of
+from server.profiling.api.experiment_jobs import (
+    ExperimentJobSerializer,
+    RowSerializer,
+    job_links,
+    stored_result,
+    url_of,
+)
 from server.profiling.models import ProfilingJob
 from server.tenancy.models import SharingMeasurement, SharingStatus, SharingSweepResult, WorkloadKind
 from server.tenancy.summary import row_counts

@@ -1,5 +1,5 @@
 """How fusion sweeps and plans look in the API: the job with its links, a sweep's summary and
-rows, a plan's comparison (the request bodies are in ``fusion_requests``).
+rows, a plan's comparison (the request bodies are in ``server.fusion.api.requests``).
 
 A sweep or a plan is a job (``ProfilingJob`` of kind ``fusion_sweep`` / ``fusion_plan``): its id,
 state and progress are the job's, and ``POST /api/jobs/{id}/cancel/`` cancels it. What it stored
@@ -16,9 +16,15 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from devicelab.fusion.spec import KINDS
-from server.api.experiment_jobs import ExperimentJobSerializer, RowSerializer, job_links, stored_result, url_of
 from server.fusion.models import FusionMeasurement, FusionPlanResult, FusionSweepResult
 from server.fusion.summary import check_counts, headlines
+from server.profiling.api.experiment_jobs import (
+    ExperimentJobSerializer,
+    RowSerializer,
+    job_links,
+    stored_result,
+    url_of,
+)
 from server.profiling.models import JobKind, ProfilingJob
 
 

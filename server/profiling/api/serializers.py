@@ -1,4 +1,4 @@
-"""How models, devices, jobs and results look in the API, and the request bodies that create them.
+"""How profiling jobs and their results look in the API, and the request body that queues one.
 
 A request body has one serializer that both validates it (the view calls ``is_valid``) and
 documents it in ``/api/schema/``, so the schema cannot promise what the checks refuse.
@@ -9,242 +9,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 from rest_framework.settings import api_settings
 
 from devicelab.backends.profile_settings import ProfileSettings
-from devicelab.graph import Graph, GraphError, graph_from_dict
-from devicelab.graph.jsonio import SCHEMA_VERSION
-from devicelab.graph.ops import DTYPES
 from devicelab.spec import declared, settings_of
-from server.api.breakdown_serializers import ColdStartsSerializer, TimeBreakdownSerializer
-from server.api.fields import IdField, StrictFloatField
+from server.api.fields import IdField
 from server.api.spec_fields import spec_fields
+from server.devices.api.serializers import existing_device
 from server.devices.models import Device
 from server.networks.models import NetworkModel
-from server.networks.services import operator_table, operator_table_shown
+from server.profiling.api.breakdown_serializers import ColdStartsSerializer, TimeBreakdownSerializer
 from server.profiling.models import JobResult, OperatorTiming, ProfilingJob
-
-# -- networks ----------------------------------------------------------------------------------
-
-
-class GraphInputSerializer(serializers.Serializer):
-    """One graph input of a graph JSON document."""
-
-    name = serializers.CharField(allow_blank=True)
-    shape = serializers.ListField(
-        child=serializers.IntegerField(min_value=1),
-        min_length=1,
-        help_text="Static NCHW shape with the batch dimension.",
-    )
-    dtype = serializers.ChoiceField(choices=list(DTYPES), required=False, default="float32")
-
-
-class GraphOperatorSerializer(serializers.Serializer):
-    """One operator of a graph JSON document, in topological order."""
-
-    name = serializers.CharField(
-        required=False, allow_blank=True, allow_null=True, help_text="Unique; op_<index> when left out or null."
-    )
-    type = serializers.CharField(help_text="An operator type of docs/graph-format.md (conv2d, relu, add, ...).")
-    inputs = serializers.ListField(
-        child=serializers.CharField(allow_blank=True), help_text="Tensors it reads, written before it."
-    )
-    outputs = serializers.ListField(
-        child=serializers.CharField(allow_blank=True), min_length=1, help_text="Tensors it writes, each written once."
-    )
-    attrs = serializers.DictField(required=False, help_text="Its attributes; those with a default may be left out.")
-    output_shapes = serializers.ListField(
-        child=serializers.ListField(child=serializers.IntegerField()),
-        required=False,
-        allow_null=True,
-        help_text="Optional (null: not given); when given they must equal the inferred ones.",
-    )
-
-
-# A small graph JSON document, the docs' example of one (and a request schemathesis sends as it is).
-GRAPH_EXAMPLE: dict[str, Any] = {
-    "schema_version": 1,
-    "name": "tiny",
-    "inputs": [{"name": "x", "shape": [1, 3, 32, 32]}],
-    "operators": [
-        {"type": "conv2d", "inputs": ["x"], "outputs": ["conv"], "attrs": {"out_channels": 8, "kernel": [3, 3]}},
-        {"type": "relu", "inputs": ["conv"], "outputs": ["y"]},
-    ],
-}
-
-
-class GraphDocumentSerializer(serializers.Serializer):
-    """A graph JSON document (docs/graph-format.md): graph inputs, then operators in topological order."""
-
-    # The fields document the format; validating runs devicelab's one reader (``graph_from_dict``,
-    # which model uploads and predictions run too), so this declaration cannot accept what they
-    # refuse, and checks the operators' attributes and shapes that fields could not express.
-
-    schema_version = serializers.IntegerField(
-        min_value=SCHEMA_VERSION, max_value=SCHEMA_VERSION, help_text=f"Always {SCHEMA_VERSION}."
-    )
-    name = serializers.CharField(required=False, allow_blank=True, default="graph")
-    # ListFields, not ``many=True``: drf-spectacular documents a ListField's minimum length (minItems).
-    inputs = serializers.ListField(child=GraphInputSerializer(), min_length=1)
-    outputs = serializers.ListField(
-        child=serializers.CharField(allow_blank=True),
-        required=False,
-        allow_null=True,
-        help_text="Default (left out or null): the last operator's last output.",
-    )
-    operators = serializers.ListField(child=GraphOperatorSerializer(), min_length=1)
-
-    def to_internal_value(self, data: Any) -> Graph:
-        """The ``Graph``, or a ``ValidationError`` with the reader's reason (operator and what is wrong)."""
-        try:
-            return graph_from_dict(data)
-        except GraphError as exc:
-            raise serializers.ValidationError(
-                {api_settings.NON_FIELD_ERRORS_KEY: [str(exc)]}, code="bad_graph"
-            ) from None
-
-
-class ModelUploadSerializer(serializers.Serializer):
-    """A multipart upload: the model file and an optional display name."""
-
-    file = serializers.FileField(help_text="ONNX, TFLite or graph JSON file.")
-    name = serializers.CharField(required=False, help_text="Display name; its first 200 characters are kept.")
-
-
-class OperatorRowSerializer(serializers.Serializer):
-    """One row of a network's operator table (devicelab's Graph.op_table())."""
-
-    index = serializers.IntegerField()
-    name = serializers.CharField()
-    type = serializers.CharField()
-    category = serializers.CharField()
-    inputs = serializers.ListField(child=serializers.CharField())
-    outputs = serializers.ListField(child=serializers.CharField())
-    input_shapes = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField()))
-    output_shapes = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField()))
-    attrs = serializers.DictField()
-    macs = serializers.IntegerField()
-    flops = serializers.IntegerField()
-    params = serializers.IntegerField()
-    dtype = serializers.CharField(
-        help_text="The number format the operator computes in (int8 for a quantized model's convolutions)."
-    )
-
-
-class NetworkModelSerializer(serializers.ModelSerializer):
-    """A network as listed: name, format, hash, state and costs (null while it is parsing)."""
-
-    # null: a model uploaded by a service without a user, or by a user since deleted.
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
-
-    class Meta:
-        model = NetworkModel
-        fields = [
-            "id",
-            "name",
-            "format",
-            "size_bytes",
-            "sha256",
-            "state",
-            "failure_reason",
-            "num_operators",
-            "macs",
-            "flops",
-            "params",
-            "summary",
-            "top1_accuracy",
-            "top5_accuracy",
-            "created_by",
-            "created_at",
-        ]
-        read_only_fields = fields
-
-
-class ModelAccuracySerializer(serializers.Serializer[Any]):
-    """PATCH /api/models/{id}/: what the team says the network scores (null forgets it)."""
-
-    top1_accuracy = StrictFloatField(min_value=0.0, max_value=100.0, allow_null=True, required=False)
-    top5_accuracy = StrictFloatField(min_value=0.0, max_value=100.0, allow_null=True, required=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        """Top-5 is never below top-1."""
-        top1, top5 = attrs.get("top1_accuracy"), attrs.get("top5_accuracy")
-        if top1 is not None and top5 is not None and top5 < top1:
-            raise serializers.ValidationError({"top5_accuracy": f"top-5 ({top5}) cannot be below top-1 ({top1})"})
-        return attrs
-
-
-class NetworkModelDetailSerializer(NetworkModelSerializer):
-    """A network with its operator table (empty until it is parsed)."""
-
-    operators = serializers.SerializerMethodField()
-    operators_omitted = serializers.SerializerMethodField(
-        help_text="True when the model has more operators than LATENCYLAB_OPERATOR_TABLE_MAX: the table is "
-        "left out (summary.op_types has the counts per type)."
-    )
-
-    class Meta(NetworkModelSerializer.Meta):
-        fields = [*NetworkModelSerializer.Meta.fields, "operators", "operators_omitted"]
-        read_only_fields = fields
-
-    @extend_schema_field(OperatorRowSerializer(many=True))
-    def get_operators(self, obj: NetworkModel) -> list[dict[str, Any]]:
-        """The operator table, computed from the stored graph (empty while parsing or when omitted)."""
-        return operator_table(obj)
-
-    @extend_schema_field(OpenApiTypes.BOOL)
-    def get_operators_omitted(self, obj: NetworkModel) -> bool:
-        """Whether a parsed model's table is left out for its size."""
-        return obj.is_ready and not operator_table_shown(obj)
-
-
-# -- devices -----------------------------------------------------------------------------------
-
-
-class DeviceSerializer(serializers.ModelSerializer):
-    """A lab device, whether it is reachable (and why not), and what it can run."""
-
-    queue = serializers.CharField(read_only=True)
-    hardware = serializers.JSONField(
-        read_only=True,
-        help_text="What the worker reported. A CPU: cpu_model, arch, cores, clusters, memory_bytes; an OpenCL "
-        "device: gpu_name, driver, opencl_version; a phone (kind android): manufacturer, model, soc, abi, "
-        "android_version, sdk, cpu_clusters ([{name, cores, max_khz}], e.g. little/mid/big), gpu (the GLES "
-        "renderer), ram_mb, runtime, serial; an imported phone: gpu_name, gpu_family, soc, source, dataset.",
-    )
-    capabilities = serializers.JSONField(
-        read_only=True,
-        help_text="What the device declared it can run (empty when it declared nothing): precisions, max_threads, "
-        "pins_cores and cores, runtimes, formats, max_runs, max_warmup_runs, max_cold_runs (1: only the profile's "
-        "own cold start); phones also delegates, core_clusters "
-        "({name: core ids}, which settings.cores may name) and cools_down (whether settings.cooldown_c and "
-        "cooldown_max_s are honoured).",
-    )
-
-    class Meta:
-        model = Device
-        fields = [
-            "id",
-            "kind",
-            "identity",
-            "name",
-            "hardware",
-            "capabilities",
-            "status",
-            "worker",
-            "last_heartbeat",
-            "offline_since",
-            "offline_reason",
-            "queue",
-        ]
-        read_only_fields = fields
-
-
-# -- jobs --------------------------------------------------------------------------------------
 
 
 class JobRequest(TypedDict):
@@ -368,14 +146,6 @@ class JobCreateSerializer(serializers.Serializer):
     def validate_device(self, value: int) -> Device:
         """A registered device (every team may use every device)."""
         return existing_device(value)
-
-
-def existing_device(pk: int) -> Device:
-    """The device with id ``pk``, or a ``ValidationError`` pointing at the device list."""
-    device = Device.objects.filter(pk=pk).first()
-    if device is None:
-        raise serializers.ValidationError(f"there is no device #{pk} (GET /api/devices/)")
-    return device
 
 
 class OperatorTimingSerializer(serializers.ModelSerializer):

@@ -1,5 +1,5 @@
 """How remote runs look in the API: the job with its links, and once it succeeded what it measured
-(the request body is in ``remote_requests``).
+(the request body is in ``server.remote.api.requests``).
 
 A remote run is a job (``ProfilingJob`` of kind ``remote_scenario``): its id, state and progress
 are the job's, and ``POST /api/jobs/{id}/cancel/`` cancels it. The stored run holds one summary
@@ -14,7 +14,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from devicelab.remote.spec import PAYLOADS
-from server.api.experiment_jobs import ExperimentJobSerializer, job_links, stored_result, url_of
+from server.profiling.api.experiment_jobs import ExperimentJobSerializer, job_links, stored_result, url_of
 from server.profiling.models import ProfilingJob
 from server.remote.models import RemoteProfileSummary, RemoteScenarioResult
 

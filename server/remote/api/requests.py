@@ -21,8 +21,8 @@ from devicelab.spec import declared, described
 from server.api.fields import IdField, StrictCharField
 from server.api.filters import StrictFilterSet, choice_filter, id_filter
 from server.api.requests import FlatErrors, ObjectRequestSerializer, UniqueListField
-from server.api.serializers import existing_device
 from server.api.spec_fields import DeclaredField, spec_fields
+from server.devices.api.serializers import existing_device
 from server.devices.models import Device
 from server.networks.models import NetworkModel
 from server.profiling.models import JobState, ProfilingJob

@@ -16,8 +16,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from devicelab.tenancy.spec import MAX_TENANTS, STRATEGIES
-from server.api.filters import StrictFilterSet, choice_filter, id_filter
-from server.api.fusion_filters import _documented, boolean_filter
+from server.api.filters import StrictFilterSet, boolean_filter, choice_filter, documented, id_filter
 from server.profiling.models import JobState, ProfilingJob
 from server.tenancy.models import SharingStatus
 
@@ -79,7 +78,7 @@ class TenantsFilter(django_filters.Filter):
 class SharingRowFilterSet(StrictFilterSet):
     """``GET /api/sharing/sweeps/{id}/rows/?workload=&strategy=&tenants=&status=&detail=``."""
 
-    workload = _documented(
+    workload = documented(
         WorkloadFilter(
             field_name="workload",
             help_text="only rows of this workload: a shape's MxNxK (256x128x1152) or a network's name (resnet18)",
@@ -89,7 +88,7 @@ class SharingRowFilterSet(StrictFilterSet):
         "only rows of this workload: a shape's MxNxK (256x128x1152) or a network's name (resnet18)",
     )
     strategy = choice_filter("strategy", [(s, s) for s in STRATEGIES], "only rows of this strategy")
-    tenants = _documented(
+    tenants = documented(
         TenantsFilter(
             field_name="tenants",
             help_text="only rows at this R",

@@ -24,8 +24,8 @@ from devicelab.graph import zoo
 from devicelab.spec import declared
 from server.api.fields import MAX_ID, IdField, StrictIntegerField
 from server.api.requests import ListOfField, NestedObjectSerializer, ObjectRequestSerializer, StrictNumberField
-from server.api.serializers import existing_device
 from server.api.spec_fields import check_whole, spec_fields
+from server.devices.api.serializers import existing_device
 from server.devices.models import Device
 from server.fusion.services import MAX_NETWORKS, TIME_LIMIT_MARGIN_S
 

@@ -14,9 +14,11 @@ from devicelab.predict.predictor import BACKENDS
 from devicelab.predict.ranges import CODES as WARNING_CODES
 from server.api.fields import IdField, StrictBooleanField, StrictIntegerField
 from server.api.requests import ObjectRequestSerializer
-from server.api.serializers import CoresField, GraphDocumentSerializer, existing_device
+from server.devices.api.serializers import existing_device
 from server.devices.models import Device
+from server.networks.api.serializers import GraphDocumentSerializer
 from server.predictors.models import Predictor, PredictorMethod
+from server.profiling.api.serializers import CoresField
 
 
 class PredictorSerializer(serializers.ModelSerializer):

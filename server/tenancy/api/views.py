@@ -15,11 +15,11 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from server.api.experiment_jobs import ExperimentJobViewSet
-from server.api.sharing_filters import SharingJobFilterSet, SharingRowFilterSet
-from server.api.sharing_requests import SharingSweepCreateSerializer, SharingSweepRequest
-from server.api.sharing_serializers import SharingJobSerializer, SharingRowSerializer, SharingSweepDetailSerializer
+from server.profiling.api.experiment_jobs import ExperimentJobViewSet
 from server.profiling.models import JobKind
+from server.tenancy.api.filters import SharingJobFilterSet, SharingRowFilterSet
+from server.tenancy.api.requests import SharingSweepCreateSerializer, SharingSweepRequest
+from server.tenancy.api.serializers import SharingJobSerializer, SharingRowSerializer, SharingSweepDetailSerializer
 from server.tenancy.models import SharingMeasurement, SharingSweepResult
 from server.tenancy.services import sharing_rows, submit_sharing_sweep
 

@@ -14,10 +14,10 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from server.api.experiment_jobs import ExperimentJobViewSet
-from server.api.remote_requests import RemoteJobFilterSet, RemoteRunCreateSerializer, RemoteRunRequest
-from server.api.remote_serializers import RemoteJobSerializer, RemoteRunDetailSerializer
+from server.profiling.api.experiment_jobs import ExperimentJobViewSet
 from server.profiling.models import JobKind
+from server.remote.api.requests import RemoteJobFilterSet, RemoteRunCreateSerializer, RemoteRunRequest
+from server.remote.api.serializers import RemoteJobSerializer, RemoteRunDetailSerializer
 from server.remote.services import submit_remote_run
 
 # The schema's example: a model served by CPU device 1 under the paper's campus WiFi and no

@@ -14,7 +14,7 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from server.api.parsers import FastJSONParser
-from server.api.selection_serializers import (
+from server.selection.api.serializers import (
     SelectRequestSerializer,
     SelectResponseSerializer,
     SimulationCreateSerializer,

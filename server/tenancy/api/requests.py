@@ -28,8 +28,8 @@ from server.api.requests import (
     StrictNumberField,
     UniqueListField,
 )
-from server.api.serializers import existing_device
 from server.api.spec_fields import check_whole, spec_fields
+from server.devices.api.serializers import existing_device
 from server.devices.models import Device
 from server.tenancy.services import time_limit_budget
 

@@ -1,0 +1,1 @@
+"""The devices' REST API: serializers, filters, views and routes."""

@@ -1,0 +1,1 @@
+"""The fusion REST API: sweeps and plans, their request bodies, filters, views and routes."""

@@ -1,0 +1,1 @@
+"""The networks' REST API: serializers, views and routes."""

@@ -1,0 +1,1 @@
+"""The predictors' REST API: predictors, predictions, and their routes."""

@@ -1,0 +1,1 @@
+"""The remote-inference REST API: runs, their request bodies, views and routes."""

@@ -1,0 +1,1 @@
+"""The model-selection REST API: selection, network profiles and their probe, simulations."""

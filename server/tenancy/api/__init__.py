@@ -1,0 +1,1 @@
+"""The multi-tenant sharing REST API: sweeps, their request bodies, filters, views and routes."""
