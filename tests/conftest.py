@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +21,14 @@ _serial = itertools.count(1)
 # (``settings: {"breakdown": true}``): its own tests do. Worker and server processes the tests
 # start inherit this; this process's settings were read before this file, hence pytest_configure.
 os.environ.setdefault("LATENCYLAB_TIME_BREAKDOWN", "false")
+
+# The suite runs in parallel processes (pytest -n, each a PYTEST_XDIST_WORKER): each locks its
+# devices in a folder of its own (workers/device_lock.py), as one machine each, so that one's host
+# CPU job never finds the device "busy" with another's. Worker processes the tests start inherit it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["LATENCYLAB_LOCK_DIR"] = str(
+        Path(tempfile.gettempdir()) / f"latencylab-device-locks-{os.environ['PYTEST_XDIST_WORKER']}-{os.getpid()}"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -16,7 +16,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-LOCK_DIR = Path(tempfile.gettempdir()) / "latencylab-device-locks"
+# Where the lock files live: one folder per machine. LATENCYLAB_LOCK_DIR moves it (the test suite
+# gives each of its parallel processes its own, as if each were a machine of its own).
+LOCK_DIR_ENV = "LATENCYLAB_LOCK_DIR"
+
+
+def lock_dir() -> Path:
+    """The folder of this machine's device lock files."""
+    return Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "latencylab-device-locks")
 
 
 class DeviceBusy(RuntimeError):
@@ -26,7 +33,7 @@ class DeviceBusy(RuntimeError):
 def lock_path(identity: str) -> Path:
     """The lock file of the device with this (discovered) identity."""
     digest = hashlib.sha256(identity.encode()).hexdigest()[:32]
-    return LOCK_DIR / f"{digest}.lock"
+    return lock_dir() / f"{digest}.lock"
 
 
 @contextmanager
@@ -36,8 +43,8 @@ def device_lock(identity: str) -> Iterator[None]:
     flock, not a lock file's existence: the kernel drops the lock when its holder dies, even by
     SIGKILL, so a killed worker never leaves a device locked.
     """
-    LOCK_DIR.mkdir(parents=True, exist_ok=True)
     path = lock_path(identity)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         try:
