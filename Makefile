@@ -53,11 +53,16 @@ demo-install-check:  ## prove the demo's dependency set installs from wheels alo
 # A server on DATABASE_URL refuses to start without SECRET_KEY; the tests get a throwaway one.
 TEST_SECRET_KEY := test-only-$(shell $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(32))')
 
+# Parallel test processes (pytest-xdist): one per core, each handed the next test when it is free
+# (slow tests come first: tests/conftest.py).
+TEST_PROCESSES ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist load
+
 test: $(DEV_STAMP)  ## the whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set)
-	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(BIN)/python -m pytest
+	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(PYTEST)
 
 test-fast: $(DEV_STAMP)  ## the tests not marked slow (no browser, no service processes, no image build)
-	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(BIN)/python -m pytest -m "not slow"
+	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(PYTEST) -m "not slow"
 
 bench: $(DEV_STAMP)  ## every benchmark; numbers go to var/benchmarks/
 	for b in benchmarks/[!_]*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

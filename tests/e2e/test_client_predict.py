@@ -72,7 +72,17 @@ def trained(connect: Any, start_worker: Any, make_member: Any, settings: Any) ->
     yield Trained(lab, device, row.pk, member.key)
 
 
-def test_predict_batches_of_every_kind_in_input_order(trained: Trained, tmp_path: Path) -> None:
+def test_one_trained_predictor_answers_the_client_the_cli_and_the_docs_nas_loop(
+    trained: Trained, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    """The three checks share one predictor trained on real profiles (about 20 s to make): each is
+    a function of its own below, run in turn."""
+    predict_batches_of_every_kind_in_input_order(trained, tmp_path)
+    predict_breakdown_refusals_and_the_cli(trained, capsys, tmp_path)
+    the_nas_loop_of_the_docs_runs_as_written(trained, capsys, monkeypatch)
+
+
+def predict_batches_of_every_kind_in_input_order(trained: Trained, tmp_path: Path) -> None:
     lab, device = trained.lab, trained.device
 
     listed = lab.predictors(device=device.name)
@@ -114,7 +124,7 @@ def test_predict_batches_of_every_kind_in_input_order(trained: Trained, tmp_path
     assert [r["latency_ms"] for r in again] == pytest.approx([r["latency_ms"] for r in many[:3]], rel=1e-12)
 
 
-def test_predict_breakdown_refusals_and_the_cli(trained: Trained, capsys: Any, tmp_path: Path) -> None:
+def predict_breakdown_refusals_and_the_cli(trained: Trained, capsys: Any, tmp_path: Path) -> None:
     lab, device = trained.lab, trained.device
 
     (one,) = lab.predict([CELL], device=device.pk, breakdown=True)
@@ -174,7 +184,7 @@ def test_predict_breakdown_refusals_and_the_cli(trained: Trained, capsys: Any, t
     assert "HTTP 409" in capsys.readouterr().err
 
 
-def test_the_nas_loop_of_the_docs_runs_as_written(trained: Trained, capsys: Any, monkeypatch: Any) -> None:
+def the_nas_loop_of_the_docs_runs_as_written(trained: Trained, capsys: Any, monkeypatch: Any) -> None:
     """docs/client.md's NAS loop, with a smaller batch, against the live server and its predictor."""
     doc = (Path(__file__).resolve().parents[2] / "docs" / "client.md").read_text()
     code = doc.split("## A NAS loop", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
