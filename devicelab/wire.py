@@ -1,181 +1,70 @@
-"""Reading an experiment's result back from the JSON that carried it (a Celery message today, an
-HTTP post from a lab machine next): each key read with its type checked, every error naming the
-key's path, so a bad payload is refused at the boundary with a message a person can act on.
+"""An experiment's result as JSON and back (a Celery message today, an HTTP post from a lab machine
+next), with one codec for every record: ``to_json`` writes a dataclass as plain JSON, ``from_json``
+reads it back by walking the dataclass's declared types, so a bad payload is refused at the
+boundary with a message that names the key's path (``fusion sweep.rows[2].throughput must be a
+number, got str 'fast'``).
 
-Result records (``devicelab.fusion.results``, ``devicelab.tenancy.results``,
-``devicelab.remote.results``) read themselves with ``Fields``: a key missing, of the wrong type, or
-not known to the record is a ``PayloadError``. Numbers are JSON's: an integer is accepted where a
-float is expected (``1`` for ``1.0``), a boolean never is a number.
+What the types mean on the wire:
+
+* ``int``: an integer, never a boolean; ``float``: any JSON number (``1`` for ``1.0``), never a
+  boolean; ``str``; ``bool``: ``true`` or ``false``; ``None``: ``null``; ``X | None``: ``null`` or X;
+  ``Literal[...]``: one of the values;
+* ``list[X]`` and ``tuple[X, ...]``: a JSON array of X (a tuple with one type per item: an array of
+  that length); ``dict[str, X]``: a JSON object of X;
+* a dataclass: a JSON object with a key per field, in the fields' order: a key missing (for a
+  field without a default) or unknown is refused;
+* a ``TypedDict``: a JSON object of its declared keys (``Required[...]`` ones must be there, an
+  undeclared one is refused), each value of its declared type;
+* ``Any`` (so ``JsonDict``): kept as it came, detail the record carries but nothing reads key by key;
+* ``Annotated[T, OwnJson("a sharing spec")]``: a type that reads its own JSON with
+  ``T.from_dict()`` (a spec, checked by its own declaration); ``to_json`` writes any value that
+  has an ``as_dict()`` with it.
+
+A record that needs more than its types say (a key that must be there for the pages to read it)
+declares ``_check_json(self, where)``, called once it is read; one whose JSON has keys besides its
+fields extends ``as_dict()``. Records subclass ``JsonRecord`` for their public ``as_dict()`` /
+``from_dict()``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, get_type_hints
+import dataclasses
+import functools
+import types
+from collections.abc import Mapping
+from typing import (
+    Annotated,
+    Any,
+    ClassVar,
+    Literal,
+    NotRequired,
+    Required,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
 JsonDict = dict[str, Any]
 """A JSON object kept as it came: detail that the record carries but nothing reads key by key."""
 
 T = TypeVar("T")
+R = TypeVar("R", bound="JsonRecord")
 
 
 class PayloadError(ValueError):
     """A result's JSON is not what its record declares; the message names the key."""
 
 
-def _kind(value: object) -> str:
-    return "null" if value is None else type(value).__name__
+@dataclasses.dataclass(frozen=True)
+class OwnJson:
+    """Marks a field (``Annotated[T, OwnJson("a sharing spec")]``) whose type writes and reads its
+    own JSON with ``as_dict()`` and ``from_dict()``; ``what`` names it when it refuses a value."""
 
-
-class Fields:
-    """One JSON object being read into a record; ``where`` is its path (``sweep.rows[3]``)."""
-
-    def __init__(self, data: object, where: str) -> None:
-        if not isinstance(data, Mapping):
-            raise PayloadError(f"{where} must be a JSON object, got {_kind(data)}")
-        self.data: Mapping[str, Any] = data
-        self.where = where
-        self.seen: set[str] = set()
-
-    def path(self, key: str) -> str:
-        """The path of ``key`` in the payload."""
-        return f"{self.where}.{key}"
-
-    def has(self, key: str) -> bool:
-        """Whether the object has ``key`` (for keys a record declares optional)."""
-        return key in self.data
-
-    def raw(self, key: str) -> Any:
-        """The value of a required key, unchecked."""
-        self.seen.add(key)
-        if key not in self.data:
-            raise PayloadError(f"{self.path(key)} is missing")
-        return self.data[key]
-
-    def _bad(self, key: str, wanted: str, value: object) -> PayloadError:
-        return PayloadError(f"{self.path(key)} must be {wanted}, got {_kind(value)} {value!r:.80}")
-
-    def text(self, key: str) -> str:
-        """A required string."""
-        value = self.raw(key)
-        if not isinstance(value, str):
-            raise self._bad(key, "a string", value)
-        return value
-
-    def integer(self, key: str) -> int:
-        """A required integer."""
-        value = self.raw(key)
-        if not is_int(value):
-            raise self._bad(key, "an integer", value)
-        return int(value)
-
-    def number(self, key: str) -> float:
-        """A required number."""
-        value = self.raw(key)
-        if not is_number(value):
-            raise self._bad(key, "a number", value)
-        return float(value)
-
-    def flag(self, key: str) -> bool:
-        """A required boolean."""
-        value = self.raw(key)
-        if not isinstance(value, bool):
-            raise self._bad(key, "true or false", value)
-        return value
-
-    def optional(self, key: str, read: Callable[[str], T]) -> T | None:
-        """A required key that may be null, read with ``read`` (``f.optional("padding", f.integer)``)."""
-        return None if self.raw(key) is None else read(key)
-
-    def obj(self, key: str) -> JsonDict:
-        """A required JSON object, kept as it came."""
-        value = self.raw(key)
-        if not isinstance(value, Mapping):
-            raise self._bad(key, "a JSON object", value)
-        return dict(value)
-
-    def array(self, key: str) -> list[Any]:
-        """A required JSON array, its items unchecked."""
-        value = self.raw(key)
-        if not isinstance(value, list | tuple):
-            raise self._bad(key, "a list", value)
-        return list(value)
-
-    def objs(self, key: str) -> tuple[JsonDict, ...]:
-        """A required list of JSON objects, each kept as it came."""
-        items = self.array(key)
-        for i, item in enumerate(items):
-            if not isinstance(item, Mapping):
-                raise PayloadError(f"{self.path(key)}[{i}] must be a JSON object, got {_kind(item)}")
-        return tuple(dict(item) for item in items)
-
-    def texts(self, key: str) -> tuple[str, ...]:
-        """A required list of strings."""
-        return self._items(key, self.array(key), lambda v: isinstance(v, str), "a string")
-
-    def integers(self, key: str) -> tuple[int, ...]:
-        """A required list of integers."""
-        return tuple(int(v) for v in self._items(key, self.array(key), is_int, "an integer"))
-
-    def numbers(self, key: str) -> tuple[float, ...]:
-        """A required list of numbers."""
-        return tuple(float(v) for v in self._items(key, self.array(key), is_number, "a number"))
-
-    def _items(self, key: str, items: list[Any], ok: Callable[[Any], bool], wanted: str) -> tuple[Any, ...]:
-        for i, item in enumerate(items):
-            if not ok(item):
-                raise PayloadError(f"{self.path(key)}[{i}] must be {wanted}, got {_kind(item)} {item!r:.80}")
-        return tuple(items)
-
-    def mapping(self, key: str, ok: Callable[[Any], bool], wanted: str) -> JsonDict:
-        """A required JSON object whose every value passes ``ok`` (``wanted`` says what it must be)."""
-        value = self.obj(key)
-        for name, item in value.items():
-            if not ok(item):
-                raise PayloadError(f"{self.path(key)}.{name} must be {wanted}, got {_kind(item)} {item!r:.80}")
-        return value
-
-    def record(self, key: str, read: Callable[[Fields], T]) -> T:
-        """A required nested object, read by a record's reader."""
-        return read(Fields(self.raw(key), self.path(key)))
-
-    def records(self, key: str, read: Callable[[Fields], T]) -> tuple[T, ...]:
-        """A required list of nested objects, each read by a record's reader."""
-        return tuple(read(Fields(item, f"{self.path(key)}[{i}]")) for i, item in enumerate(self.array(key)))
-
-    def by_name(self, key: str, read: Callable[[Fields], T]) -> dict[str, T]:
-        """A required JSON object of nested objects by name, each read by a record's reader."""
-        return {name: read(Fields(item, f"{self.path(key)}.{name}")) for name, item in self.obj(key).items()}
-
-    def shaped(self, key: str, shape: type) -> JsonDict:
-        """A required JSON object of a declared shape (a ``TypedDict``): every key declared, and
-        each value of a plain declared type (``str``, ``int``, ``float``, ``bool``) of that type;
-        values of other declared types are kept as they came. The caller casts the result."""
-        value = self.obj(key)
-        declared = get_type_hints(shape)
-        unknown = sorted(set(value) - set(declared))
-        if unknown:
-            raise PayloadError(f"{self.path(key)} has unknown key(s) {unknown}; declared: {sorted(declared)}")
-        for name, item in value.items():
-            wanted = declared[name]
-            check = _PLAIN.get(wanted)
-            if check is not None and not check(item):
-                raise PayloadError(f"{self.path(key)}.{name} must be {wanted.__name__}, got {_kind(item)} {item!r:.80}")
-        return value
-
-    def done(self) -> None:
-        """Refuse keys the record does not declare: a payload from a newer lab is not half-read."""
-        unknown = sorted(set(self.data) - self.seen)
-        if unknown:
-            raise PayloadError(f"{self.where} has unknown key(s) {unknown}")
-
-
-def _is_str(value: object) -> bool:
-    return isinstance(value, str)
-
-
-def _is_bool(value: object) -> bool:
-    return isinstance(value, bool)
+    what: str
 
 
 def is_int(value: object) -> bool:
@@ -188,17 +77,220 @@ def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def optional_number(value: object) -> bool:
-    """A number or null."""
-    return value is None or is_number(value)
+def _kind(value: object) -> str:
+    return "null" if value is None else type(value).__name__
 
 
-_PLAIN: dict[object, Callable[[object], bool]] = {str: _is_str, int: is_int, float: is_number, bool: _is_bool}
+def _bad(where: str, wanted: str, value: object) -> PayloadError:
+    return PayloadError(f"{where} must be {wanted}, got {_kind(value)} {value!r:.80}")
 
 
-def read(data: object, where: str, reader: Callable[[Fields], T]) -> T:
-    """Read a whole payload: ``reader`` takes its fields and must read every key."""
-    return reader(Fields(data, where))
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A dataclass's or TypedDict's resolved field types, ``Annotated`` kept."""
+    return get_type_hints(cls, include_extras=True)
 
 
-__all__ = ["Fields", "JsonDict", "PayloadError", "is_int", "is_number", "optional_number", "read"]
+def _own(hint: Any) -> OwnJson | None:
+    """The ``OwnJson`` mark of an ``Annotated`` type, if it has one."""
+    if get_origin(hint) is Annotated:
+        return next((m for m in hint.__metadata__ if isinstance(m, OwnJson)), None)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def to_json(value: Any) -> Any:
+    """Plain JSON data of ``value``: a value with an ``as_dict()`` (a record, a spec) as that
+    writes it, another dataclass as an object of its fields (``fields_json``), tuples as lists,
+    mappings and lists item by item; everything else as it is."""
+    if not isinstance(value, type) and callable(getattr(value, "as_dict", None)):
+        return value.as_dict()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return fields_json(value)
+    if isinstance(value, Mapping):
+        return {k: to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_json(v) for v in value]
+    return value
+
+
+def fields_json(record: Any) -> JsonDict:
+    """A dataclass as a JSON object: a key per field, in the fields' order, each ``to_json``."""
+    return {f.name: to_json(getattr(record, f.name)) for f in dataclasses.fields(record)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+_SCALARS: dict[object, tuple[str, Any]] = {
+    str: ("a string", lambda v: isinstance(v, str)),
+    bool: ("true or false", lambda v: isinstance(v, bool)),
+    int: ("an integer", is_int),
+    float: ("a number", is_number),
+}
+
+
+def from_json(cls: type[T], data: object, where: str) -> T:
+    """``cls`` (a dataclass) read from the JSON ``to_json`` wrote; ``PayloadError`` naming the
+    first key (by its path from ``where``) that is missing, of the wrong type or unknown."""
+    return cast(T, _read(cls, data, where))
+
+
+def _read(hint: Any, value: object, where: str) -> Any:
+    """``value`` read as the type ``hint`` at path ``where``."""
+    if hint is Any:
+        return value
+    if hint is None or hint is type(None):
+        if value is not None:
+            raise _bad(where, "null", value)
+        return None
+    origin = get_origin(hint)
+    if origin is Annotated:
+        own = _own(hint)
+        return _read(hint.__origin__, value, where) if own is None else _read_own(hint.__origin__, own, value, where)
+    if origin is Required or origin is NotRequired:  # a TypedDict's key, kept by include_extras
+        return _read(get_args(hint)[0], value, where)
+    if origin is Union or origin is types.UnionType:
+        return _read_union(get_args(hint), value, where)
+    if origin is Literal:
+        choices = get_args(hint)
+        if not any(value == c and type(value) is type(c) for c in choices):
+            raise _bad(where, f"one of {list(choices)}", value)
+        return value
+    if hint in _SCALARS:
+        wanted, ok = _SCALARS[hint]
+        if not ok(value):
+            raise _bad(where, wanted, value)
+        return float(cast(float, value)) if hint is float else value
+    if origin in (list, tuple):
+        return _read_array(hint, origin, value, where)
+    if origin is dict or hint is dict:
+        args = get_args(hint)
+        item = args[1] if args else Any
+        return {k: _read(item, v, f"{where}.{k}") for k, v in _object(value, where).items()}
+    if is_typeddict(hint):
+        return _read_shape(hint, value, where)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _read_record(hint, value, where)
+    raise TypeError(f"{where}: the wire codec does not read {hint!r}")
+
+
+def _object(value: object, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _bad(where, "a JSON object", value)
+    return value
+
+
+def _read_union(options: tuple[Any, ...], value: object, where: str) -> Any:
+    """``X | None``: null, or an X; a union of several types: the first that reads ``value``."""
+    if value is None and type(None) in options:
+        return None
+    others = [o for o in options if o is not type(None)]
+    if len(others) == 1:
+        return _read(others[0], value, where)
+    for option in others:
+        try:
+            return _read(option, value, where)
+        except PayloadError:
+            continue
+    raise _bad(where, " or ".join(_describe(o) for o in options), value)
+
+
+def _describe(hint: Any) -> str:
+    return _SCALARS[hint][0] if hint in _SCALARS else "null" if hint is type(None) else str(hint)
+
+
+def _read_array(hint: Any, origin: type, value: object, where: str) -> Any:
+    """``list[X]``, ``tuple[X, ...]`` or ``tuple[X, Y]`` from a JSON array."""
+    if not isinstance(value, list | tuple):
+        raise _bad(where, "a list", value)
+    args = get_args(hint)
+    if origin is tuple and args and args[-1] is not Ellipsis:
+        if len(value) != len(args):
+            raise _bad(where, f"a list of {len(args)} items", value)
+        return tuple(_read(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True)))
+    item = args[0] if args else Any
+    items = [_read(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return tuple(items) if origin is tuple else items
+
+
+def _read_shape(shape: type, value: object, where: str) -> JsonDict:
+    """A ``TypedDict``: its declared keys only, its required ones present, each of its type."""
+    data = _object(value, where)
+    declared = _hints(shape)
+    unknown = sorted(set(data) - set(declared))
+    if unknown:
+        raise PayloadError(f"{where} has unknown key(s) {unknown}; declared: {sorted(declared)}")
+    missing = sorted(k for k, hint in declared.items() if k not in data and _required(shape, hint))
+    if missing:
+        raise PayloadError(f"{where}.{missing[0]} is missing")
+    return {k: _read(declared[k], v, f"{where}.{k}") for k, v in data.items()}
+
+
+def _required(shape: type, hint: Any) -> bool:
+    """Whether a TypedDict's key must be there. Read from the resolved hint: under ``from
+    __future__ import annotations`` Python 3.11's ``__required_keys__`` does not see ``Required``."""
+    origin = get_origin(hint)
+    return origin is Required or (origin is not NotRequired and bool(getattr(shape, "__total__", True)))
+
+
+def _read_record(cls: type, value: object, where: str) -> Any:
+    """A dataclass: a key per field (a field with a default may be left out), no other keys."""
+    data = _object(value, where)
+    hints = _hints(cls)
+    values: JsonDict = {}
+    for f in dataclasses.fields(cls):
+        if f.name in data:
+            values[f.name] = _read(hints[f.name], data[f.name], f"{where}.{f.name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise PayloadError(f"{where}.{f.name} is missing")
+    unknown = sorted(set(data) - set(values))
+    if unknown:
+        raise PayloadError(f"{where} has unknown key(s) {unknown}")
+    record = cls(**values)
+    check = getattr(record, "_check_json", None)
+    if check is not None:
+        check(where)
+    return record
+
+
+def _read_own(cls: Any, own: OwnJson, value: object, where: str) -> Any:
+    """A type that reads its own JSON (a spec): its refusal becomes the payload's, at ``where``."""
+    data = _object(value, where)
+    try:
+        return cls.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise PayloadError(f"{where} is not {own.what}: {exc}") from None
+
+
+class JsonRecord:
+    """A dataclass whose JSON is its fields (``to_json`` / ``from_json``); ``json_name`` names a
+    whole payload of it in errors (``fusion sweep``)."""
+
+    json_name: ClassVar[str] = ""
+
+    def as_dict(self) -> JsonDict:
+        """Plain data for JSON."""
+        return fields_json(self)
+
+    @classmethod
+    def from_dict(cls: type[R], data: object) -> R:
+        """The inverse of ``as_dict``; ``PayloadError`` naming the first missing, mistyped or
+        unknown key."""
+        return from_json(cls, data, cls.json_name or cls.__name__)
+
+
+__all__ = [
+    "JsonDict",
+    "JsonRecord",
+    "OwnJson",
+    "PayloadError",
+    "fields_json",
+    "from_json",
+    "is_int",
+    "is_number",
+    "to_json",
+]

@@ -60,11 +60,12 @@ from devicelab.fusion.errors import FusionError
 from devicelab.fusion.fuse import FusedKernel, fuse
 from devicelab.fusion.kinds import kind_order
 from devicelab.fusion.pool import OperatorPool, PoolOperator
-from devicelab.fusion.results import CombinationCount, OperatorRef, SweepEnvironment
+from devicelab.fusion.results import CombinationCount, FusionRowRecord, OperatorRef, SweepEnvironment
 from devicelab.fusion.run import ready_fused, ready_subkernel
 from devicelab.fusion.spec import AUTO, LAYOUTS, SweepSpec
 from devicelab.measure.harness import Progress, ReportFn
 from devicelab.measure.stats import summarize
+from devicelab.wire import fields_json
 
 COMBINATION = "combination"
 IDENTICAL = "identical"
@@ -155,34 +156,14 @@ class FusionRow:
         """Whether the fused kernel computed what the sequential run did (None: not run)."""
         return None if self.check is None else self.check.correct
 
+    @property
+    def total_mflops(self) -> float:
+        """The MFLOPs of all its operators."""
+        return sum(self.mflops)
+
     def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON: one stored row."""
-        return {
-            "experiment": self.experiment,
-            "kinds": list(self.kinds),
-            "size": self.size,
-            "instance": self.instance,
-            "variant": self.variant,
-            "rounded": self.rounded,
-            "requested_layout": self.requested_layout,
-            "layout": self.layout,
-            "wave_size": self.wave_size,
-            "operators": [op.as_dict() for op in self.operators],
-            "mflops": list(self.mflops),
-            "total_mflops": sum(self.mflops),
-            "fused_global_size": None if self.fused_global_size is None else list(self.fused_global_size),
-            "fused_local_size": None if self.fused_local_size is None else list(self.fused_local_size),
-            "padding": self.padding,
-            "padding_fraction": self.padding_fraction,
-            "sequential": None if self.sequential is None else self.sequential.as_dict(),
-            "fused": None if self.fused is None else self.fused.as_dict(),
-            "throughput": self.throughput,
-            "throughput_noise": self.throughput_noise,
-            "throughput_wall": self.throughput_wall,
-            "correct": self.correct,
-            "check": None if self.check is None else self.check.as_dict(),
-            "error": self.error,
-        }
+        """Plain data for JSON: one stored row, ``FusionRowRecord``'s fields."""
+        return FusionRowRecord.of(self).as_dict()
 
 
 @dataclass(frozen=True)
@@ -206,24 +187,8 @@ class SweepResult:
     environment: SweepEnvironment = field(default_factory=lambda: SweepEnvironment())
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {
-            "device": self.device,
-            "wave_size": self.wave_size,
-            "precision": self.precision,
-            "models": list(self.models),
-            "spec": self.spec.as_dict(),
-            "operators_per_kind": dict(self.operators_per_kind),
-            "representatives": {k: [r.as_dict() for r in refs] for k, refs in self.representatives.items()},
-            "combinations": [c.as_dict() for c in self.combinations],
-            "sampled": self.sampled,
-            "notes": list(self.notes),
-            "rows": [r.as_dict() for r in self.rows],
-            "planned_units": self.planned_units,
-            "measured_units": self.measured_units,
-            "elapsed_s": self.elapsed_s,
-            "environment": dict(self.environment),
-        }
+        """Plain data for JSON: ``FusionSweepRecord``'s."""
+        return fields_json(self)
 
 
 # ---------------------------------------------------------------------------------------------

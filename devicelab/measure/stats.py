@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
-from devicelab.wire import Fields, read
+from devicelab.wire import JsonRecord
 
 # A coefficient of variation above this marks a measurement as noisy: the samples spread so
 # much that a mean alone would mislead (the lab reports it and flags it, never hides it).
@@ -16,7 +15,7 @@ HIGH_CV = 0.05
 
 
 @dataclass(frozen=True)
-class SampleStats:
+class SampleStats(JsonRecord):
     """Robust summary of timing samples, in milliseconds."""
 
     n: int
@@ -29,31 +28,7 @@ class SampleStats:
     cv: float
     noisy: bool
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return asdict(self)
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> SampleStats:
-        """Read back from ``as_dict``'s JSON (``PayloadError`` naming a missing or mistyped key)."""
-        stats = cls(
-            n=f.integer("n"),
-            mean=f.number("mean"),
-            median=f.number("median"),
-            p90=f.number("p90"),
-            std=f.number("std"),
-            min=f.number("min"),
-            max=f.number("max"),
-            cv=f.number("cv"),
-            noisy=f.flag("noisy"),
-        )
-        f.done()
-        return stats
-
-    @classmethod
-    def from_dict(cls, data: object) -> SampleStats:
-        """The inverse of ``as_dict``."""
-        return read(data, "stats", cls.from_fields)
+    json_name = "stats"
 
 
 def summarize(samples_ms: Sequence[float]) -> SampleStats:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypedDict, cast
+from typing import Annotated, Required, TypedDict
 
 from devicelab.tenancy.sweep import SharingSpec
-from devicelab.wire import Fields, JsonDict, PayloadError, optional_number, read
+from devicelab.wire import JsonDict, JsonRecord, OwnJson, PayloadError, is_number
 
 
 class OpenCLRuntime(TypedDict, total=False):
@@ -30,7 +30,7 @@ class SharingDevice(TypedDict, total=False):
     """What a sweep's rows were measured on (``tenancy.sweep.device_description``)."""
 
     identity: str  # the lab's identity of the OpenCL device
-    name: str  # the device's name
+    name: Required[str]  # the device's name
     platform: str  # the OpenCL platform's name
     platform_version: str  # the platform's OpenCL version string
     driver_version: str  # the device's driver version
@@ -43,55 +43,25 @@ class SharingDevice(TypedDict, total=False):
 
 
 @dataclass(frozen=True)
-class Throughput:
+class Throughput(JsonRecord):
     """A row's throughput: of the median makespan, and per timed round."""
 
     gflops: float | None
     per_s: float | None  # requests served per second
     gflops_samples: tuple[float | None, ...]
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {"gflops": self.gflops, "per_s": self.per_s, "gflops_samples": list(self.gflops_samples)}
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> Throughput:
-        """Read back from ``as_dict``'s JSON."""
-        samples = f.array("gflops_samples")
-        for i, v in enumerate(samples):
-            if not optional_number(v):
-                raise PayloadError(f"{f.path('gflops_samples')}[{i}] must be a number or null, got {v!r:.80}")
-        out = cls(
-            gflops=f.optional("gflops", f.number),
-            per_s=f.optional("per_s", f.number),
-            gflops_samples=tuple(None if v is None else float(v) for v in samples),
-        )
-        f.done()
-        return out
-
 
 @dataclass(frozen=True)
-class Latency:
+class Latency(JsonRecord):
     """A row's request latencies (ms): pooled percentiles, and each tenant's."""
 
     p50: float
     p99: float
     per_tenant: tuple[JsonDict, ...]  # tenant, p50, p99, samples
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {"p50": self.p50, "p99": self.p99, "per_tenant": list(self.per_tenant)}
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> Latency:
-        """Read back from ``as_dict``'s JSON."""
-        out = cls(p50=f.number("p50"), p99=f.number("p99"), per_tenant=f.objs("per_tenant"))
-        f.done()
-        return out
-
 
 @dataclass(frozen=True)
-class Straggler:
+class Straggler(JsonRecord):
     """The slowest tenant against the fastest, by median latency."""
 
     fastest_tenant: int
@@ -101,34 +71,9 @@ class Straggler:
     gap_ms: float
     gap_ratio: float | None  # None when the fastest median is 0
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {
-            "fastest_tenant": self.fastest_tenant,
-            "slowest_tenant": self.slowest_tenant,
-            "fastest_p50_ms": self.fastest_p50_ms,
-            "slowest_p50_ms": self.slowest_p50_ms,
-            "gap_ms": self.gap_ms,
-            "gap_ratio": self.gap_ratio,
-        }
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> Straggler:
-        """Read back from ``as_dict``'s JSON."""
-        out = cls(
-            fastest_tenant=f.integer("fastest_tenant"),
-            slowest_tenant=f.integer("slowest_tenant"),
-            fastest_p50_ms=f.number("fastest_p50_ms"),
-            slowest_p50_ms=f.number("slowest_p50_ms"),
-            gap_ms=f.number("gap_ms"),
-            gap_ratio=f.optional("gap_ratio", f.number),
-        )
-        f.done()
-        return out
-
 
 @dataclass(frozen=True)
-class SharingRowRecord:
+class SharingRowRecord(JsonRecord):
     """One strategy at one R on one workload, as stored (``SharingRow.as_dict()``)."""
 
     workload: JsonDict  # name, kind ("sgemm" or "network") and its sizes and FLOPs
@@ -147,55 +92,14 @@ class SharingRowRecord:
     checks: JsonDict  # "correct" and each check's own report
     network: JsonDict | None
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON: one stored row."""
-        return {
-            "workload": dict(self.workload),
-            "tenants": self.tenants,
-            "strategy": self.strategy,
-            "status": self.status,
-            "error": self.error,
-            "served_per_step": self.served_per_step,
-            "launches_per_step": self.launches_per_step,
-            "makespan_ms": self.makespan_ms,
-            "device_ms": self.device_ms,
-            "throughput": None if self.throughput is None else self.throughput.as_dict(),
-            "latency_ms": None if self.latency_ms is None else self.latency_ms.as_dict(),
-            "straggler": None if self.straggler is None else self.straggler.as_dict(),
-            "memory": dict(self.memory),
-            "checks": dict(self.checks),
-            "network": self.network,
-        }
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> SharingRowRecord:
-        """Read back from ``as_dict``'s JSON."""
-        workload = f.obj("workload")
+    def _check_json(self, where: str) -> None:
+        """The keys of its JSON objects that the server reads."""
         for key in ("name", "kind"):
-            if not isinstance(workload.get(key), str):
-                raise PayloadError(f"{f.path('workload')}.{key} must be a string, got {workload.get(key)!r:.80}")
-        memory_bytes = f.obj("memory").get("bytes")
-        if memory_bytes is not None and not optional_number(memory_bytes):
-            raise PayloadError(f"{f.path('memory')}.bytes must be a number or null, got {memory_bytes!r:.80}")
-        row = cls(
-            workload=workload,
-            tenants=f.integer("tenants"),
-            strategy=f.text("strategy"),
-            status=f.text("status"),
-            error=f.text("error"),
-            served_per_step=f.integer("served_per_step"),
-            launches_per_step=f.integer("launches_per_step"),
-            makespan_ms=f.optional("makespan_ms", f.obj),
-            device_ms=f.optional("device_ms", f.obj),
-            throughput=f.optional("throughput", lambda k: f.record(k, Throughput.from_fields)),
-            latency_ms=f.optional("latency_ms", lambda k: f.record(k, Latency.from_fields)),
-            straggler=f.optional("straggler", lambda k: f.record(k, Straggler.from_fields)),
-            memory=f.obj("memory"),
-            checks=f.obj("checks"),
-            network=f.optional("network", f.obj),
-        )
-        f.done()
-        return row
+            if not isinstance(self.workload.get(key), str):
+                raise PayloadError(f"{where}.workload.{key} must be a string, got {self.workload.get(key)!r:.80}")
+        memory_bytes = self.memory.get("bytes")
+        if memory_bytes is not None and not is_number(memory_bytes):
+            raise PayloadError(f"{where}.memory.bytes must be a number or null, got {memory_bytes!r:.80}")
 
     @property
     def workload_name(self) -> str:
@@ -224,11 +128,11 @@ class SharingRowRecord:
 
 
 @dataclass(frozen=True)
-class SharingSweepRecord:
+class SharingSweepRecord(JsonRecord):
     """A sharing sweep as it crosses to the server (``sharing_on_device``'s result)."""
 
     format: int  # the layout of ``SharingResult.as_dict()``
-    spec: SharingSpec
+    spec: Annotated[SharingSpec, OwnJson("a sharing spec")]
     device: SharingDevice
     ceiling: JsonDict | None  # numpy's SGEMM GFLOP/s on the host, or the error that stopped it
     rows: tuple[SharingRowRecord, ...]
@@ -240,58 +144,7 @@ class SharingSweepRecord:
     complete: bool  # every (workload, R) unit was measured within the budget
     not_measured: tuple[JsonDict, ...]  # the units the budget left out: workload, tenants
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for JSON."""
-        return {
-            "format": self.format,
-            "spec": self.spec.as_dict(),
-            "device": dict(self.device),
-            "ceiling": self.ceiling,
-            "rows": [r.as_dict() for r in self.rows],
-            "table1": list(self.table1),
-            "largest_tenants": list(self.largest_tenants),
-            "notes": list(self.notes),
-            "elapsed_s": self.elapsed_s,
-            "time_budget_s": self.time_budget_s,
-            "complete": self.complete,
-            "not_measured": list(self.not_measured),
-        }
-
-    @classmethod
-    def from_fields(cls, f: Fields) -> SharingSweepRecord:
-        """Read from the JSON ``as_dict`` wrote."""
-        raw_spec = f.obj("spec")
-        try:
-            spec = SharingSpec.from_dict(raw_spec)
-        except (TypeError, ValueError) as exc:
-            raise PayloadError(f"{f.path('spec')} is not a sharing spec: {exc}") from None
-        device = f.shaped("device", SharingDevice)
-        if not isinstance(device.get("name"), str):
-            raise PayloadError(f"{f.path('device')}.name must be a string, got {device.get('name')!r:.80}")
-        if "runtime" in device and not isinstance(device["runtime"], Mapping):
-            raise PayloadError(f"{f.path('device')}.runtime must be a JSON object, got {device['runtime']!r:.80}")
-        record = cls(
-            format=f.integer("format"),
-            spec=spec,
-            device=cast(SharingDevice, device),
-            ceiling=f.optional("ceiling", f.obj),
-            rows=f.records("rows", SharingRowRecord.from_fields),
-            table1=f.objs("table1"),
-            largest_tenants=f.objs("largest_tenants"),
-            notes=f.texts("notes"),
-            elapsed_s=f.number("elapsed_s"),
-            time_budget_s=f.optional("time_budget_s", f.number),
-            complete=f.flag("complete"),
-            not_measured=f.objs("not_measured"),
-        )
-        f.done()
-        return record
-
-    @classmethod
-    def from_dict(cls, data: object) -> SharingSweepRecord:
-        """The inverse of ``as_dict``; ``PayloadError`` naming the first missing, mistyped or
-        unknown key."""
-        return read(data, "sharing sweep", cls.from_fields)
+    json_name = "sharing sweep"
 
     @property
     def workloads(self) -> list[str]:

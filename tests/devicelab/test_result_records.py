@@ -73,7 +73,7 @@ BAD: list[tuple[str, Callable[[], dict[str, Any]], Any, tuple[Any, ...], Any, st
         FusionSweepRecord,
         ("environment", "device_wave_size"),
         "8",
-        "fusion sweep.environment.device_wave_size must be int",
+        "fusion sweep.environment.device_wave_size must be an integer",
     ),
     (
         "plan timing",
