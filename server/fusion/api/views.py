@@ -16,12 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from server.fusion.api.filters import FusionJobFilterSet, FusionRowFilterSet
-from server.fusion.api.requests import (
-    FusionPlanCreateSerializer,
-    FusionPlanRequest,
-    FusionSweepCreateSerializer,
-    FusionSweepRequest,
-)
+from server.fusion.api.requests import FusionPlanCreateSerializer, FusionSweepCreateSerializer
 from server.fusion.api.serializers import (
     FusionJobSerializer,
     FusionPlanDetailSerializer,
@@ -77,12 +72,7 @@ class FusionSweepViewSet(ExperimentJobViewSet):
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Queue a sweep on a device."""
-        incoming = FusionSweepCreateSerializer(data=request.data)
-        incoming.is_valid(raise_exception=True)
-        data: FusionSweepRequest = incoming.validated_data
-        raw = {k: v for k, v in data.items() if k != "device"}
-        job = submit_fusion_sweep(request.team, data["device"], raw, user=request.user)
-        return self.created(job, FusionSweepDetailSerializer)
+        return self.queue_on_device(request, FusionSweepCreateSerializer, submit_fusion_sweep)
 
     @extend_schema(
         summary="A fusion sweep's rows",
@@ -130,9 +120,4 @@ class FusionPlanViewSet(ExperimentJobViewSet):
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Queue a plan on a device."""
-        incoming = FusionPlanCreateSerializer(data=request.data)
-        incoming.is_valid(raise_exception=True)
-        data: FusionPlanRequest = incoming.validated_data
-        raw = {k: v for k, v in data.items() if k != "device"}
-        job = submit_fusion_plan(request.team, data["device"], raw, user=request.user)
-        return self.created(job, FusionPlanDetailSerializer)
+        return self.queue_on_device(request, FusionPlanCreateSerializer, submit_fusion_plan)

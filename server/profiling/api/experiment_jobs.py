@@ -9,7 +9,8 @@ settings' help text, its links, its result serializer and its row filters.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Protocol
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Model, QuerySet
@@ -89,6 +90,13 @@ class RowSerializer(serializers.ModelSerializer):
         return body
 
 
+class SubmitOnDevice(Protocol):
+    """A service that queues a team's job on a device from the rest of its request body
+    (``submit_fusion_sweep``, ``submit_sharing_sweep``)."""
+
+    def __call__(self, team: Any, device: Any, raw: Mapping[str, Any], user: Any = None) -> ProfilingJob: ...
+
+
 class ExperimentJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """The team's jobs of one experiment kind, newest first; a kind with rows pages through them
     with ``rows_response``."""
@@ -119,10 +127,22 @@ class ExperimentJobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, vie
         """The stored result on the detail page."""
         return self.detail_serializer if self.action == "retrieve" else self.list_serializer
 
-    def created(self, job: ProfilingJob, serializer: type[BaseSerializer]) -> Response:
-        """The answer to a queued job: its detail, 201."""
-        body = serializer(job, context=self.get_serializer_context()).data
-        return Response(body, status=status.HTTP_201_CREATED)
+    def request_body(self, request: Request, incoming: type[BaseSerializer]) -> dict[str, Any]:
+        """The request's body as ``incoming`` validates it (with the caller's team in its
+        context); a 400 naming the field otherwise."""
+        body = incoming(data=request.data, context={"team": request.team})
+        body.is_valid(raise_exception=True)
+        return dict(body.validated_data)
+
+    def queue_on_device(self, request: Request, incoming: type[BaseSerializer], submit: SubmitOnDevice) -> Response:
+        """Queue the job the body asks for: ``submit`` takes its ``device`` and the rest."""
+        data = self.request_body(request, incoming)
+        return self.created(submit(request.team, data.pop("device"), data, user=request.user))
+
+    def created(self, job: ProfilingJob, answer: int = status.HTTP_201_CREATED) -> Response:
+        """The answer to a queued job: its detail (201 unless ``answer`` says otherwise)."""
+        body = self.detail_serializer(job, context=self.get_serializer_context()).data
+        return Response(body, status=answer)
 
     def rows_of(self, stored: Any, query: Any) -> QuerySet[Any]:
         """A stored result's rows as ``query`` (a valid ``row_filterset``) narrows them."""
@@ -155,6 +175,7 @@ __all__ = [
     "ExperimentJobSerializer",
     "ExperimentJobViewSet",
     "RowSerializer",
+    "SubmitOnDevice",
     "job_links",
     "stored_result",
     "url_of",

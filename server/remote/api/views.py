@@ -16,7 +16,7 @@ from rest_framework.response import Response
 
 from server.profiling.api.experiment_jobs import ExperimentJobViewSet
 from server.profiling.models import JobKind
-from server.remote.api.requests import RemoteJobFilterSet, RemoteRunCreateSerializer, RemoteRunRequest
+from server.remote.api.requests import RemoteJobFilterSet, RemoteRunCreateSerializer
 from server.remote.api.serializers import RemoteJobSerializer, RemoteRunDetailSerializer
 from server.remote.services import submit_remote_run
 
@@ -69,13 +69,9 @@ class RemoteRunViewSet(ExperimentJobViewSet):
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Queue a run of a model on a device."""
-        incoming = RemoteRunCreateSerializer(data=request.data, context={"team": request.team})
-        incoming.is_valid(raise_exception=True)
-        data: RemoteRunRequest = incoming.validated_data
-        raw = {k: v for k, v in data.items() if k not in ("device", "model")}
-        job = submit_remote_run(request.team, data["model"], data["device"], raw, user=request.user)
-        body = RemoteRunDetailSerializer(job, context=self.get_serializer_context()).data
-        return Response(body, status=status.HTTP_202_ACCEPTED)
+        data = self.request_body(request, RemoteRunCreateSerializer)
+        job = submit_remote_run(request.team, data.pop("model"), data.pop("device"), data, user=request.user)
+        return self.created(job, status.HTTP_202_ACCEPTED)
 
 
 __all__ = ["RemoteRunViewSet"]

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from server.profiling.api.experiment_jobs import ExperimentJobViewSet
 from server.profiling.models import JobKind
 from server.tenancy.api.filters import SharingJobFilterSet, SharingRowFilterSet
-from server.tenancy.api.requests import SharingSweepCreateSerializer, SharingSweepRequest
+from server.tenancy.api.requests import SharingSweepCreateSerializer
 from server.tenancy.api.serializers import SharingJobSerializer, SharingRowSerializer, SharingSweepDetailSerializer
 from server.tenancy.models import SharingMeasurement, SharingSweepResult
 from server.tenancy.services import sharing_rows, submit_sharing_sweep
@@ -74,12 +74,7 @@ class SharingSweepViewSet(ExperimentJobViewSet):
     )
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """Queue a sweep on a device."""
-        incoming = SharingSweepCreateSerializer(data=request.data)
-        incoming.is_valid(raise_exception=True)
-        data: SharingSweepRequest = incoming.validated_data
-        raw = {k: v for k, v in data.items() if k != "device"}
-        job = submit_sharing_sweep(request.team, data["device"], raw, user=request.user)
-        return self.created(job, SharingSweepDetailSerializer)
+        return self.queue_on_device(request, SharingSweepCreateSerializer, submit_sharing_sweep)
 
     @extend_schema(
         summary="A sharing sweep's rows",
