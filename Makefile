@@ -53,10 +53,10 @@ demo-install-check:  ## prove the demo's dependency set installs from wheels alo
 # A server on DATABASE_URL refuses to start without SECRET_KEY; the tests get a throwaway one.
 TEST_SECRET_KEY := test-only-$(shell $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(32))')
 
-# Parallel test processes (pytest-xdist): one per core, each handed the next test when it is free
-# (slow tests come first: tests/conftest.py).
+# Parallel test processes (pytest-xdist): one per core, each with a share of the tests; an idle one
+# takes the rest of a busy one's (slow tests are spread through the shares: tests/conftest.py).
 TEST_PROCESSES ?= auto
-PYTEST := $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist load
+PYTEST := $(BIN)/python -m pytest -n $(TEST_PROCESSES) --dist worksteal
 
 test: $(DEV_STAMP)  ## the whole test suite (PostgreSQL/Redis when DATABASE_URL/CELERY_BROKER_URL are set)
 	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(PYTEST)

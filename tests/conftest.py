@@ -41,9 +41,18 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Slow tests first (the end-to-end conftest marks its tests slow before this runs): spread
-    over parallel processes at the start, the quick ones fill the gaps at the end."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """Slow tests spread evenly through the run (the end-to-end conftest marks its tests slow
+    before this runs). ``make test`` splits the list into one contiguous share per process and an
+    idle process takes the tail of another's (pytest-xdist's worksteal): spread out, every share
+    holds as many slow tests, and what is stolen at the end is quick."""
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if not slow or len(slow) == len(items):
+        return
+    quick = [item for item in items if item.get_closest_marker("slow") is None]
+    step = len(items) / len(slow)
+    slots = {int(i * step) for i in range(len(slow))}
+    slow_left, quick_left = iter(slow), iter(quick)
+    items[:] = [next(slow_left) if i in slots else next(quick_left) for i in range(len(items))]
 
 
 def pytest_configure(config: pytest.Config) -> None:

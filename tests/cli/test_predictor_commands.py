@@ -8,13 +8,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.request
+from typing import Any
 
 import pytest
 
 from tests.cli.test_demo_command import _free_port
 from tests.cli.test_service_commands import _cli, _embedded_env
+from tests.waiting import wait_for
 
 
 def test_qed_import_reads_the_public_dataset_as_published(tmp_path):
@@ -101,23 +102,26 @@ def test_up_runs_a_trainer_that_trains_requested_predictors(tmp_path):
         text=True,
     )
     try:
-        deadline = time.monotonic() + 240
-        devices = None
-        while devices is None:
+
+        def devices_or_none() -> Any:
             try:
-                devices = _api(port, token, "devices/")
+                return _api(port, token, "devices/")
             except OSError:
-                assert time.monotonic() < deadline, "the web server did not come up"
-                time.sleep(0.5)
+                return None
+
+        devices = wait_for(devices_or_none, 240, "the web server to come up", interval=0.5)
         phone = next(d for d in devices["results"] if d["name"] == "a03s")
         assert phone["kind"] == "imported" and phone["status"] == "offline"
         queued = _api(port, token, "predictors/", {"device": phone["id"], "method": "lasso", "search": "fast"})
         assert queued["state"] == "queued"
         state = queued
-        while state["state"] not in ("ready", "failed"):
-            assert time.monotonic() < deadline, f"predictor still {state['state']}: {state['progress_message']}"
-            time.sleep(1)
+
+        def trained() -> bool:
+            nonlocal state
             state = _api(port, token, f"predictors/{queued['id']}/")
+            return state["state"] in ("ready", "failed")
+
+        wait_for(trained, 240, lambda: f"the predictor, still {state['state']}: {state['progress_message']}", 1)
         assert state["state"] == "ready", state["failure_reason"]
         assert state["evaluation"]["protocol"] == "grouped 5-fold cv"
     finally:

@@ -7,13 +7,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
 import pytest
 
 from tests.cli.test_demo_command import _free_port
+from tests.waiting import wait_for
 
 
 def _embedded_env(tmp_path) -> dict[str, str]:
@@ -64,27 +64,29 @@ def test_up_serves_the_api_with_a_registered_worker_and_stops_on_ctrl_c(tmp_path
         text=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        schema = None
-        while time.monotonic() < deadline and schema is None:
+
+        def schema_or_none() -> bytes | None:
             try:
-                schema = urllib.request.urlopen(f"http://127.0.0.1:{port}/api/schema/", timeout=5).read()
+                return bytes(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/schema/", timeout=5).read())
             except OSError:
-                time.sleep(0.5)
-        assert schema and b"/api/jobs/" in schema
+                return None
+
+        schema = wait_for(schema_or_none, 120, "the API of latencylab up", interval=0.5)
+        assert b"/api/jobs/" in schema
         with pytest.raises(urllib.error.HTTPError) as denied:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/api/jobs/", timeout=5)
         assert denied.value.code == 401
         db = tmp_path / "var" / "latencylab.sqlite3"
-        online = 0
-        while time.monotonic() < deadline and not online:
-            (online,) = (
+
+        def online_cpus() -> int:
+            (count,) = (
                 sqlite3.connect(db)
                 .execute("select count(*) from devices_device where status = 'online' and kind = 'cpu'")
                 .fetchone()
             )
-            time.sleep(0.5)
-        assert online == 1
+            return int(count)
+
+        assert wait_for(online_cpus, 120, "the host CPU to come online", interval=0.5) == 1
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -14,6 +13,7 @@ import pytest
 
 from tests.cli.test_demo_command import _free_port
 from tests.cli.test_service_commands import _embedded_env
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -33,11 +33,12 @@ def test_up_reports_each_embedded_default_once(tmp_path: Path) -> None:
     try:
         # Up once the device's Celery worker and the trainer's say they are ready (each has made
         # its broker connections by then); gunicorn has loaded the settings before the API answers.
-        deadline = time.monotonic() + 180
-        while log.read_text(errors="replace").count(" ready.") < 2:
+
+        def both_ready() -> bool:
             assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, log.read_text(errors="replace")[-3000:]
-            time.sleep(0.5)
+            return log.read_text(errors="replace").count(" ready.") >= 2
+
+        wait_for(both_ready, 180, lambda: log.read_text(errors="replace")[-3000:], interval=0.5)
         children = psutil.Process(proc.pid).children(recursive=True)
         assert len(children) >= 4  # gunicorn, the worker and its device process, the trainer
         inherited = {p.environ().get("LATENCYLAB_DEFAULTS_REPORTED") for p in children}

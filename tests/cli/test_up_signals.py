@@ -9,7 +9,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import pytest
 
 from tests.cli.test_demo_command import _free_port
 from tests.cli.test_service_commands import _embedded_env
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -51,13 +51,12 @@ class Up:
 
     def wait_serving(self, timeout: float = 180) -> None:
         """Until the API answers and the worker's CPU is online."""
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def serving() -> bool:
             assert self.proc.poll() is None, f"up exited with {self.proc.returncode}:\n{self.tail()}"
-            if self.api_answers() and self.online_cpus() == 1:
-                return
-            assert time.monotonic() < deadline, f"up did not come up:\n{self.tail()}"
-            time.sleep(0.5)
+            return self.api_answers() and self.online_cpus() == 1
+
+        wait_for(serving, timeout, lambda: f"up to come up:\n{self.tail()}", interval=0.5)
 
     def api_answers(self) -> bool:
         try:
@@ -149,16 +148,14 @@ def test_sigterm_stops_up_and_a_killed_worker_is_started_again(start_up: type[Up
     up.wait_serving()
     worker = up.child("worker")
     worker.kill()  # SIGKILL: its device processes follow it (parent-death signal)
-    deadline = time.monotonic() + 120
-    while True:
+
+    def restarted() -> bool:
         try:
-            again = up.child("worker")
-            if again.pid != worker.pid:
-                break
-        except AssertionError:
-            pass
-        assert time.monotonic() < deadline, f"the worker was not started again:\n{up.tail()}"
-        time.sleep(0.5)
+            return up.child("worker").pid != worker.pid
+        except AssertionError:  # no worker child right now
+            return False
+
+    wait_for(restarted, 120, lambda: f"the worker to be started again:\n{up.tail()}", interval=0.5)
     assert up.proc.poll() is None and up.api_answers(), "one dead worker took the service down"
     # the whole log: the restarted worker's banner can push the line out of the tail
     assert "the worker was killed by SIGKILL; starting it again" in up.log.read_text(errors="replace")

@@ -9,21 +9,18 @@ the end of the session fails. So every client is closed and the serving threads 
 from __future__ import annotations
 
 import threading
-import time
 
 from latencylab.client import Client
+from tests.waiting import wait_for
 
 
 def wait_for_request_threads(timeout: float = 15) -> None:
     """Wait until no live-server thread is still serving a connection (they end once clients hang up)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        serving = [t for t in threading.enumerate() if "process_request_thread" in t.name]
-        if not serving:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{len(serving)} live-server connection(s) still open after {timeout:.0f} s")
-        time.sleep(0.05)
+
+    def serving() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if "process_request_thread" in t.name]
+
+    wait_for(lambda: not serving(), timeout, lambda: f"{len(serving())} live-server connection(s) to close", 0.05)
 
 
 class LiveClients:

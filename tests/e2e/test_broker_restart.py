@@ -8,7 +8,6 @@ import logging
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 
 from tests.brokers import broker
 from tests.e2e.helpers import LONG, QUICK, job_row, long_graph, submit, tiny_graph, upload, wait_finished, wait_running
+from tests.waiting import wait_for
 
 REDIS_SERVER = shutil.which("redis-server")
 
@@ -39,15 +39,15 @@ class OwnRedis:
         assert REDIS_SERVER is not None
         cmd = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
         self.proc = subprocess.Popen(cmd, cwd=self.folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while True:
+
+        def listening() -> bool:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
+                return True
             except OSError:
-                if time.monotonic() > deadline:
-                    raise AssertionError("our own redis-server did not start") from None
-                time.sleep(0.1)
+                return False
+
+        wait_for(listening, 20, "our own redis-server to listen")
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ from devicelab.predict.batch import answer_items
 from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer
 from devicelab.predict.parallel import BatchPool, chunks
 from devicelab.predict.predictor import Scenario, ScenarioPredictor, train_predictor
+from tests.waiting import wait_for
 
 DEVICE = "s10"
 
@@ -104,13 +104,15 @@ def test_a_worker_that_dies_loses_nothing(predictor: ScenarioPredictor, items: l
     assert same(pool.answer("s10", predictor, items)[0], expected)
     (pid,) = pool.worker_pids()
     os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def gone() -> bool:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            break
-        time.sleep(0.05)
+            return True
+        return False
+
+    wait_for(gone, 10, f"pool worker {pid} to die", interval=0.05)
     # The dead worker's chunk is answered here; the pool starts a new worker for the next batch.
     assert same(pool.answer("s10", predictor, items)[0], expected)
     assert pool.chunks_answered["fallback"] + pool.chunks_answered["caller"] >= 3
