@@ -90,6 +90,7 @@ def test_stored_rows_give_the_samples_the_qed_reader_gives(imported: Any) -> Non
         assert [(k.type, k.ops) for k in mine.deduced or ()] == [(k.type, k.ops) for k in s.deduced or ()]
 
 
+@pytest.mark.slow
 def test_a_phone_predictor_trains_with_grouped_cross_validation(imported: Any) -> None:
     from server.devices.models import Device
     from server.predictors.models import PredictorState

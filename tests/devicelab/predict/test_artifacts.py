@@ -22,6 +22,9 @@ from devicelab.predict.models import METHODS
 from devicelab.predict.predictor import Scenario, ScenarioPredictor, train_predictor
 from devicelab.predict.records import ProfileRecord
 
+# The first test here pays for the session's host-CPU profiles (conftest.cpu_records, about 30 s).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def cpu_predictors(cpu_records: dict[str, list[ProfileRecord]]) -> dict[str, ScenarioPredictor]:

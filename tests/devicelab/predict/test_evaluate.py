@@ -66,6 +66,7 @@ def test_qed_gpu_end_to_end_meets_the_target(qed_rows: list, qed_e2e: dict, devi
     assert "conv2d" in report.kernel_mape
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["lasso", "rf", "gbdt", "mlp"])
 def test_each_method_predicts_held_out_phone_networks(qed_rows: list, qed_e2e: dict, method: str) -> None:
     """Every method, trained on four fifths of the phone's networks, predicts the other fifth

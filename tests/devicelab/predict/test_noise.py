@@ -44,6 +44,7 @@ def test_oracle_floor_recovers_the_floor_of_known_noise(name: str) -> None:
     assert got == pytest.approx(_true_floor(noise), rel=0.3, abs=0.002)
 
 
+@pytest.mark.slow
 def test_the_floor_grows_with_the_noise_and_falls_with_more_rounds() -> None:
     quiet = oracle_floor(_rounds(NOISES["quiet 1 %"]).tolist())["oracle_mape"]
     loud = oracle_floor(_rounds(NOISES["half-normal 8 %"]).tolist())["oracle_mape"]
@@ -54,6 +55,7 @@ def test_the_floor_grows_with_the_noise_and_falls_with_more_rounds() -> None:
     assert nine["oracle_mape"] < three["oracle_mape"]
 
 
+@pytest.mark.slow
 def test_interference_is_told_from_jitter() -> None:
     jitter = oracle_floor(_rounds(NOISES["normal 4 %"]).tolist())
     bursts = oracle_floor(_rounds(lambda rng, s: rng.exponential(0.04, s)).tolist())

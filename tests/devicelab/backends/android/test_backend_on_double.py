@@ -165,6 +165,7 @@ def test_an_uploaded_tflite_runs_as_uploaded(farm: AdbDouble) -> None:
     assert len(rows) == len(graph.operators) and any(t.kernel == "CONV_2D" and t.stats for t in rows)
 
 
+@pytest.mark.slow
 def test_a_hot_phone_is_waited_for_then_flagged_when_it_stays_hot(farm: AdbDouble) -> None:
     info, phone = pixel(farm)
     for zone in phone.temps_c:
