@@ -1,5 +1,6 @@
 """A model uploaded through the API is profiled by a real worker process on the host CPU, and
-GET /api/jobs/{id}/ returns its per-operator timings."""
+GET /api/jobs/{id}/ returns its per-operator timings and, asked for, the time breakdown of one
+inference (the other end-to-end jobs skip it: tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def test_uploaded_model_is_profiled_by_the_worker(start_worker: Any, e2e_api: An
 
     graph = tiny_graph("api-net")
     model_id = upload(e2e_api, graph)
-    job_id = submit(e2e_api, model_id, device.pk, QUICK)
+    job_id = submit(e2e_api, model_id, device.pk, {**QUICK, "breakdown": True})
 
     job = wait_finished(job_id)
     assert job.state == "succeeded", job.failure_reason
@@ -43,3 +44,9 @@ def test_uploaded_model_is_profiled_by_the_worker(start_worker: Any, e2e_api: An
     assert conv["mean"] is not None and conv["input_shapes"] == [[1, 3, 16, 16]]
     fused = [o for o in ops if o["mean"] is None]
     assert all(o["fused_into"] for o in fused)
+    # The time breakdown of one inference: the photos' preparation on this machine, then the model.
+    breakdown = result["time_breakdown"]
+    assert breakdown["applicable"] and breakdown["input"]["shape"] == [1, 3, 16, 16]
+    for pipeline in breakdown["pipelines"]:
+        stages = {s["name"]: s for s in pipeline["stages"]}
+        assert stages["decode"]["median_ms"] > 0 and stages["inference"]["samples_ms"] == result["samples_ms"]
