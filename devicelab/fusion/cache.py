@@ -13,11 +13,11 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 
 import pyopencl as cl
 
+from devicelab.backends.opencl.build import build_program
 from devicelab.backends.opencl.devices import FoundDevice, context_for
 from devicelab.backends.opencl.programs import KernelLimits
 from devicelab.fusion.errors import FusionError
@@ -61,9 +61,7 @@ class ProgramsBySource:
                 return hit, False
             t0 = time.perf_counter_ns()
             try:
-                with warnings.catch_warnings():  # a successful build's log is noise
-                    warnings.simplefilter("ignore", cl.CompilerWarning)
-                    program = cl.Program(context_for(found), source).build(options=list(options))
+                program = build_program(context_for(found), source, options)
             except cl.RuntimeError as e:
                 raise FusionError(
                     f"kernel {kernel_name!r} does not build on {found.limits.name!r}: {str(e).strip()[:2000]}"

@@ -20,6 +20,7 @@ from typing import cast
 
 import pyopencl as cl
 
+from devicelab.backends.opencl.build import build_program
 from devicelab.backends.opencl.devices import FoundDevice
 
 GEMM_SOURCE = "sgemm_batched"
@@ -70,7 +71,7 @@ class ProgramBuilds:
                 warnings.simplefilter("ignore", cl.CompilerWarning)
                 if binary is None:
                     code = kernel_source(source) if text is None else text
-                    program = cl.Program(ctx, code).build(options=list(options))
+                    program = build_program(ctx, code, options)
                     binaries = cast("list[bytes]", program.get_info(cl.program_info.BINARIES))  # one per device
                     self._binaries[(found.identity, source, options)] = binaries[0]
                 else:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -39,6 +38,7 @@ from typing import Any
 import pyopencl as cl
 
 from devicelab.backends.base import BackendError
+from devicelab.backends.opencl.build import build_program
 from devicelab.backends.opencl.devices import FoundDevice, context_for
 from devicelab.backends.opencl.plan import KERNELS
 
@@ -173,9 +173,7 @@ class ProgramCache:
     ) -> BuiltProgram:
         t0 = time.perf_counter_ns()
         try:
-            with warnings.catch_warnings():  # a successful build's log (PoCL's loop remarks) is noise
-                warnings.simplefilter("ignore", cl.CompilerWarning)
-                program = cl.Program(ctx, program_source(name, precision)).build(options=list(options))
+            program = build_program(ctx, program_source(name, precision), options)
         except cl.RuntimeError as e:  # a build failure: the log says why
             raise BackendError(
                 f"opencl backend: kernel {name!r} does not build on {found.limits.name!r} "
