@@ -9,10 +9,15 @@ checkpoints it is given, a lower bound, and says so (``method``).
 
 The peak is reported above a baseline read at the start: the model's own memory (the runtime's
 session, its arena, weights, the inputs), not the interpreter and the libraries already loaded.
+Before that reading, memory the process freed earlier goes back to the system (glibc's
+``malloc_trim``): kept resident for reuse, it would hold a run's allocations without the resident
+set growing, and a process that ran something bigger before would see the run take nothing.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +41,18 @@ def _vm_hwm_bytes() -> int | None:
     except OSError:
         return None
     return int(found.group(1)) * 1024 if found else None
+
+
+def _return_freed_memory() -> None:
+    """Give the memory the C allocator keeps for reuse back to the system (glibc; elsewhere nothing)."""
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return
+    trim(0)
 
 
 def _reset_high_water_mark() -> bool:
@@ -74,6 +91,7 @@ class PeakRss:
 
     def __init__(self) -> None:
         self._process = psutil.Process()
+        _return_freed_memory()
         self.baseline = self._process.memory_info().rss
         self.exact = _reset_high_water_mark() and _vm_hwm_bytes() is not None
         self._sampled = self.baseline
