@@ -14,9 +14,13 @@ def broker(monkeypatch: pytest.MonkeyPatch, url: str) -> Iterator[None]:
     """Send through ``url`` inside the block.
 
     Celery reads ``CELERY_BROKER_URL`` from the environment before its own setting, so both
-    change. kombu keeps one connection pool per broker URL for the whole process: the block's
-    pool is closed on the way out, the session broker's is left open for the tests after it.
+    change. kombu keeps its connection and producer pools in process-wide registries keyed by
+    the broker's URL: on the way out the block's pools are closed and the registries emptied, or
+    the next test in this process to name the same URL would be handed a closed pool ("Acquire on
+    closed pool" instead of the broker's own refusal). The session broker's pools are made anew.
     """
+    import kombu.pools
+
     from server.taskqueue import app
 
     def switch(to: str) -> None:
@@ -32,5 +36,6 @@ def broker(monkeypatch: pytest.MonkeyPatch, url: str) -> Iterator[None]:
             yield
         finally:
             app.pool.force_close_all()
+            kombu.pools.reset()
     switch(before)
     assert app.conf.broker_url == before
