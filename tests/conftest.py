@@ -60,13 +60,15 @@ def pytest_configure(config: pytest.Config) -> None:
     from django.conf import settings
     from django.core.servers.basehttp import WSGIRequestHandler
 
+    from server.env import env_bool
+
     # Django's test server writes a response's headers and body in separate sends; with Nagle's
     # algorithm on, the body waits for the client's delayed ACK of the headers: 40 ms a request
     # (schemathesis' 4,000 requests spent 200 s so). gunicorn, which serves real requests, sets
     # TCP_NODELAY itself.
     WSGIRequestHandler.disable_nagle_algorithm = True
 
-    settings.LATENCYLAB_TIME_BREAKDOWN = os.environ["LATENCYLAB_TIME_BREAKDOWN"].lower() in ("1", "true", "yes", "on")
+    settings.LATENCYLAB_TIME_BREAKDOWN = env_bool("LATENCYLAB_TIME_BREAKDOWN", True)
 
 
 @dataclass
