@@ -1,8 +1,13 @@
-"""The Celery app, and how the server hands work to the workers: by task name, on a named queue.
+"""The Celery app, and how the server hands work out: by task name, on a named queue.
 
-The server never imports ``workers``: it sends a task by the name the worker registers it under
-(the names below), and the worker's task modules import this app to register them. A message
-carries nothing but a row id; the job or predictor row is the truth, and the task reloads it.
+Two kinds of process consume the queues. A lab worker (``workers``, on a lab machine) runs the
+profiling task; the server never imports ``workers`` and sends that task by the name the worker
+registers it under (``PROFILING_TASK``). The trainer (``server.trainer``, with the server) runs
+the server's own slow tasks: predictor trainings and tables (``server.predictors.tasks``), parses
+of big uploads (``server.networks.tasks``) and model-selection simulations
+(``server.selection.tasks``), which ``server.celery_app`` registers; the web process sends those
+by name too and never imports them. A message carries nothing but a row id; the job, predictor,
+model or simulation row is the truth, and the task reloads it.
 
 Every device has its own queue (``device.<pk>``), consumed only by that device's process; the
 trainer consumes ``predictors`` and ``models`` (big uploads to parse). All sit behind
@@ -35,12 +40,14 @@ log = logging.getLogger(__name__)
 app = Celery("latencylab")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
-# The names the workers register their tasks under (workers/tasks.py, workers/training_tasks.py).
+# The name the lab worker registers its task under (workers/tasks.py).
 PROFILING_TASK = "workers.tasks.run_profiling_job"
-TRAINING_TASK = "workers.training_tasks.train_predictor"
-TABLE_TASK = "workers.training_tasks.build_architecture_table"
-MODEL_PARSE_TASK = "workers.model_tasks.parse_model"
-SIMULATION_TASK = "workers.selection_tasks.run_selection_simulation"
+# The names of the trainer's tasks (server/predictors/tasks.py, server/networks/tasks.py,
+# server/selection/tasks.py).
+TRAINING_TASK = "server.predictors.tasks.train_predictor"
+TABLE_TASK = "server.predictors.tasks.build_architecture_table"
+MODEL_PARSE_TASK = "server.networks.tasks.parse_model"
+SIMULATION_TASK = "server.selection.tasks.run_selection_simulation"
 
 
 def uses_filesystem_broker() -> bool:
@@ -168,6 +175,7 @@ def purge_queues(prefix: str) -> int:
 __all__ = [
     "MODEL_PARSE_TASK",
     "PROFILING_TASK",
+    "SIMULATION_TASK",
     "TABLE_TASK",
     "TRAINING_TASK",
     "app",

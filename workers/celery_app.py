@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from server.taskqueue import app, uses_filesystem_broker
 
-app.conf.imports = ("workers.tasks", "workers.training_tasks", "workers.model_tasks", "workers.selection_tasks")
+app.conf.imports = ("workers.tasks",)
 
 
 __all__ = ["app", "uses_filesystem_broker"]

@@ -38,7 +38,7 @@ def add_parsers(sub: Any) -> None:
     add_worker_arguments(worker)
     worker.set_defaults(func=run_worker)
 
-    from workers.trainer import add_arguments as add_trainer_arguments
+    from server.trainer import add_arguments as add_trainer_arguments
 
     trainer = sub.add_parser("trainer", help="run the Celery process that trains latency predictors")
     add_trainer_arguments(trainer)
@@ -135,7 +135,7 @@ def run_worker(args: argparse.Namespace) -> int:
 def run_trainer(args: argparse.Namespace) -> int:
     """``latencylab trainer``: the Celery process that trains predictors (queue ``predictors``)."""
     setup_django()
-    from workers.trainer import run_from_args
+    from server.trainer import run_from_args
 
     migrate()
     return run_from_args(args)

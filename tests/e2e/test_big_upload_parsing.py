@@ -1,5 +1,5 @@
 """A big upload is answered at once (202, ``parsing``) and parsed by a real trainer process
-(``python -m workers.trainer``, queue ``models``): ``ready`` with its operators, or ``failed``
+(``python -m server.trainer``, queue ``models``): ``ready`` with its operators, or ``failed``
 naming the node; a parse whose message was lost is sent again when the trainer starts."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A predictor requested through the API is trained by a real trainer process (``python -m
-workers.trainer``, its own queue) and then answers predictions."""
+server.trainer``, its own queue) and then answers predictions."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def start_trainer(transactional_db: None, queue_prefix: str, tmp_path: Path) -> 
     def start() -> subprocess.Popen[bytes]:
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "workers.trainer", "--loglevel", "INFO"],
+                [sys.executable, "-m", "server.trainer", "--loglevel", "INFO"],
                 cwd=REPO,
                 env=env,
                 stdout=log,

@@ -27,7 +27,7 @@ def private_prefix(settings: Any) -> Iterator[str]:
 
 def _messages() -> list[int]:
     """Predictor ids of the training messages waiting on the trainer's queue, taken out."""
-    from workers.celery_app import app
+    from server.celery_app import app
 
     found = []
     with app.connection_for_read() as conn:

@@ -1,7 +1,7 @@
 """The trainer's tasks: train a predictor, compute its NAS-Bench-201 table.
 
 They run on their own queue (``predictors``, behind ``LATENCYLAB_QUEUE_PREFIX``), consumed by
-the trainer process (``latencylab trainer`` / ``python -m workers.trainer``), never by a
+the trainer process (``latencylab trainer`` / ``python -m server.trainer``), never by a
 device's process: training takes a core for minutes and would disturb the measurements a
 device process makes. Thin like the profiling task: each takes the predictor's id, and the
 services claim the row with a conditional update, so a duplicate message does nothing.
@@ -14,10 +14,9 @@ import logging
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
-from server.taskqueue import TABLE_TASK, TRAINING_TASK
-from workers.celery_app import app
+from server.taskqueue import TABLE_TASK, TRAINING_TASK, app
 
-log = logging.getLogger("latencylab.workers")
+log = logging.getLogger("latencylab.trainer")
 
 
 def _limit_reason(task: Task) -> str:

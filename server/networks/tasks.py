@@ -2,7 +2,7 @@
 server (``server.networks.services.receive_model``) and finished here, ``ready`` or ``failed``.
 
 It runs on the ``models`` queue (behind ``LATENCYLAB_QUEUE_PREFIX``), consumed by the trainer
-(``latencylab trainer`` / ``python -m workers.trainer``): the process that is no device's, so a
+(``latencylab trainer`` / ``python -m server.trainer``): the process that is no device's, so a
 parse that takes a core and gigabytes for half a minute never disturbs a measurement nor holds
 a web worker. Thin: it takes the row's id, and the service finishes the row with a conditional
 update, so a duplicate message (the trainer re-sends every parse still pending when it starts)
@@ -23,8 +23,7 @@ from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 from celery.signals import task_failure
 
-from server.taskqueue import MODEL_PARSE_TASK
-from workers.celery_app import app
+from server.taskqueue import MODEL_PARSE_TASK, app
 
 
 def _limit_reason(task: Task) -> str:
@@ -52,7 +51,7 @@ def parse_model(self: Task, model_id: int) -> str:
     return "missing" if row is None else str(row.state)
 
 
-@task_failure.connect(sender=parse_model, dispatch_uid="workers.model_tasks.parse_failed")
+@task_failure.connect(sender=parse_model, dispatch_uid="server.networks.tasks.parse_failed")
 def _parse_process_died(sender: Task, task_id: str, exception: BaseException, args: Any, **kwargs: Any) -> None:
     """The process parsing a model died (out of memory, killed) or ran out of time: fail the row."""
     from server.networks.services import fail_model_parse

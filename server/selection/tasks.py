@@ -11,8 +11,7 @@ import uuid
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
-from server.taskqueue import SIMULATION_TASK
-from workers.celery_app import app
+from server.taskqueue import SIMULATION_TASK, app
 
 
 class SimulationTask(Task):  # type: ignore[misc]

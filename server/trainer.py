@@ -1,10 +1,13 @@
-"""``latencylab trainer`` / ``python -m workers.trainer``: the Celery process that trains predictors
-and parses big uploads.
+"""``latencylab trainer`` / ``python -m server.trainer``: the server's Celery process for slow work.
 
-It consumes the trainer queue (``server.taskqueue.trainer_queue``) and the queue of model parses
+It trains predictors, parses big uploads and runs model-selection simulations: the tasks of
+``server.celery_app``. It needs the database, so it runs with the server, not on a lab machine
+(a lab worker holds a token, not database credentials). It consumes the trainer queue
+(``server.taskqueue.trainer_queue``) and the queue of model parses
 (``server.taskqueue.models_queue``), one task at a time, in a prefork pool of one process (time
-limits need a pool process that can be killed), and lowers its own CPU priority (``--nice``, default 10) so that a training running on a lab
-machine takes what the device processes leave rather than disturbing their measurements.
+limits need a pool process that can be killed), and lowers its own CPU priority (``--nice``,
+default 10) so that on a machine that also drives devices (``latencylab up``) a training takes
+what the device processes leave rather than disturbing their measurements.
 Several trainers may consume the queues; the conditional claim on the predictor row keeps each
 predictor trained once, and the conditional finish of a parse keeps each upload parsed once.
 
@@ -28,7 +31,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 
-log = logging.getLogger("latencylab.workers")
+log = logging.getLogger("latencylab.trainer")
 
 DEFAULT_NICE = 10
 
@@ -75,9 +78,9 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
     django.setup()
     if nice:
         os.nice(max(0, min(19, nice)))
+    from server.celery_app import app
     from server.networks.services import resend_parsing_models
     from server.taskqueue import models_queue, trainer_queue
-    from workers.celery_app import app
 
     node = name or f"trainer.{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     node = re.sub(r"[^A-Za-z0-9_.@-]", "-", node)
@@ -125,8 +128,8 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m workers.trainer``."""
-    parser = argparse.ArgumentParser(prog="python -m workers.trainer", description=__doc__.splitlines()[0])
+    """Entry point of ``python -m server.trainer``."""
+    parser = argparse.ArgumentParser(prog="python -m server.trainer", description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv))
 
