@@ -262,6 +262,8 @@ def _read_own(cls: Any, own: OwnJson, value: object, where: str) -> Any:
     data = _object(value, where)
     try:
         return cls.from_dict(data)
+    except KeyError as exc:
+        raise PayloadError(f"{where} is not {own.what}: it has no key {exc}") from None
     except (TypeError, ValueError) as exc:
         raise PayloadError(f"{where} is not {own.what}: {exc}") from None
 
