@@ -10,6 +10,7 @@ from latencylab.commands import (
     client_cmds,
     fusion_cmds,
     graph_cmds,
+    lab_cmds,
     nas_cmds,
     network_cmds,
     predictor_cmds,
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     zoo_cmds.add_parser(sub)
     nas_cmds.add_parser(sub)
     service_cmds.add_parsers(sub)
+    lab_cmds.add_parsers(sub)
     predictor_cmds.add_parsers(sub)
     client_cmds.add_parsers(sub)
     fusion_cmds.add_parsers(sub)

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "server.tenancy",
     "server.selection",
     "server.remote",
+    "server.labs",
     "server.api",
     "dashboard",
 ]
@@ -66,6 +67,7 @@ MIGRATION_MODULES = {
     "tenancy": "migrations.tenancy",
     "selection": "migrations.selection",
     "remote": "migrations.remote",
+    "labs": "migrations.labs",
 }
 
 MIDDLEWARE = [

@@ -58,6 +58,11 @@ class Membership(models.Model):
         return f"{self.user} in {self.team} ({self.role})"
 
 
+def new_token_key(prefix: str = TOKEN_PREFIX) -> str:
+    """A new random token key (256 bits) after ``prefix``, which tells the kinds of token apart."""
+    return prefix + secrets.token_urlsafe(32)
+
+
 def hash_token_key(key: str) -> str:
     """The stored form of a token key (keys are random and long, so a fast hash is enough)."""
     return hashlib.sha256(key.encode()).hexdigest()
@@ -93,6 +98,6 @@ class ApiToken(models.Model):
     @classmethod
     def issue(cls, user: Any, name: str = "") -> tuple[ApiToken, str]:
         """Create a token for ``user``; the plain key is returned once and never stored."""
-        key = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        key = new_token_key()
         token = cls.objects.create(user=user, name=name, prefix=key[:10], key_hash=hash_token_key(key))
         return token, key
