@@ -23,6 +23,7 @@ from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from devicelab.backends.base import OpTiming, ProfileResult, UnsupportedSetting
+from devicelab.backends.profile_record import ProfileRecord
 from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.spec import SpecError
 from server.accounts.models import Team
@@ -403,14 +404,15 @@ def _insert_timings(result_id: int, ops: Iterable[OpTiming]) -> int:
     return bulk_create_timing_rows(timing_rows(result_id, ops))
 
 
-def ingest_result(job_id: int, worker_token: str, result: ProfileResult) -> JobResult | None:
+def ingest_result(job_id: int, worker_token: str, result: ProfileRecord | ProfileResult) -> JobResult | None:
     """Store a run's result and all its operator timings in one transaction; the job succeeds.
 
     Idempotent: a job has at most one result, and only the run that holds the claim writes it.
     A second call for the same job returns the stored result and writes nothing; a call from a
     run that no longer holds the job (cancelled, or re-queued after its worker was presumed
-    dead) returns None.
+    dead) returns None. ``result``: as a lab machine posts it, or a backend's own.
     """
+    record = result if isinstance(result, ProfileRecord) else ProfileRecord.of(result)
     with transaction.atomic():
         # The row lock makes two concurrent ingests of one job take turns (SQLite: the
         # IMMEDIATE transaction does the same for the whole database).
@@ -422,7 +424,7 @@ def ingest_result(job_id: int, worker_token: str, result: ProfileResult) -> JobR
             return existing
         if job.state != JobState.RUNNING or job.claimed_by != worker_token:
             return None
-        e2e = result.e2e
+        e2e = record.e2e
         stored = JobResult.objects.create(
             job=job,
             attempt=job.attempts,
@@ -435,18 +437,18 @@ def ingest_result(job_id: int, worker_token: str, result: ProfileResult) -> JobR
             e2e_cv=_reported(e2e.cv),
             e2e_n=e2e.n,
             noisy=e2e.noisy,
-            flags=list(result.flags),
-            samples_ms=[float(x) for x in result.samples_ms],
-            load_ms=result.cold.load_ms,
-            first_run_ms=result.cold.first_run_ms,
-            peak_memory_mb=result.peak_memory_mb,
-            environment=dict(result.environment),
-            settings=result.settings.as_dict(),
-            device_info=result.device.as_dict(),
-            cold_starts=result.cold_distribution().as_dict(),
-            time_breakdown=result.breakdown.as_dict() if result.breakdown is not None else {},
+            flags=list(record.flags),
+            samples_ms=[float(x) for x in record.samples_ms],
+            load_ms=record.load_ms,
+            first_run_ms=record.first_run_ms,
+            peak_memory_mb=record.peak_memory_mb,
+            environment=dict(record.environment),
+            settings=record.settings.as_dict(),
+            device_info=record.device.as_dict(),
+            cold_starts=record.cold_starts,
+            time_breakdown=record.time_breakdown,
         )
-        _insert_timings(stored.pk, result.ops)
+        _insert_timings(stored.pk, record.timings())
         finish_ingest(job, worker_token)
     return stored
 

@@ -1,0 +1,327 @@
+"""The server's side of the lab protocol (``devicelab.lab_protocol``): what a lab machine may do
+with its token, each call a verb-named function over the profiling and device services.
+
+A lab machine acts only on what is its own: device rows held by its name (``NAME`` or
+``NAME#instance``), jobs routed to those devices, and the model files of jobs one of its runs
+holds. Anything else is ``NotYours`` (answered 403), whatever the ids say.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Q
+
+from devicelab.backends.profile_record import ProfileRecord
+from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
+from devicelab.graph import graph_to_dict
+from devicelab.lab_protocol import (
+    Claim,
+    ClaimAnswer,
+    ClaimedJob,
+    DevicesGone,
+    Ending,
+    Heartbeat,
+    HeartbeatAnswer,
+    ModelRef,
+    Outcome,
+    Progress,
+    Registered,
+    RegisteredDevice,
+    Registration,
+    ResultAnswer,
+    ResultPost,
+)
+from devicelab.remote.results import RemoteRunRecord
+from devicelab.tenancy.results import SharingSweepRecord
+from devicelab.wire import PayloadError
+from server.devices.models import Device, DeviceStatus
+from server.devices.services import heartbeat, register_devices
+from server.fusion.services import graphs_for_job, ingest_plan, ingest_sweep, sweep_rows_for_plan
+from server.labs.models import LabMachine, machine_name_of_worker
+from server.networks.models import NetworkModel
+from server.networks.services import import_limits
+from server.profiling.models import JobState, ProfilingJob
+from server.profiling.services import (
+    claim_job,
+    fail_job,
+    ingest_result,
+    report_progress,
+    requeue_orphaned_jobs,
+    resend_lost_jobs,
+    retry_job,
+    sweep_lab,
+    take_devices_offline,
+)
+from server.remote.services import ingest_remote
+from server.taskqueue import device_queue
+from server.tenancy.services import ingest_sharing
+
+log = logging.getLogger("latencylab.labs")
+
+# Formats a device may run as uploaded (a phone a .tflite, the CPU's onnxruntime an .onnx): a
+# claimed job of such a model names its file, which the machine fetches if its device runs it.
+RUN_AS_UPLOADED = frozenset({"tflite", "onnx"})
+
+
+class NotYours(PermissionError):
+    """The lab machine asked about a device, job or file that is not its own."""
+
+
+# -- what is the machine's own ------------------------------------------------------------------
+
+
+def held_by(lab: LabMachine, field: str = "worker") -> Q:
+    """Rows whose ``field`` (a worker name) is this machine's: ``NAME`` or ``NAME#instance``."""
+    return Q(**{field: lab.name}) | Q(**{f"{field}__startswith": f"{lab.name}#"})
+
+
+def _check_worker(lab: LabMachine, worker: str) -> None:
+    if not lab.owns_worker(worker):
+        raise NotYours(f"lab machine {lab.name!r} cannot act as worker {worker!r}: its workers are named {lab.name!r}")
+
+
+def _own_device(lab: LabMachine, pk: int) -> Device:
+    device = Device.objects.filter(held_by(lab), pk=pk).first()
+    if device is None:
+        raise NotYours(f"device #{pk} is not held by lab machine {lab.name!r}")
+    return device
+
+
+def _own_job(lab: LabMachine, job_id: int) -> ProfilingJob | None:
+    """The job when it is routed to one of the machine's devices; None when it does not exist."""
+    job = ProfilingJob.objects.select_related("device", "model").filter(pk=job_id).first()
+    if job is not None and not lab.owns_worker(job.device.worker):
+        raise NotYours(f"job #{job_id} is not routed to a device of lab machine {lab.name!r}")
+    return job
+
+
+# -- devices --------------------------------------------------------------------------------------
+
+
+def register_lab_devices(lab: LabMachine, reg: Registration) -> Registered:
+    """Register (or refresh) the devices a machine found; at a run's start, re-queue what its
+    earlier runs left running and wake every queued job of its devices."""
+    _check_worker(lab, reg.worker)
+    identities = [info.identity for info in reg.devices]
+    for row in Device.objects.filter(identity__in=identities).exclude(worker=""):
+        holder = machine_name_of_worker(row.worker)
+        if holder != lab.name and LabMachine.objects.active().filter(name=holder).exists():
+            # A device of another machine's is not taken over by naming its identity: that
+            # would hand this token the other lab's jobs and files.
+            raise NotYours(
+                f"device {row.identity!r} is held by lab machine {holder!r}; "
+                "revoke that machine (latencylab lab revoke) before another one takes it"
+            )
+    rows = register_devices(reg.worker, reg.devices)
+    requeued: list[int] = []
+    if reg.start:
+        requeued = [j.pk for j in requeue_orphaned_jobs(reg.worker, reg.run)]
+        resend_lost_jobs([d.pk for d in rows], force=True, exclude=requeued)
+    return Registered(
+        worker=reg.worker,
+        devices=[RegisteredDevice(d.pk, d.identity, device_queue(d.pk)) for d in rows],
+        requeued=requeued,
+        heartbeat_seconds=settings.LATENCYLAB_HEARTBEAT_SECONDS,
+        offline_after_seconds=settings.LATENCYLAB_OFFLINE_AFTER_SECONDS,
+        task_time_limit=settings.LATENCYLAB_TASK_TIME_LIMIT,
+    )
+
+
+def beat(lab: LabMachine, hb: Heartbeat) -> HeartbeatAnswer:
+    """A heartbeat: the devices are alive; the lab is swept for devices whose machine went quiet,
+    and the machine's idle devices get the messages of queued jobs that went missing."""
+    _check_worker(lab, hb.worker)
+    n = heartbeat(hb.worker, hb.identities)
+    for device in sweep_lab():
+        log.warning("device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker)
+    mine = Device.objects.of_worker(hb.worker).filter(identity__in=hb.identities)
+    resend_lost_jobs(list(mine.values_list("pk", flat=True)))
+    return HeartbeatAnswer(devices=n)
+
+
+def devices_gone(lab: LabMachine, gone: DevicesGone) -> Outcome:
+    """Devices that left the machine (or all of them, the machine stopping) go offline now with
+    their reasons: running jobs go back to the queue, queued ones move or wait."""
+    _check_worker(lab, gone.worker)
+    reasons: dict[int, str] = {}
+    for key, reason in gone.reasons.items():
+        try:
+            pk = int(key)
+        except ValueError:
+            raise PayloadError(f"devices gone.reasons: {key!r} is not a device id") from None
+        _own_device(lab, pk)
+        reasons[pk] = reason
+    return Outcome("offline", take_devices_offline(reasons))
+
+
+# -- jobs -----------------------------------------------------------------------------------------
+
+
+def claimed_job(job: ProfilingJob) -> ClaimedJob:
+    """What a claimed job needs on the machine, by its kind."""
+    graph: dict[str, Any] | None = None
+    model: ModelRef | None = None
+    graphs: list[dict[str, Any]] = []
+    plan_rows: list[dict[str, Any]] | None = None
+    if job.model is not None:
+        graph = job.model.graph
+        if job.model.format in RUN_AS_UPLOADED and job.model.file:
+            model = ModelRef(job.model.sha256, job.model.file.size, job.model.format, job.model.filename)
+    if job.kind in ("fusion_sweep", "fusion_plan"):
+        graphs = [graph_to_dict(g) for g in graphs_for_job(job)]
+    if job.kind == "fusion_plan":
+        plan_rows = sweep_rows_for_plan(job)
+    return ClaimedJob(
+        id=job.pk,
+        kind=job.kind,  # type: ignore[arg-type]  # JobKind's values, checked by the model's choices
+        attempt=job.attempts,
+        device=job.device_id,
+        settings=dict(job.settings),
+        graph=graph,
+        model=model,
+        graphs=graphs,
+        plan_rows=plan_rows,
+        import_limits=asdict(import_limits()),
+        claim_seconds=settings.LATENCYLAB_TASK_TIME_LIMIT,
+    )
+
+
+def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
+    """The conditional claim (``queued -> running`` once) of a job the device's queue delivered."""
+    device = _own_device(lab, claim.device)
+    job = _own_job(lab, job_id)
+    if job is None:
+        return ClaimAnswer("missing", f"job #{job_id} no longer exists")
+    if job.device_id != device.pk:
+        # moved to another device after its message was sent (this one went offline)
+        return ClaimAnswer("elsewhere", f"job #{job_id} is now routed to device #{job.device_id}")
+    if job.state == JobState.RUNNING and job.claimed_by == claim.run:
+        # One process per device takes one message at a time: the same run's job arriving again
+        # is an attempt whose pool process died (the message came back through
+        # reject_on_worker_lost).
+        fail_job(
+            job_id,
+            claim.run,
+            f"the worker process measuring the job died during attempt {job.attempts}; "
+            "the device runtime may have crashed on this model",
+        )
+        return ClaimAnswer("lost", f"job #{job_id}: its attempt {job.attempts} died on this machine; failed")
+    if job.state != JobState.QUEUED:
+        return ClaimAnswer("not-queued", f"job #{job_id} is {job.state}")
+    if device.status == DeviceStatus.OFFLINE:
+        return ClaimAnswer(
+            "offline",
+            f"device {device.name!r} (#{device.pk}) is marked offline; waiting for worker {device.worker!r} "
+            "to heart-beat it back",
+        )
+    claimed = claim_job(job_id, claim.run, device_id=device.pk)
+    if claimed is None:
+        return ClaimAnswer("not-queued", f"job #{job_id} was taken by another run")
+    claimed = ProfilingJob.objects.select_related("device", "model").get(pk=claimed.pk)
+    return ClaimAnswer("claimed", job=claimed_job(claimed))
+
+
+def _held_job(lab: LabMachine, job_id: int) -> ProfilingJob:
+    job = _own_job(lab, job_id)
+    if job is None:
+        raise NotYours(f"job #{job_id} does not exist")
+    return job
+
+
+def progress_for_lab(lab: LabMachine, job_id: int, progress: Progress) -> bool:
+    """Record a claimed job's progress; False: it was cancelled or is no longer this run's."""
+    _held_job(lab, job_id)
+    return report_progress(job_id, progress.run, progress.fraction, progress.message)
+
+
+def fail_for_lab(lab: LabMachine, job_id: int, ending: Ending) -> Outcome:
+    """A claimed job failed on the machine, saying why."""
+    _held_job(lab, job_id)
+    return Outcome("failed" if fail_job(job_id, ending.run, ending.reason) else "not-mine")
+
+
+def retry_for_lab(lab: LabMachine, job_id: int, ending: Ending) -> Outcome:
+    """The device or the way to it failed during the attempt: the job goes back to the queue."""
+    _held_job(lab, job_id)
+    return Outcome(retry_job(job_id, ending.run, ending.reason))
+
+
+def fail_running_for_lab(lab: LabMachine, device_pk: int, ending: Ending) -> Outcome:
+    """The machine's process of a device died: this run's running jobs on it fail, saying why."""
+    _own_device(lab, device_pk)
+    running = ProfilingJob.objects.running().on_device(device_pk).filter(claimed_by=ending.run)
+    failed = [pk for pk in running.values_list("pk", flat=True) if fail_job(pk, ending.run, ending.reason)]
+    return Outcome("failed", failed)
+
+
+# -- results ----------------------------------------------------------------------------------------
+
+# Each kind's record (read from the post) and the service that stores it.
+_INGEST: dict[str, tuple[Any, Callable[[int, str, Any], Any]]] = {
+    "profile": (ProfileRecord, ingest_result),
+    "fusion_sweep": (FusionSweepRecord, ingest_sweep),
+    "fusion_plan": (FusionPlanRecord, ingest_plan),
+    "sharing_sweep": (SharingSweepRecord, ingest_sharing),
+    "remote_scenario": (RemoteRunRecord, ingest_remote),
+}
+
+
+def _stored_by(job_id: int, run: str, attempt: int) -> bool:
+    return ProfilingJob.objects.filter(pk=job_id, state=JobState.SUCCEEDED, claimed_by=run, attempts=attempt).exists()
+
+
+def store_result(lab: LabMachine, job_id: int, post: ResultPost) -> ResultAnswer:
+    """Store the result of a claimed attempt, once: a repeated post (its answer lost on the way)
+    is ``already-stored``; a post for a job the run no longer holds is ``not-yours``."""
+    job = _held_job(lab, job_id)
+    if post.kind != job.kind:
+        raise PayloadError(f"result.kind: job #{job_id} is a {job.kind!r} job, not {post.kind!r}")
+    if _stored_by(job_id, post.run, post.attempt):
+        return ResultAnswer("already-stored", f"job #{job_id}'s attempt {post.attempt} was stored before")
+    if job.state != JobState.RUNNING or job.claimed_by != post.run or job.attempts != post.attempt:
+        return ResultAnswer("not-yours", f"job #{job_id} is {job.state} and no longer this run's attempt")
+    record_type, ingest = _INGEST[post.kind]
+    record = record_type.from_dict(post.result)
+    stored = ingest(job_id, post.run, record)
+    if stored is not None and not _stored_by(job_id, post.run, post.attempt):
+        return ResultAnswer("already-stored", f"job #{job_id} already has a result")
+    if stored is None:
+        # Two posts of one attempt at once: the row lock let the other store it first.
+        if _stored_by(job_id, post.run, post.attempt):
+            return ResultAnswer("already-stored", f"job #{job_id}'s attempt {post.attempt} was stored before")
+        return ResultAnswer("not-yours", f"job #{job_id} is no longer this run's attempt")
+    return ResultAnswer("stored")
+
+
+# -- files ------------------------------------------------------------------------------------------
+
+
+def model_for_lab(lab: LabMachine, sha256: str) -> NetworkModel:
+    """The uploaded model with this hash, when a run of the machine holds a job that runs it."""
+    running = ProfilingJob.objects.running().filter(held_by(lab, "device__worker"), model__sha256=sha256)
+    job = running.select_related("model").first()
+    if job is None or job.model is None or not job.model.file:
+        raise NotYours(f"no job running on lab machine {lab.name!r} runs a model with sha256 {sha256}")
+    return job.model
+
+
+__all__ = [
+    "NotYours",
+    "beat",
+    "claim_for_lab",
+    "claimed_job",
+    "devices_gone",
+    "fail_for_lab",
+    "fail_running_for_lab",
+    "held_by",
+    "model_for_lab",
+    "progress_for_lab",
+    "register_lab_devices",
+    "retry_for_lab",
+    "store_result",
+]
