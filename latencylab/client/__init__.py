@@ -6,6 +6,8 @@ jobs, batch latency predictions, fusion sweeps and plans, sharing sweeps, remote
     lab = Client("http://lab:8000", token)          # or LATENCYLAB_URL / LATENCYLAB_TOKEN
     result = lab.profile("net.onnx", device="host-cpu").wait(on_progress=print)
     latencies = lab.predict(["|nor_conv_3x3~0|+|none~0|skip_connect~1|+|...|"], device="pixel4")
+    lab.import_qed(); p = lab.wait_for_predictor(lab.train_predictor("s10", method="lasso"))
+    jobs = lab.build_training_set("host-cpu", synthetic=50, zoo=["mobilenet_v2"], rounds=3)
     sweep = lab.fusion_sweep("pocl-cpu", zoo=["mobilenet_v2"], spec={"sizes": [2]}, wait=True)
     pairs = lab.fusion_rows(sweep, contains=["DWC"], variant="rounded")
     shared = lab.sharing_sweep("pocl-cpu", spec={"shapes": ["256x128x1152"], "tenants": [1, 2, 4]}, wait=True)
@@ -18,7 +20,8 @@ Every answer that is not 2xx raises ``ClientError`` carrying the HTTP status and
 
 One module per domain, each a mixin of ``Client``: ``http`` (the session, the token, errors as
 ``ClientError``), ``handles`` (jobs to wait for and cancel), ``devices``, ``models`` (uploads),
-``profiling``, ``predictors`` (with ``architectures``: what ``predict`` sends), ``fusion``,
+``profiling``, ``predictors`` (with ``architectures``: what ``predict`` sends), ``training_data``
+(training sets, the qed import), ``fusion``,
 ``sharing``, ``remote``, ``network_profiles``, ``selection``; ``errors`` holds what they raise.
 """
 
@@ -35,11 +38,13 @@ from latencylab.client.profiling import ProfilingMixin
 from latencylab.client.remote import RemoteMixin
 from latencylab.client.selection import SelectionMixin
 from latencylab.client.sharing import SharingMixin
+from latencylab.client.training_data import TrainingDataMixin
 
 
 class Client(
     ProfilingMixin,
     PredictorsMixin,
+    TrainingDataMixin,
     FusionMixin,
     SharingMixin,
     RemoteMixin,
@@ -47,8 +52,8 @@ class Client(
     SelectionMixin,
 ):
     """One LatencyLab server and an API token (``Authorization: Token <key>``): every call of the
-    API, by domain (devices and models, profiling, prediction, fusion, sharing, remote runs,
-    network profiles, model selection)."""
+    API, by domain (devices and models, profiling, predictors and their training data, prediction,
+    fusion, sharing, remote runs, network profiles, model selection)."""
 
 
 __all__ = [

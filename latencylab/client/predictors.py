@@ -1,14 +1,16 @@
-"""Latency predictors: list them, read one's evaluation, predict a batch of architectures."""
+"""Latency predictors: list them, read one's evaluation, train a new version and wait for it,
+predict a batch of architectures."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from latencylab.client.architectures import chunks, encode_architecture, is_graph
 from latencylab.client.devices import DevicesMixin
-from latencylab.client.errors import ClientError, InputError
+from latencylab.client.errors import ClientError, InputError, WaitTimeout
 
 # The client's own bound on one POST /api/predict/; the server accepts more (LATENCYLAB_PREDICT_MAX_BATCH),
 # but smaller requests keep each answer well under a request timeout and under the upload size limit.
@@ -44,6 +46,65 @@ class PredictorsMixin(DevicesMixin):
     def predictor(self, predictor_id: int) -> dict[str, Any]:
         """One predictor with its evaluation (scatter points, MAPE per kernel type and training size)."""
         return dict(self._request("GET", f"predictors/{int(predictor_id)}/"))
+
+    def train_predictor(
+        self,
+        device: int | str | dict[str, Any],
+        method: str = "gbdt",
+        threads: int = 1,
+        cores: list[int] | str | None = None,
+        precision: str = "fp32",
+        delegate: str = "",
+        seed: int = 0,
+        search: str = "paper",
+        overhead: str = "constant",
+    ) -> dict[str, Any]:
+        """Queue the training of the next predictor version of ``device`` for the server's trainer;
+        the new predictor (``state`` ``queued``). It trains on your team's timings of the scenario
+        (``threads``, ``cores`` as ids or a phone's cluster name, ``precision``, a phone's ``delegate``),
+        or on an imported phone's measurements; the server says why when there is too little data."""
+        body: dict[str, Any] = {
+            "device": self._device_id(device),
+            "method": method,
+            "threads": threads,
+            "precision": precision,
+            "delegate": delegate,
+            "seed": seed,
+            "search": search,
+            "overhead": overhead,
+        }
+        if cores:
+            body["cores"] = cores
+        return dict(self._request("POST", "predictors/", json=body))
+
+    def wait_for_predictor(
+        self,
+        predictor: int | dict[str, Any],
+        timeout: float | None = None,
+        poll: float = 1.0,
+        on_progress: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> dict[str, Any]:
+        """Poll until the predictor is ``ready`` or ``failed``; the predictor with its evaluation.
+        ``on_progress(predictor)`` is called when its state or progress message changed;
+        ``WaitTimeout`` after ``timeout`` seconds (it keeps training on the server: wait again)."""
+        pk = int(predictor["id"] if isinstance(predictor, dict) else predictor)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        shown = None
+        while True:
+            data = self.predictor(pk)
+            now = (data.get("state"), data.get("progress_message"))
+            if on_progress is not None and now != shown:
+                on_progress(data)
+            shown = now
+            if data["state"] in ("ready", "failed"):
+                return data
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(
+                    f"predictor #{pk} is still {data['state']} after {timeout:g} s; it keeps training on the server "
+                    "(wait again)",
+                    data,
+                )
+            time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
 
     def predict(
         self,

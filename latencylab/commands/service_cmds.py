@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from latencylab.commands.output import fail, print_table
+from latencylab.commands.server_host import server_host_only
 
 DEMO_MODELS = ("mobilenet_v2", "squeezenet_1_1", "resnet18", "mobilenet_v3_small")
 DEMO_SETTINGS = {"threads": 1, "warmup_runs": 3, "runs": 20}
@@ -92,6 +93,8 @@ def _read_password() -> str | None:
 
 def add_user(args: argparse.Namespace) -> int:
     """``latencylab user add NAME --team TEAM [--password]``."""
+    if (refused := server_host_only("user add")) is not None:
+        return refused
     setup_django()
     from django.contrib.auth.password_validation import validate_password
     from django.core.exceptions import ValidationError
@@ -143,6 +146,8 @@ def run_trainer(args: argparse.Namespace) -> int:
 
 def run_manage(args: argparse.Namespace) -> int:
     """``latencylab manage ...``: Django's manage.py."""
+    if (refused := server_host_only("manage")) is not None:
+        return refused
     setup_django()
     from django.core.management import execute_from_command_line
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,6 +185,21 @@ def import_qed(data_dir: Path | str | None = None) -> QedImport:
     return outcome
 
 
+def import_qed_files(files: dict[str, Iterable[bytes]]) -> QedImport:
+    """``import_qed`` of files a client sent, ``{file name: chunks}``: an ops and an end-to-end file
+    named as one pair of ``qed.FILE_NAMES`` (the names are part of each row's recorded source)."""
+    names = tuple(sorted(files, key=lambda n: "_ops_" not in n))
+    if names not in qed.FILE_NAMES:
+        pairs = "; ".join(f"{a} + {b}" for a, b in qed.FILE_NAMES)
+        raise PredictorError(f"the qed files must be one of these pairs: {pairs}; got {' + '.join(names) or 'none'}")
+    with tempfile.TemporaryDirectory(prefix="latencylab-qed-") as folder:
+        for name, chunks in files.items():
+            with (Path(folder) / name).open("wb") as out:
+                for chunk in chunks:
+                    out.write(chunk)
+        return import_qed(folder)
+
+
 def qed_samples(device: Device) -> list[Sample]:
     """Training samples of an imported phone from its stored rows: measured kernels, end-to-end
     latency, and the kernels deduced for its GPU family (one sample per network)."""
@@ -220,6 +237,7 @@ __all__ = [
     "ensure_qed_device",
     "identity_of",
     "import_qed",
+    "import_qed_files",
     "qed_device_of",
     "qed_samples",
 ]

@@ -10,6 +10,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from devicelab.backends.base import DELEGATES, MAX_THREADS, PRECISIONS
+from devicelab.backends.profile_settings import MAX_RUNS, MAX_WARMUP_RUNS
 from devicelab.predict.predictor import BACKENDS
 from devicelab.predict.ranges import CODES as WARNING_CODES
 from server.api.fields import IdField, StrictBooleanField, StrictIntegerField
@@ -45,6 +46,7 @@ class PredictorSerializer(serializers.ModelSerializer):
             "state",
             "progress_message",
             "scenario",
+            "scenario_key",
             "source",
             "shared",
             "e2e_mape",
@@ -123,6 +125,110 @@ class PredictorCreateSerializer(serializers.Serializer):
     def validate_device(self, value: int) -> Device:
         """A registered device."""
         return existing_device(value)
+
+
+# One request uploads every network and queues its jobs before it answers: the bounds keep that
+# within a request's time (a few minutes for the largest set), the docs' 900 samples x 3 rounds fit.
+MAX_SYNTHETIC = 2000
+MAX_ROUNDS = 10
+
+
+class TrainingSetRequest(TypedDict):
+    """A validated ``POST /api/trainsets/`` body."""
+
+    device: Device
+    synthetic: int
+    zoo: list[str]
+    threads: int
+    delegate: str
+    runs: int
+    warmup_runs: int
+    rounds: int
+    seed: int
+    probes: bool | None
+
+
+class TrainingSetRequestSerializer(ObjectRequestSerializer):
+    """What a client sends to profile a training set: N synthetic NAS samples plus zoo models."""
+
+    # ``validated_data`` is a ``TrainingSetRequest`` (the device found). Whether the device can
+    # run the settings, and the zoo names, are the service's answer (a 400 naming the field).
+
+    device = IdField("device", help_text="Id of a cpu, opencl or android device (GET /api/devices/).")
+    synthetic = StrictIntegerField(
+        default=0, min_value=0, max_value=MAX_SYNTHETIC, help_text="Synthetic NAS samples drawn with `seed`."
+    )
+    zoo = serializers.ListField(
+        child=serializers.CharField(),
+        default=list,
+        help_text='Zoo models by name (latencylab zoo list); ["all"]: the whole zoo.',
+    )
+    threads = StrictIntegerField(default=1, min_value=1, max_value=MAX_THREADS)
+    delegate = serializers.ChoiceField(
+        choices=["", *DELEGATES], default="", help_text="Phones: the delegate the jobs run on."
+    )
+    runs = StrictIntegerField(default=10, min_value=1, max_value=MAX_RUNS, help_text="Timed runs per network.")
+    warmup_runs = StrictIntegerField(default=2, min_value=0, max_value=MAX_WARMUP_RUNS)
+    rounds = StrictIntegerField(
+        default=1,
+        min_value=1,
+        max_value=MAX_ROUNDS,
+        help_text="Jobs per network, queued round by round and merged when training (3 on a shared machine).",
+    )
+    seed = StrictIntegerField(default=0, min_value=0, max_value=2**32 - 1, help_text="Seed of the synthetic samples.")
+    probes = StrictBooleanField(
+        allow_null=True,
+        default=None,
+        help_text="Also profile the CPU deducer's probe graphs (null, the default: on a cpu device only).",
+        error_messages={"invalid": "probes must be true, false or null, got {value!r}"},
+    )
+
+    def validate_device(self, value: int) -> Device:
+        """A registered device."""
+        return existing_device(value)
+
+
+class TrainingSetSerializer(serializers.Serializer):
+    """The jobs of a training set: those queued now and those the team already had with these settings."""
+
+    device = serializers.IntegerField()
+    device_name = serializers.CharField()
+    networks = serializers.IntegerField(help_text="Networks of the set (probe graphs included).")
+    submitted = serializers.ListField(child=serializers.IntegerField(), help_text="Ids of the jobs queued now.")
+    reused = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Ids of jobs already measured or queued with these settings."
+    )
+
+
+class QedImportRequestSerializer(serializers.Serializer):
+    """The qed files to import (multipart), or nothing: the server's own copy."""
+
+    ops = serializers.FileField(
+        required=False, help_text="The operator file (qed_tflite_cnn_ops_gpu.train.csv or tflite_cnn_ops_gpu.csv)."
+    )
+    e2e = serializers.FileField(
+        required=False, help_text="The end-to-end file of the same pair (qed_tflite_cnn_e2e.train.csv, ...)."
+    )
+
+
+class QedDeviceImportSerializer(serializers.Serializer):
+    """What one import did for one phone."""
+
+    device = serializers.IntegerField()
+    name = serializers.CharField()
+    gpu = serializers.CharField(allow_blank=True)
+    device_created = serializers.BooleanField()
+    networks = serializers.IntegerField()
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    unchanged = serializers.IntegerField()
+
+
+class QedImportSerializer(serializers.Serializer):
+    """What one import did: the files it read and, per phone, the rows created, updated and unchanged."""
+
+    files = serializers.ListField(child=serializers.CharField(), help_text="The names of the two files read.")
+    devices = QedDeviceImportSerializer(many=True)
 
 
 class ArchitectureSerializer(serializers.Serializer):

@@ -7,11 +7,15 @@ from typing import Any
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
+from devicelab.graph import GraphError
+from devicelab.predict.errors import PredictorError
 from server.api.parsers import FastJSONParser
 from server.networks.api.serializers import GRAPH_EXAMPLE
 from server.predictors.api.filters import PredictorFilterSet
@@ -22,11 +26,17 @@ from server.predictors.api.serializers import (
     PredictorSerializer,
     PredictRequestSerializer,
     PredictResponseSerializer,
+    QedImportRequestSerializer,
+    QedImportSerializer,
     SideBySideRequestSerializer,
     SideBySideResponseSerializer,
+    TrainingSetRequest,
+    TrainingSetRequestSerializer,
+    TrainingSetSerializer,
 )
 from server.predictors.models import Predictor
 from server.predictors.phones import side_by_side
+from server.predictors.qed_import import QedImport, import_qed, import_qed_files
 from server.predictors.services import request_predictor
 from server.predictors.serving import (
     ArchitectureErrors,
@@ -35,6 +45,7 @@ from server.predictors.serving import (
     gc_paused,
     predict_for_team,
 )
+from server.predictors.trainset import build_training_set
 
 
 @extend_schema_view(
@@ -217,3 +228,124 @@ class SideBySideView(APIView):
         except ArchitectureErrors as exc:
             return Response({"detail": str(exc), "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         return Response(answer)
+
+
+class TrainingSetView(APIView):
+    """A training set: networks uploaded as the team's own and profiled through ordinary jobs."""
+
+    parser_classes = [FastJSONParser]
+
+    @extend_schema(
+        summary="Profile a training set for a predictor",
+        description="Uploads `synthetic` NAS samples (drawn with `seed`) and the named zoo models as your team's "
+        "models, and queues `rounds` profiling jobs per network on `device` (a cpu, opencl or android device), "
+        "less the jobs your team already has of a network with the same settings: a re-run fills the gaps. "
+        "Answers once every job is queued; follow them with GET /api/jobs/, then train with POST /api/predictors/.",
+        request=TrainingSetRequestSerializer,
+        examples=[
+            OpenApiExample(
+                "Ten synthetic samples and one zoo model, three rounds",
+                value={"device": 1, "synthetic": 10, "zoo": ["mobilenet_v2"], "rounds": 3},
+                request_only=True,
+            )
+        ],
+        responses={
+            202: TrainingSetSerializer,
+            400: OpenApiResponse(description="unknown device or zoo model, or settings the device cannot run"),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Upload the set's networks and queue their jobs."""
+        body: TrainingSetRequest = TrainingSetRequestSerializer().run_validation(request.data)
+        device = body["device"]
+        zoo_names = body["zoo"]
+        if zoo_names == ["all"]:
+            from devicelab.graph import zoo
+
+            zoo_names = sorted(zoo.entries())
+        try:
+            built = build_training_set(
+                request.team,
+                device,
+                body["synthetic"],
+                zoo_names,
+                threads=body["threads"],
+                runs=body["runs"],
+                warmup_runs=body["warmup_runs"],
+                seed=body["seed"],
+                probes=body["probes"],
+                user=request.user,
+                rounds=body["rounds"],
+                delegate=body["delegate"],
+            )
+        except GraphError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        answer = {
+            "device": device.pk,
+            "device_name": device.name,
+            "networks": len({job.model_id for job in built.jobs}),
+            "submitted": [job.pk for job in built.submitted],
+            "reused": [job.pk for job in built.reused],
+        }
+        return Response(TrainingSetSerializer(answer).data, status=status.HTTP_202_ACCEPTED)
+
+
+class QedImportView(APIView):
+    """The six phones of the public qed measurements as devices, with their GPU measurements."""
+
+    parser_classes = [MultiPartParser, FastJSONParser]
+
+    @extend_schema(
+        summary="Import the qed phones and their measurements",
+        description="Without files, the server reads its own copy of the qed data (LATENCYLAB_QED_DATA, else "
+        "the shared/data folder beside its checkout). With the multipart files `ops` and `e2e` (one pair of the "
+        "names the data is published under, sent as named), it reads those: a lab admin's (staff) request only, "
+        "since the phones and their rows are shared by every team. Creates the six phones as devices of kind "
+        "`imported` and stores their measurements; re-running changes nothing unless the files changed.",
+        request={"multipart/form-data": QedImportRequestSerializer, "application/json": None},
+        responses={
+            200: QedImportSerializer,
+            400: OpenApiResponse(description="the files are missing, misnamed or not qed data; `detail` says why"),
+            403: OpenApiResponse(description="files were sent by a user who is not a lab admin"),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Import the server's copy, or the files sent."""
+        uploads = {key: request.FILES.get(key) for key in ("ops", "e2e")}
+        try:
+            if not any(uploads.values()):
+                return self._answer(import_qed())
+            if not request.user.is_staff:
+                raise PermissionDenied(
+                    "only a lab admin (a staff user) imports qed files of their own: the phones and their "
+                    "measurements are shared by every team; import without files to read the server's copy"
+                )
+            missing = [key for key, upload in uploads.items() if upload is None]
+            if missing:
+                return Response(
+                    {"detail": f"send both qed files, ops and e2e: {' and '.join(missing)} is missing"},
+                    status=status.HTTP_400_BAD_REQUEST,
+                )
+            files = {str(u.name).rsplit("/", 1)[-1]: u.chunks() for u in uploads.values() if u is not None}
+            return self._answer(import_qed_files(files))
+        except PredictorError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+
+    def _answer(self, outcome: QedImport) -> Response:
+        body = {
+            "files": [path.name for path in outcome.files],
+            "devices": [
+                {
+                    "device": d.device.pk,
+                    "name": d.device.name,
+                    "gpu": str((d.device.hardware or {}).get("gpu_name", "")),
+                    "device_created": d.device_created,
+                    "networks": d.networks,
+                    "created": d.created,
+                    "updated": d.updated,
+                    "unchanged": d.unchanged,
+                }
+                for d in outcome.devices
+            ],
+        }
+        return Response(QedImportSerializer(body).data)
