@@ -13,6 +13,7 @@ import socket
 from typing import Any
 
 from latencylab.commands.output import fail, print_table
+from latencylab.commands.server_host import server_host_only
 from latencylab.commands.service_cmds import migrate, setup_django
 
 SERVER_URL_ENV = "LATENCYLAB_SERVER_URL"
@@ -46,6 +47,8 @@ def _server_url(given: str | None) -> str:
 
 def add_lab(args: argparse.Namespace) -> int:
     """``latencylab lab add NAME [--url URL]``."""
+    if (refused := server_host_only("lab add")) is not None:
+        return refused
     setup_django()
     from django.core.exceptions import ValidationError
 
@@ -74,6 +77,8 @@ def _when(value: Any) -> str:
 
 def list_labs(args: argparse.Namespace) -> int:
     """``latencylab lab list``."""
+    if (refused := server_host_only("lab list")) is not None:
+        return refused
     setup_django()
     from server.labs.services import lab_machine_rows
 
@@ -98,6 +103,8 @@ def list_labs(args: argparse.Namespace) -> int:
 
 def revoke_lab(args: argparse.Namespace) -> int:
     """``latencylab lab revoke NAME [--reason TEXT]``."""
+    if (refused := server_host_only("lab revoke")) is not None:
+        return refused
     setup_django()
     from server.labs.models import LabMachine
     from server.labs.services import revoke_lab_machine

@@ -70,3 +70,11 @@ def test_revoke_takes_the_devices_offline_and_says_so(
     assert "was revoked already" in capsys.readouterr().out
     assert main(["lab", "revoke", "nope"]) == 2
     assert "no lab machine named 'nope'" in capsys.readouterr().err
+
+
+def test_off_the_server_host_the_commands_refuse_to_open_a_database(capsys: Any, monkeypatch: Any) -> None:
+    monkeypatch.delenv("DATABASE_URL")
+    monkeypatch.setenv("LATENCYLAB_URL", "https://lab.example.org")
+    assert main(["lab", "add", "gpu-box"]) == 2
+    assert "runs on the server host" in capsys.readouterr().err
+    assert not LabMachine.objects.exists()
