@@ -1,5 +1,5 @@
 """Simulations of CNNSelect against its baselines (seed 002, section 5.2) as jobs: submitted here,
-run by the trainer (``workers.selection_tasks``), stored with their result.
+run by the trainer (``server.selection.tasks``), stored with their result.
 
 A spec names its models either as the paper's built-in scenario (``{"scenario": "paper"}``:
 table 5's models and numbers) or as the team's models measured on a device (``{"device": id,
