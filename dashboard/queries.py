@@ -21,6 +21,7 @@ from dashboard.phones import PhoneModel, phone_model
 from devicelab.graph.ops import OPS
 from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind, DeviceStatus
+from server.labs.services import LabMachineRow, lab_machine_rows
 from server.networks.models import NetworkModel
 from server.networks.services import operator_table
 from server.predictors.models import ImportedMeasurement
@@ -190,6 +191,12 @@ def fleet(team: Team) -> list[FleetRow]:
             )
         )
     return rows
+
+
+def lab_machines() -> list[LabMachineRow]:
+    """The lab machines, for the staff's view of the fleet: last call, address, devices, whether
+    revoked (two queries)."""
+    return lab_machine_rows()
 
 
 def fleet_counts(rows: list[FleetRow]) -> dict[str, int]:

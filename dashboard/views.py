@@ -57,6 +57,8 @@ def overview(request: HttpRequest) -> HttpResponse:
         {
             "fleet": rows,
             "fleet_counts": queries.fleet_counts(rows),
+            # Lab machines and their addresses are the staff's business only.
+            "lab_machines": queries.lab_machines() if request.user.is_staff else None,
             "phone_groups": queries.phone_groups([r.device for r in rows]),
             "job_counts": queries.team_job_counts(team),
             "model_count": NetworkModel.objects.for_team(team).count(),

@@ -1,7 +1,8 @@
 """Fixtures of the lab-machine tests: lab machines added through the service, staff members,
 and a stand-in for a lab API view (the lab-facing views authenticate with the same classes).
 
-Devices come from the server tests' fixtures (registered through the real service).
+Devices come from the server tests' fixtures (registered through the real service), signed-in
+browsers from the dashboard tests'.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ from typing import Any
 
 import pytest
 
+from tests.dashboard import conftest as dashboard_fixtures
 from tests.server import conftest as server_fixtures
 
 make_device = server_fixtures.make_device
 make_network = server_fixtures.make_network
 make_job = server_fixtures.make_job
 media_in_tmp = server_fixtures.media_in_tmp
+web_client = dashboard_fixtures.web_client  # a browser signed in as a member
 
 _serial = itertools.count(1)
 
