@@ -1,10 +1,13 @@
 """The device agent: what a lab machine runs so the server knows its devices and their health.
 
-It finds the machine's devices, registers them under the worker's name, takes back the jobs an
-earlier run of this worker left running, heart-beats every ``LATENCYLAB_HEARTBEAT_SECONDS``, and
-on every beat sweeps the lab for devices whose worker went quiet (any live agent may sweep; the
-sweep is a conditional update, so two agents sweeping at once do the work once) and sends again
-the messages of its own devices' queued jobs that went missing (the database is the truth).
+It finds the machine's devices and registers them with the server under the machine's name (the
+server re-queues what an earlier run of the machine left running), then heart-beats every
+``heartbeat_seconds`` the server asked for. On each beat the server sweeps the lab for devices
+whose machine went quiet and sends again the messages of this machine's queued jobs that went
+missing (the database is the truth). Everything goes through the lab API (``workers.server_api``):
+the agent holds a server URL and a lab token, nothing else of the server's.
+
+A revoked token ends the run: the server's message is logged and the worker stops.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from devicelab.backends.base import DeviceInfo
+from devicelab.lab_protocol import DevicesGone, Ending, Heartbeat, Registered, Registration
 from workers.context import WorkerContext
+from workers.outbox import Outbox
+from workers.server_api import LabServer, ServerUnreachable, TokenRevoked
 
 log = logging.getLogger("latencylab.workers")
 
@@ -35,6 +41,7 @@ class ServedDevice:
     pk: int
     row: DeviceInfo
     found: DeviceInfo
+    queue: str = ""  # the Celery queue its jobs arrive on
 
 
 def as_instance(found: DeviceInfo, instance: str | None) -> DeviceInfo:
@@ -57,17 +64,31 @@ def discover_devices(kinds: Iterable[str] | None = None) -> list[DeviceInfo]:
 
 
 class DeviceAgent:
-    """Registers a worker's devices and keeps them alive on the server while the worker runs."""
+    """Registers a machine's devices with the server and keeps them alive while the worker runs."""
 
-    def __init__(self, worker_name: str, instance: str | None = None, kinds: Iterable[str] | None = None) -> None:
+    def __init__(
+        self,
+        server: LabServer,
+        worker_name: str,
+        instance: str | None = None,
+        kinds: Iterable[str] | None = None,
+        outbox: Outbox | None = None,
+    ) -> None:
+        self.server = server
         self.worker_name = worker_name
         self.instance = instance
         self.kinds = tuple(kinds) if kinds else None
+        self.outbox = outbox
         # A fresh token for every run: jobs claimed under an older token are an earlier run's.
         self.token = uuid.uuid4().hex
         self.devices: list[ServedDevice] = []
         # found identity -> whether the device is there now (a phone can leave and come back)
         self.present: dict[str, bool] = {}
+        self.heartbeat_seconds = 10.0
+        self.task_time_limit = 3600
+        # Set when the server refused the token: the worker stops.
+        self.revoked = threading.Event()
+        self.revoked_message = ""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -78,31 +99,43 @@ class DeviceAgent:
         with self._lock:
             return [d.row.identity for d in self.devices if self.present.get(d.found.identity, True)]
 
-    def served(self) -> dict[str, bool]:
-        """Found identity -> present, for every device this agent has served in this run."""
+    def served(self, kind: str | None = None) -> dict[str, bool]:
+        """Found identity -> present, for every device (of ``kind``) this agent has served in this run."""
         with self._lock:
-            return {d.found.identity: self.present.get(d.found.identity, True) for d in self.devices}
+            return {
+                d.found.identity: self.present.get(d.found.identity, True)
+                for d in self.devices
+                if kind is None or d.found.kind == kind
+            }
+
+    def _register(self, found: list[DeviceInfo], start: bool) -> tuple[Registered, list[ServedDevice]]:
+        rows = [as_instance(info, self.instance) for info in found]
+        answer = self.server.register(Registration(self.worker_name, self.token, rows, start=start))
+        by_identity = {d.identity: d for d in answer.devices}
+        served = [
+            ServedDevice(by_identity[row.identity].pk, row, info, by_identity[row.identity].queue)
+            for row, info in zip(rows, found, strict=True)
+        ]
+        self.heartbeat_seconds = float(answer.heartbeat_seconds)
+        self.task_time_limit = answer.task_time_limit
+        return answer, served
 
     def add_devices(self, found: list[DeviceInfo]) -> list[ServedDevice]:
         """Serve devices that appeared while the agent runs (a phone plugged in); returns those
         new to this run. A device served before that came back is heart-beaten again at once."""
-        from server.devices.services import heartbeat, register_devices
-
         with self._lock:
             known = {d.found.identity: d for d in self.devices}
         new = [info for info in found if info.identity not in known]
         back = [known[info.identity] for info in found if info.identity in known]
         added: list[ServedDevice] = []
         if new:
-            rows = [as_instance(info, self.instance) for info in new]
-            registered = register_devices(self.worker_name, rows)
-            added = [ServedDevice(dev.pk, row, info) for dev, row, info in zip(registered, rows, new, strict=True)]
+            _, added = self._register(new, start=False)
         with self._lock:
             self.devices += added
             for d in [*added, *back]:
                 self.present[d.found.identity] = True
         if back:
-            heartbeat(self.worker_name, [d.row.identity for d in back])
+            self.server.heartbeat(Heartbeat(self.worker_name, self.token, [d.row.identity for d in back]))
         for d in added:
             log.info("worker %r now holds device #%s %s (%s)", self.worker_name, d.pk, d.row.name, d.row.identity)
         for d in back:
@@ -113,74 +146,66 @@ class DeviceAgent:
         """Devices this agent serves went away (found identity -> why): they stop heart-beating
         and go offline now, all at once, with their reasons (running jobs are retried, queued
         jobs move to an equivalent device that is still there, or wait)."""
-        from server.profiling.services import take_devices_offline
-
         with self._lock:
             for identity in reasons:
                 self.present[identity] = False
-            rows = {d.pk: reasons[d.found.identity] for d in self.devices if d.found.identity in reasons}
-        take_devices_offline(rows)
+            rows = {str(d.pk): reasons[d.found.identity] for d in self.devices if d.found.identity in reasons}
+        self.server.devices_gone(DevicesGone(self.worker_name, self.token, rows))
 
     def context(self) -> WorkerContext:
         """What the device processes need to know about this run."""
-        return WorkerContext(self.worker_name, self.token, {d.pk: d.found for d in self.devices})
+        return WorkerContext(
+            self.worker_name, self.token, {d.pk: d.found for d in self.devices}, task_time_limit=self.task_time_limit
+        )
 
     def start(self, found: list[DeviceInfo] | None = None) -> WorkerContext:
-        """Register the devices (found now unless given) and re-queue jobs an earlier run left running."""
-        from server.devices.services import register_devices
-        from server.profiling.services import requeue_orphaned_jobs, resend_lost_jobs
-
+        """Post the results an earlier run left waiting, then register the devices (found now
+        unless given); the server re-queues what an earlier run left running."""
+        if self.outbox is not None:
+            # Before registering: the registration re-queues the earlier run's jobs, and their
+            # results would then be refused.
+            left = self.outbox.round(self.server)
+            if left:
+                log.warning("%d result(s) of an earlier run still wait for the server", left)
         found = discover_devices(self.kinds) if found is None else found
-        rows = [as_instance(info, self.instance) for info in found]
-        registered = register_devices(self.worker_name, rows)
-        self.devices = [ServedDevice(dev.pk, row, info) for dev, row, info in zip(registered, rows, found, strict=True)]
+        answer, self.devices = self._register(found, start=True)
         self.present = {d.found.identity: True for d in self.devices}
         for d in self.devices:
             log.info("worker %r holds device #%s %s (%s)", self.worker_name, d.pk, d.row.name, d.row.identity)
-        requeued = requeue_orphaned_jobs(self.worker_name, self.token)
-        if requeued:
+        if answer.requeued:
             log.warning(
                 "re-queued %d job(s) an earlier run of worker %r left running: %s",
-                len(requeued),
+                len(answer.requeued),
                 self.worker_name,
-                ", ".join(f"#{j.pk}" for j in requeued),
+                ", ".join(f"#{pk}" for pk in answer.requeued),
             )
-        # Messages an earlier run took and never finished wait in the broker's unacked set until
-        # its visibility timeout (an hour or more): wake every queued job of these devices now.
-        resend_lost_jobs([d.pk for d in self.devices], force=True, exclude=[j.pk for j in requeued])
         return self.context()
 
     def beat(self) -> None:
-        """One heartbeat for this worker's devices, one sweep of the lab, and the reconciliation
-        of this worker's queued jobs with the broker."""
-        from server.devices.services import heartbeat
-        from server.profiling.services import resend_lost_jobs, sweep_lab
-
-        heartbeat(self.worker_name, self.identities)
-        # The sweep's one owner: every live agent runs it on its beat; its writes are conditional
-        # updates, so two agents sweeping in the same instant do the work once.
-        for device in sweep_lab():
-            log.warning("device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker)
-        # The database is the truth, messages are hints: a queued job of an idle device of this
-        # worker whose message went missing is sent again (its device has one owner: this agent).
-        resend_lost_jobs([d.pk for d in self.devices])
+        """One heartbeat for this worker's devices (the server sweeps the lab and sends again the
+        messages of this machine's queued jobs that went missing), and a round of posting the
+        results waiting on the disk when one is due."""
+        self.server.heartbeat(Heartbeat(self.worker_name, self.token, self.identities))
+        if self.outbox is not None and self.outbox.due():
+            self.outbox.round(self.server)
 
     def _beat_forever(self, interval: float) -> None:
-        from django.db import close_old_connections
-
         while not self._stop.wait(interval):
             try:
                 self.beat()
-            except Exception:  # a database hiccup must not end the heartbeat: the next beat retries
+            except TokenRevoked as exc:
+                self.revoked_message = str(exc)
+                log.error("the server refused this machine's lab token: %s; stopping", exc)
+                self.revoked.set()
+                return
+            except ServerUnreachable as exc:
+                log.warning("heartbeat of worker %r: the server does not answer (%s)", self.worker_name, exc)
+            except Exception:  # a hiccup must not end the heartbeat: the next beat retries
                 log.exception("heartbeat of worker %r failed", self.worker_name)
-            finally:
-                close_old_connections()
 
     def start_heartbeat(self, interval: float | None = None) -> None:
-        """Heart-beat in a background thread every ``interval`` seconds (the setting by default)."""
-        from django.conf import settings
-
-        interval = float(interval or settings.LATENCYLAB_HEARTBEAT_SECONDS)
+        """Heart-beat in a background thread every ``interval`` seconds (the server's by default)."""
+        interval = float(interval or self.heartbeat_seconds)
         self._stop.clear()
         self._thread = threading.Thread(target=self._beat_forever, args=(interval,), name="heartbeat", daemon=True)
         self._thread.start()
@@ -192,38 +217,19 @@ class DeviceAgent:
             self._thread.join(timeout=30)
             self._thread = None
 
-    def running_jobs(self, device_pk: int) -> list[int]:
-        """Ids of the jobs this run is measuring on one device."""
-        from server.profiling.models import ProfilingJob
-
-        return list(
-            ProfilingJob.objects.running()
-            .on_device(device_pk)
-            .filter(claimed_by=self.token)
-            .values_list("pk", flat=True)
-        )
-
     def fail_running_jobs(self, device_pk: int, reason: str) -> list[int]:
         """Fail this run's running jobs on a device whose process died; returns their ids."""
-        from server.profiling.services import fail_job
-
-        return [pk for pk in self.running_jobs(device_pk) if fail_job(pk, self.token, reason)]
+        return self.server.fail_running(device_pk, Ending(self.token, reason)).jobs
 
     def go_offline(self) -> None:
-        """Take this worker's devices offline now, as if their heartbeats had stopped long ago.
-
-        Withdrawing the heartbeat and sweeping sends the devices through the server's one path for
-        lost devices: they go offline, a job left running goes back to the queue, and queued jobs
-        move to an equivalent online device or wait for this worker to come back (bounded by their
-        team's ``offline_wait_seconds``).
-        """
-        from server.devices.models import Device
-        from server.profiling.services import mark_stale_devices_offline
-
-        # Only rows still held by this worker: a device another worker took over stays online.
-        rows = [d.row.identity for d in self.devices]
-        Device.objects.of_worker(self.worker_name).filter(identity__in=rows).update(last_heartbeat=None)
-        gone = mark_stale_devices_offline()
+        """Take this worker's devices offline now: a job still running goes back to the queue,
+        and queued jobs move to an equivalent online device or wait for this worker to come back
+        (bounded by their team's ``offline_wait_seconds``)."""
+        reason = f"worker {self.worker_name!r} stopped"
+        rows = {str(d.pk): reason for d in self.devices}
+        if not rows:
+            return
+        gone = self.server.devices_gone(DevicesGone(self.worker_name, self.token, rows)).jobs
         log.info(
-            "worker %r stopped; devices offline: %s", self.worker_name, ", ".join(f"#{d.pk}" for d in gone) or "none"
+            "worker %r stopped; devices offline: %s", self.worker_name, ", ".join(f"#{pk}" for pk in gone) or "none"
         )

@@ -1,8 +1,9 @@
 """What a device's Celery process must know about the agent that started it.
 
 The agent hands it over in one environment variable: the worker's name, the run token that its
-claims carry, and the devices this process serves (row id -> the ``DeviceInfo`` the backend
-discovered, whose identity the backend checks; the row's identity may carry an instance suffix).
+claims carry, the devices this process serves (row id -> the ``DeviceInfo`` the backend
+discovered, whose identity the backend checks; the row's identity may carry an instance suffix),
+and the time limit the server gave its jobs.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class WorkerContext:
     name: str
     token: str
     devices: dict[int, DeviceInfo] = field(default_factory=dict)
+    task_time_limit: int = 3600
 
     def to_env(self) -> dict[str, str]:
         """The environment entry that carries this context to a child process."""
@@ -34,6 +36,7 @@ class WorkerContext:
             "name": self.name,
             "token": self.token,
             "devices": {str(pk): info.as_dict() for pk, info in self.devices.items()},
+            "task_time_limit": self.task_time_limit,
         }
         return {ENV_VAR: json.dumps(doc)}
 
@@ -48,4 +51,6 @@ class WorkerContext:
             )
         doc = json.loads(raw)
         devices = {int(pk): DeviceInfo.from_dict(info) for pk, info in doc["devices"].items()}
-        return cls(name=doc["name"], token=doc["token"], devices=devices)
+        return cls(
+            name=doc["name"], token=doc["token"], devices=devices, task_time_limit=int(doc.get("task_time_limit", 3600))
+        )

@@ -15,10 +15,16 @@ Prefork with one child rather than the solo pool: Celery enforces time limits on
 pool process, and a device runtime that crashes on a model then takes down that child, not the
 consumer. Each device process has its own pool, so one slow device never holds up another.
 
+What it needs
+-------------
+A server URL and a lab token (``--server``/``--token``, or ``LATENCYLAB_SERVER_URL`` and
+``LATENCYLAB_LAB_TOKEN``) and the broker (``CELERY_BROKER_URL``): no database, no shared folder,
+no Django (``workers.lab_settings``). Jobs, model files and results go through the lab API.
+
 Worker runs and lost jobs
 -------------------------
 Each start of this command is a new run with a fresh token (uuid); claims carry it. At start
-the agent re-queues jobs that an earlier run of the same worker left running, so a worker killed
+the server re-queues jobs that an earlier run of the same worker left running, so a worker killed
 with SIGKILL and started again finishes its job exactly once (the claim is a conditional
 update: a redelivered message for a job already taken is a no-op). The device processes die
 with the agent (parent-death signal), so a killed agent leaves nothing behind.
@@ -49,7 +55,10 @@ from types import FrameType
 
 from workers.agent import DeviceAgent, ServedDevice, default_worker_name
 from workers.context import WorkerContext
+from workers.lab_settings import SERVER_URL_ENV, TOKEN_ENV, LabConfigError, LabSettings
+from workers.outbox import Outbox
 from workers.phone_tracker import PhoneTracker
+from workers.server_api import LabServer, ServerUnreachable, TokenRevoked
 
 log = logging.getLogger("latencylab.workers")
 
@@ -62,9 +71,9 @@ RESTART_DELAY_SECONDS = (1.0, 60.0)
 class DeviceProcess:
     """The Celery worker process of one device, restarted if it dies while the agent runs."""
 
-    def __init__(self, device: ServedDevice, queue: str, context: WorkerContext, loglevel: str) -> None:
+    def __init__(self, device: ServedDevice, context: WorkerContext, loglevel: str) -> None:
         self.device = device
-        self.queue = queue
+        self.queue = device.queue
         self.context = context
         self.loglevel = loglevel
         self.proc: subprocess.Popen[bytes] | None = None
@@ -83,7 +92,12 @@ class DeviceProcess:
         # left in its queue for a job since moved to another of them (a phone unplugged) would run
         # that job here, and the other device's process, finding it running under this run's token,
         # would take it for an attempt whose process died and fail it.
-        own = WorkerContext(self.context.name, self.context.token, {self.device.pk: self.device.found})
+        own = WorkerContext(
+            self.context.name,
+            self.context.token,
+            {self.device.pk: self.device.found},
+            task_time_limit=self.context.task_time_limit,
+        )
         env = {**os.environ, **own.to_env()}
         cmd = [
             sys.executable,
@@ -150,15 +164,14 @@ def _describe_exit(code: int) -> str:
 
 
 def _follow_phones(agent: DeviceAgent, tracker: PhoneTracker, processes: list[DeviceProcess], loglevel: str) -> None:
-    """One poll of the adb device list: serve phones that appeared, take away those that left."""
-    from server.taskqueue import device_queue
-
-    changes = tracker.poll(agent.served())
+    """One poll of the adb device list: serve phones that appeared, take away those that left.
+    Phones only: the host's CPU and OpenCL devices never change state because of adb."""
+    changes = tracker.poll(agent.served("android"))
     if changes.vanished:
         agent.lose_devices(changes.vanished)
     if changes.appeared:
         for d in agent.add_devices(changes.appeared):
-            p = DeviceProcess(d, device_queue(d.pk), agent.context(), loglevel)
+            p = DeviceProcess(d, agent.context(), loglevel)
             p.start()
             processes.append(p)
 
@@ -171,17 +184,18 @@ def _supervise(
     loglevel: str = "INFO",
 ) -> None:
     """Keep every device process running (and, with a tracker, follow the phones) until a stop
-    is asked for."""
-    from django.db import close_old_connections
-
+    is asked for, or the server refuses the lab token."""
     while not signals.stop.wait(SUPERVISE_INTERVAL_SECONDS):
+        if agent.revoked.is_set():
+            signals.stop.set()
+            break
         if tracker is not None and tracker.due():
             try:
                 _follow_phones(agent, tracker, processes, loglevel)
-            except Exception:  # a database or adb hiccup must not stop the worker: the next poll retries
+            except ServerUnreachable as exc:
+                log.warning("following the phones: the server does not answer (%s)", exc)
+            except Exception:  # an adb or server hiccup must not stop the worker: the next poll retries
                 log.exception("following the phones on the adb server failed")
-            finally:
-                close_old_connections()
         for p in processes:
             if p.restart_at is not None:
                 if time.monotonic() >= p.restart_at:
@@ -191,7 +205,11 @@ def _supervise(
             if code is None:
                 continue
             why = f"the Celery process of device #{p.device.pk} {_describe_exit(code)} while measuring the job"
-            failed = agent.fail_running_jobs(p.device.pk, why)
+            try:
+                failed = agent.fail_running_jobs(p.device.pk, why)
+            except (ServerUnreachable, TokenRevoked) as exc:
+                log.warning("could not tell the server that device #%s's process died: %s", p.device.pk, exc)
+                failed = []
             log.error("%s; failed jobs: %s; restarting", why.replace(" while measuring the job", ""), failed or "none")
             p.schedule_restart()
 
@@ -236,18 +254,40 @@ def run_worker(
     kinds: Sequence[str] | None = None,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_SECONDS,
     loglevel: str = "INFO",
+    server_url: str | None = None,
+    token: str | None = None,
 ) -> int:
-    """Run the agent and one Celery worker per device until SIGTERM/SIGINT; returns the exit status."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
-    import django
-
-    django.setup()
-    from server.taskqueue import device_queue
-
+    """Run the agent and one Celery worker per device until SIGTERM/SIGINT (or the server refuses
+    the lab token); returns the exit status."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(
+            level=loglevel.upper(), format="[%(asctime)s: %(levelname)s/%(processName)s] %(name)s: %(message)s"
+        )
+    env = dict(os.environ)
+    if server_url:
+        env[SERVER_URL_ENV] = server_url
+    if token:
+        env[TOKEN_ENV] = token
+    try:
+        settings = LabSettings.from_env(env)
+    except LabConfigError as e:
+        log.error("%s", e)
+        return 2
+    # The device processes read the same settings from the environment they inherit.
+    os.environ.update({SERVER_URL_ENV: settings.server_url, TOKEN_ENV: settings.token})
+    server = LabServer(settings.server_url, settings.token)
     signals = _Signals()
     signals.install()
-    agent = DeviceAgent(name or default_worker_name(instance), instance=instance, kinds=kinds)
-    context = agent.start()
+    worker_name = name or default_worker_name(instance)
+    agent = DeviceAgent(server, worker_name, instance=instance, kinds=kinds, outbox=Outbox(settings.outbox_dir))
+    try:
+        context = agent.start()
+    except TokenRevoked as e:
+        log.error("the server refused this machine's lab token: %s", e)
+        return 3
+    except ServerUnreachable as e:
+        log.error("the server at %s does not answer: %s", settings.server_url, e)
+        return 4
     tracker = _phone_tracker(kinds)
     if not agent.devices and tracker is None:
         log.error(
@@ -257,15 +297,16 @@ def run_worker(
         )
         return 1
     agent.start_heartbeat()
-    processes = [DeviceProcess(d, device_queue(d.pk), context, loglevel) for d in agent.devices]
+    processes = [DeviceProcess(d, context, loglevel) for d in agent.devices]
     try:
         for p in processes:
             p.start()
         log.info(
-            "worker %r (run %s) serves %d device(s)%s",
+            "worker %r (run %s) serves %d device(s) for %s%s",
             agent.worker_name,
             agent.token[:8],
             len(processes),
+            settings.server_url,
             " and follows the phones on the adb server" if tracker is not None else "",
         )
         _supervise(agent, processes, signals, tracker, loglevel)
@@ -273,8 +314,16 @@ def run_worker(
     finally:
         _stop_processes(processes, shutdown_grace, signals)
         agent.stop_heartbeat()
-        agent.go_offline()
-    return 0
+        if agent.revoked.is_set():
+            log.error("worker %r stopped: %s", agent.worker_name, agent.revoked_message)
+        else:
+            try:
+                agent.go_offline()
+            except (ServerUnreachable, TokenRevoked) as e:
+                log.warning(
+                    "could not take the devices offline on the server (%s): they go when their heartbeats stop", e
+                )
+    return 5 if agent.revoked.is_set() else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -289,7 +338,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the worker's options to a parser (shared with the ``latencylab worker`` command)."""
-    parser.add_argument("--name", help="worker name the devices are registered under (default: host name)")
+    parser.add_argument("--server", dest="server_url", help=f"the LatencyLab server's URL (default: ${SERVER_URL_ENV})")
+    parser.add_argument("--token", help=f"this machine's lab token (default: ${TOKEN_ENV}; latencylab lab add NAME)")
+    parser.add_argument(
+        "--name", help="worker name the devices are registered under: the lab machine's name (default: host name)"
+    )
     parser.add_argument(
         "--instance",
         help="run as a separate instance on this host: its device rows get "
@@ -309,7 +362,13 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Run the worker with parsed arguments."""
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] if args.kinds else None
     return run_worker(
-        name=args.name, instance=args.instance, kinds=kinds, shutdown_grace=args.shutdown_grace, loglevel=args.loglevel
+        name=args.name,
+        instance=args.instance,
+        kinds=kinds,
+        shutdown_grace=args.shutdown_grace,
+        loglevel=args.loglevel,
+        server_url=args.server_url,
+        token=args.token,
     )
 
 

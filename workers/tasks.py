@@ -1,26 +1,31 @@
-"""The profiling task: claim the job, run it on the device, store the outcome.
+"""The profiling task: claim the job from the server, run it on the device, post the outcome.
 
-Thin on purpose: the job row is the truth and the server's services change it. The task only
-decides whether this worker may run the job and claims it; ``workers.jobs`` runs it by its kind
-and ``workers.failures`` says what an error means. It is idempotent: it runs a job only after
-claiming it with a conditional update, so a duplicate message (a redelivery after a lost worker,
-a re-enqueue of a re-queued job) finds the job taken and does nothing.
+Thin on purpose: the job row on the server is the truth. The task takes the device's locks, asks
+the server for the job (the server's conditional claim: ``queued -> running`` once, and only for
+a device of this machine), runs it by its kind (``workers.jobs``) and posts its result. It is
+idempotent: a duplicate message (a redelivery after a lost worker, a re-enqueue of a re-queued
+job) finds the job taken and does nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
 from celery import Task
 from celery.exceptions import TimeLimitExceeded
 
-from server.taskqueue import PROFILING_TASK
-from workers.celery_app import app
+from devicelab.lab_protocol import Claim, Ending
+from workers.celery_app import PROFILING_TASK, app
 from workers.context import WorkerContext
-from workers.device_lock import device_lock
+from workers.device_lock import device_lock, host_lock
 from workers.failures import TRANSIENT_ERRORS, DeviceOffline
 from workers.jobs import run_claimed_job
+from workers.lab_settings import LabSettings
+from workers.model_cache import ModelCache
+from workers.outbox import Outbox
+from workers.server_api import LabServer
 
 log = logging.getLogger("latencylab.workers")
 
@@ -30,27 +35,35 @@ MAX_TRANSIENT_RETRIES = 8
 RETRY_BACKOFF_MAX_SECONDS = 60
 
 
+@functools.cache
+def lab() -> tuple[LabSettings, LabServer, ModelCache, Outbox]:
+    """This process's settings, its session with the server, its model cache and its outbox."""
+    settings = LabSettings.from_env()
+    return (
+        settings,
+        LabServer(settings.server_url, settings.token),
+        ModelCache(settings.cache_dir, settings.model_cache_bytes),
+        Outbox(settings.outbox_dir),
+    )
+
+
 class ProfilingTask(Task):  # type: ignore[misc]
     """Fails the job with a reason when the task itself cannot: a hard time limit (handled by
     the worker's main process after it killed the pool process) or exhausted retries."""
 
     def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         """Turn a task-level failure into a failed job."""
-        from server.profiling.services import claim_job, fail_job
-
         job_id = int(args[0]) if args else int(kwargs["job_id"])
         ctx = WorkerContext.from_env()
+        _, server, _, _ = lab()
         if isinstance(exc, TimeLimitExceeded):
             limit = self.time_limit or app.conf.task_time_limit
-            fail_job(job_id, ctx.token, f"the job ran past the hard time limit of {limit} s and was killed")
+            server.fail(job_id, Ending(ctx.token, f"the job ran past the hard time limit of {limit} s and was killed"))
         elif isinstance(exc, TRANSIENT_ERRORS):
-            # Never claimed: claim it (if it is still this worker's) to record why it could not run.
-            from server.profiling.models import ProfilingJob
-
-            job = ProfilingJob.objects.filter(pk=job_id).first()
-            if job is not None and job.device_id in ctx.devices:
-                if claim_job(job_id, ctx.token, device_id=job.device_id) is not None:
-                    fail_job(job_id, ctx.token, f"gave up after {self.request.retries} retries: {exc}")
+            # Never claimed: claim it (if it is still this device's) to record why it could not run.
+            (device_pk,) = ctx.devices
+            if server.claim(job_id, Claim(ctx.token, device_pk)).outcome == "claimed":
+                server.fail(job_id, Ending(ctx.token, f"gave up after {self.request.retries} retries: {exc}"))
 
 
 @app.task(  # type: ignore[untyped-decorator]  # Celery ships no types
@@ -69,41 +82,19 @@ class ProfilingTask(Task):  # type: ignore[misc]
     retry_jitter=True,
 )
 def run_profiling_job(self: Task, job_id: int) -> str:
-    """Run job ``job_id`` (of any kind) on this worker's device; returns what happened, in a word."""
-    from server.devices.models import DeviceStatus
-    from server.profiling.models import JobState, ProfilingJob
-    from server.profiling.services import claim_job, fail_job
-
+    """Run job ``job_id`` (of any kind) on this process's device; returns what happened, in a word."""
     ctx = WorkerContext.from_env()
-    job = ProfilingJob.objects.select_related("device").filter(pk=job_id).first()
-    if job is None:
-        log.info("job %s no longer exists", job_id)
-        return "missing"
-    info = ctx.devices.get(job.device_id)
-    if info is None:
-        # The job moved to another device after this message was sent (its device went offline).
-        log.info("job %s is now routed to device %s, which this worker does not hold", job_id, job.device_id)
-        return "elsewhere"
-    if job.state == JobState.RUNNING and job.claimed_by == ctx.token:
-        # Only this process consumes the device's queue, one job at a time, so a job running
-        # under this run's token that arrives again is an attempt whose pool process died
-        # (the message came back through reject_on_worker_lost).
-        fail_job(
-            job_id,
-            ctx.token,
-            f"the worker process measuring the job died during attempt {job.attempts}; "
-            "the device runtime may have crashed on this model",
-        )
-        return "lost"
-    if job.state != JobState.QUEUED:
-        return "not-queued"
-    if job.device.status == DeviceStatus.OFFLINE:
-        raise DeviceOffline(
-            f"device {job.device.name!r} (#{job.device_id}) is marked offline; "
-            f"waiting for worker {ctx.name!r} to heart-beat it back"
-        )
-    with device_lock(info.identity):
-        claimed = claim_job(job_id, ctx.token, device_id=job.device_id)
-        if claimed is None:
-            return "taken"
-        return run_claimed_job(claimed, info, ctx.token, self.soft_time_limit or app.conf.task_soft_time_limit)
+    settings, server, files, outbox = lab()
+    # A device process serves its one device: a message for a job since moved elsewhere is
+    # answered "elsewhere" by the server.
+    ((device_pk, info),) = ctx.devices.items()
+    soft_limit = self.soft_time_limit or app.conf.task_soft_time_limit
+    # Waiting for the host's processors counts against nothing yet: the job is still queued.
+    with device_lock(info.identity), host_lock(info, settings.host_lock, wait_s=max(soft_limit / 2, 30)) as lock:
+        answer = server.claim(job_id, Claim(ctx.token, device_pk))
+        if answer.outcome == "offline":
+            raise DeviceOffline(answer.message)
+        if answer.outcome != "claimed" or answer.job is None:
+            log.info("job %s: %s (%s)", job_id, answer.outcome, answer.message)
+            return answer.outcome
+        return run_claimed_job(answer.job, info, server, ctx.token, files, outbox, soft_limit, lock)

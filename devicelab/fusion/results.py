@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TypedDict
 
+from devicelab.measure.environment import HostLockRecord
 from devicelab.measure.stats import SampleStats
 from devicelab.wire import JsonDict, JsonRecord, PayloadError
 
@@ -71,6 +72,7 @@ class SweepEnvironment(TypedDict, total=False):
     time_definition: str  # what "device" and "wall" time measure
     throughput_definition: str  # how a row's throughput is computed
     noise_definition: str  # how a row's throughput noise is computed
+    host_lock: HostLockRecord  # whether it held the host's processors alone (a lab machine's CPU devices)
 
 
 class PlanEnvironment(TypedDict, total=False):
@@ -81,6 +83,7 @@ class PlanEnvironment(TypedDict, total=False):
     throughput_definition: str  # how a strategy's throughput is computed
     noise_definition: str  # how its throughput noise is computed
     check_definition: str  # what the output check compares
+    host_lock: HostLockRecord  # whether it held the host's processors alone (a lab machine's CPU devices)
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,14 @@ class OpRowNotes(TypedDict):
     op_rows_shared_by_several_operators: int  # rows whose time several graph operators share
 
 
+class HostLockRecord(TypedDict):
+    """Whether the measurement held the host's processors alone (the lab machine's host lock)."""
+
+    held: bool  # False: the lock is turned off, other devices of the host may have measured
+    waited_s: float  # how long the job waited for another device's measurement to end
+    note: str
+
+
 class ProfileEnvironment(TypedDict, total=False):
     """What a profile records beside its timings: the runtime, the model, the machine, how it was measured."""
 
@@ -123,6 +131,7 @@ class ProfileEnvironment(TypedDict, total=False):
     memory: MemoryRecord  # how the memory figure was read
     machine_load: MachineLoadRecord | None  # the load before the kept attempt (None: not read)
     noise: NoiseRecord  # the noise policy's attempts
+    host_lock: HostLockRecord  # whether it held the host's processors alone (a lab machine's CPU devices)
     # -- the CPU backend (onnxruntime)
     providers: list[str]  # the session's execution providers
     inter_op_threads: int  # onnxruntime's inter-op threads

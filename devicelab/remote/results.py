@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, TypedDict
 
+from devicelab.measure.environment import HostLockRecord
 from devicelab.measure.stats import SampleStats
 from devicelab.remote.spec import RemoteSpec
 from devicelab.wire import JsonDict, JsonRecord, OwnJson
@@ -27,6 +28,7 @@ class RemoteEnvironment(TypedDict, total=False):
     threads: int  # the serving process's intra-op threads
     cores: list[int]  # the cores it was pinned to ([]: the OS decides)
     requests: int  # timed requests per profile
+    host_lock: HostLockRecord  # whether it held the host's processors alone (a lab machine's CPU devices)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Required, TypedDict
 
+from devicelab.measure.environment import HostLockRecord
 from devicelab.tenancy.sweep import SharingSpec
 from devicelab.wire import JsonDict, JsonRecord, OwnJson, PayloadError, is_number
 
@@ -40,6 +41,7 @@ class SharingDevice(TypedDict, total=False):
     max_mem_alloc_size: int  # the largest single buffer (bytes)
     preferred_vector_width_float: int  # the device's preferred float vector width
     runtime: OpenCLRuntime  # how the OpenCL runtime was brought up
+    host_lock: HostLockRecord  # whether it held the host's processors alone (a lab machine's CPU devices)
 
 
 @dataclass(frozen=True)

@@ -1,30 +1,42 @@
 """Running a claimed job: one module per kind of job (``profile``, ``fusion``, ``sharing``,
-``remote``), the table that picks one by ``ProfilingJob.kind``, and ``run_claimed_job``, which runs
-it and stores the outcome through the server's services (``workers.failures`` decides what an
-error means)."""
+``remote``), each returning the record the machine posts; the table that picks one by the job's
+kind; and ``run_claimed_job``, which runs it and hands its outcome to the server
+(``workers.failures`` decides what an error means).
+
+A result the server cannot take now (down, restarting) waits on the machine's disk
+(``workers.outbox``); the agent posts it when the server answers again.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
 from devicelab.backends.base import DeviceInfo
+from devicelab.lab_protocol import ClaimedJob, Ending, ResultPost
+from devicelab.measure.environment import HostLockRecord
 from workers.failures import classify
 from workers.jobs.fusion import run_fusion_plan_job, run_fusion_sweep_job
 from workers.jobs.profile import run_profile_job
 from workers.jobs.progress import ProgressReporter
 from workers.jobs.remote import run_remote_job
+from workers.jobs.run import JobRun
 from workers.jobs.sharing import run_sharing_job
+from workers.model_cache import ModelCache
+from workers.outbox import Outbox
+from workers.server_api import LabServer, ServerUnreachable
 
 log = logging.getLogger("latencylab.workers")
 
-# Runs a claimed job on the device; whether its outcome was stored for this run.
-JobRunner = Callable[[Any, DeviceInfo, ProgressReporter], bool]
+# Runs a claimed job on the device; returns the record the machine posts.
+JobRunner = Callable[[JobRun], Any]
 
-# What each kind of job runs (``ProfilingJob.kind``).
+# What each kind of job runs.
 RUNS: dict[str, JobRunner] = {
     "profile": run_profile_job,
     "fusion_sweep": run_fusion_sweep_job,
@@ -33,38 +45,69 @@ RUNS: dict[str, JobRunner] = {
     "remote_scenario": run_remote_job,
 }
 
+# Where each kind's record keeps its environment (the host lock is recorded there).
+_ENVIRONMENT_FIELD = {"sharing_sweep": "device"}
 
-def run_claimed_job(job: Any, info: DeviceInfo, token: str, soft_limit: int | None) -> str:
-    """Run a claimed job by its kind and store the outcome through the services; returns what
-    happened, in a word."""
-    from server.profiling.services import fail_job, retry_job
 
-    progress = ProgressReporter(job.pk, token)
+def with_host_lock(kind: str, record: Any, lock: HostLockRecord | None) -> Any:
+    """The record with the host lock noted in its environment (unchanged when none applied)."""
+    if lock is None:
+        return record
+    name = _ENVIRONMENT_FIELD.get(kind, "environment")
+    return dataclasses.replace(record, **{name: {**getattr(record, name), "host_lock": lock}})
+
+
+def deliver(server: LabServer, outbox: Outbox, job: ClaimedJob, post: ResultPost) -> str:
+    """Post a result; when the server does not answer, keep it on the disk for the agent to post.
+    Returns what happened, in a word."""
     try:
-        run = RUNS.get(job.kind)
-        if run is None:
-            raise ValueError(f"this worker does not know jobs of kind {job.kind!r}; known: {sorted(RUNS)}")
-        stored = run(job, info, progress)
-    except SoftTimeLimitExceeded:
-        fail_job(job.pk, token, f"the job ran past the time limit of {soft_limit} s")
-        return "timeout"
-    except Exception as exc:
-        failure = classify(exc, info, stopped=progress.stopped)
-        if failure.action == "stop":
-            log.info("job %s stopped: cancelled or taken over", job.pk)
-            return "stopped"
-        if failure.action == "retry":
-            outcome = retry_job(job.pk, token, failure.reason)
-            log.warning("job %s: %s; %s", job.pk, exc, outcome)
-            return outcome
-        if failure.unexpected:
-            log.exception("job %s failed with an unexpected error", job.pk)
-        fail_job(job.pk, token, failure.reason)
-        return "failed"
-    if not stored:
-        log.info("job %s finished but is no longer this run's (cancelled?): result dropped", job.pk)
+        answer = server.post_result(job.id, post)
+    except ServerUnreachable as exc:
+        expires = time.time() + max(job.claim_seconds, 60)
+        path = outbox.keep(job.id, post, expires)
+        log.warning("job %s: the server does not answer (%s); its result waits in %s", job.id, exc, path)
+        return "pending"
+    if answer.outcome == "not-yours":
+        log.info("job %s finished but is no longer this run's (%s): result dropped", job.id, answer.message)
         return "stopped"
     return "succeeded"
 
 
-__all__ = ["RUNS", "JobRunner", "run_claimed_job"]
+def run_claimed_job(
+    job: ClaimedJob,
+    info: DeviceInfo,
+    server: LabServer,
+    token: str,
+    files: ModelCache,
+    outbox: Outbox,
+    soft_limit: int | None,
+    lock: HostLockRecord | None = None,
+) -> str:
+    """Run a claimed job by its kind and hand its outcome to the server; returns what happened,
+    in a word."""
+    progress = ProgressReporter(server, job.id, token)
+    try:
+        run = RUNS.get(job.kind)
+        if run is None:
+            raise ValueError(f"this worker does not know jobs of kind {job.kind!r}; known: {sorted(RUNS)}")
+        record = with_host_lock(job.kind, run(JobRun(job, info, server, files, progress)), lock)
+    except SoftTimeLimitExceeded:
+        server.fail(job.id, Ending(token, f"the job ran past the time limit of {soft_limit} s"))
+        return "timeout"
+    except Exception as exc:
+        failure = classify(exc, info, stopped=progress.stopped)
+        if failure.action == "stop":
+            log.info("job %s stopped: cancelled or taken over", job.id)
+            return "stopped"
+        if failure.action == "retry":
+            outcome = server.retry(job.id, Ending(token, failure.reason)).outcome
+            log.warning("job %s: %s; %s", job.id, exc, outcome)
+            return outcome
+        if failure.unexpected:
+            log.exception("job %s failed with an unexpected error", job.id)
+        server.fail(job.id, Ending(token, failure.reason))
+        return "failed"
+    return deliver(server, outbox, job, ResultPost(token, job.attempt, job.kind, record.as_dict()))
+
+
+__all__ = ["RUNS", "JobRunner", "deliver", "run_claimed_job", "with_host_lock"]

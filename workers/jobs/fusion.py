@@ -2,29 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
+from devicelab.graph import Graph, graph_from_dict
+from workers.jobs.run import JobRun, import_limits
 
-from devicelab.backends.base import DeviceInfo
-from workers.jobs.progress import ProgressReporter
+
+def job_graphs(run: JobRun) -> list[Graph]:
+    """The job's networks, read within the server's import limits."""
+    return [graph_from_dict(g, import_limits(run.job)) for g in run.job.graphs]
 
 
-def run_fusion_sweep_job(job: Any, info: DeviceInfo, progress: ProgressReporter) -> bool:
-    """Run a fusion sweep over the job's networks; whether its rows were stored for this run."""
+def run_fusion_sweep_job(run: JobRun) -> FusionSweepRecord:
+    """Run a fusion sweep over the job's networks."""
     from devicelab.fusion.on_device import sweep_on_device
-    from server.fusion.services import graphs_for_job, ingest_sweep
 
-    s = job.settings
-    result = sweep_on_device(info, graphs_for_job(job), s["spec"], s.get("precision", "fp32"), progress)
-    return ingest_sweep(job.pk, progress.token, result) is not None
+    s = run.job.settings
+    return sweep_on_device(run.info, job_graphs(run), s["spec"], s.get("precision", "fp32"), run.progress)
 
 
-def run_fusion_plan_job(job: Any, info: DeviceInfo, progress: ProgressReporter) -> bool:
-    """Plan and run fusion for the job's networks together; whether the comparison was stored."""
+def run_fusion_plan_job(run: JobRun) -> FusionPlanRecord:
+    """Plan and run fusion for the job's networks together."""
     from devicelab.fusion.on_device import plan_on_device
-    from server.fusion.services import graphs_for_job, ingest_plan, sweep_rows_for_plan
 
-    s = job.settings
-    comparison = plan_on_device(
-        info, graphs_for_job(job), s.get("options", {}), sweep_rows_for_plan(job), s.get("precision", "fp32"), progress
+    s = run.job.settings
+    return plan_on_device(
+        run.info, job_graphs(run), s.get("options", {}), run.job.plan_rows, s.get("precision", "fp32"), run.progress
     )
-    return ingest_plan(job.pk, progress.token, comparison) is not None

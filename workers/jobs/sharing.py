@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from devicelab.backends.base import DeviceInfo
-from workers.jobs.progress import ProgressReporter
+from devicelab.tenancy.results import SharingSweepRecord
+from workers.jobs.run import JobRun
 
 
-def run_sharing_job(job: Any, info: DeviceInfo, progress: ProgressReporter) -> bool:
-    """Run a sharing sweep within the job's time budget; whether its rows were stored for this run."""
+def run_sharing_job(run: JobRun) -> SharingSweepRecord:
+    """Run a sharing sweep within the job's time budget."""
     from devicelab.tenancy.on_device import sharing_on_device
-    from server.tenancy.services import ingest_sharing
 
-    s = job.settings
-    result = sharing_on_device(info, s["spec"], progress, time_budget_s=s.get("time_budget_s"))
-    return ingest_sharing(job.pk, progress.token, result) is not None
+    s = run.job.settings
+    return sharing_on_device(run.info, s["spec"], run.progress, time_budget_s=s.get("time_budget_s"))

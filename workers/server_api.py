@@ -1,0 +1,162 @@
+"""The lab machine's side of the lab API: one method per call of ``devicelab.lab_protocol``, over
+a kept-alive HTTP session with ``Authorization: Lab <token>``.
+
+Errors say who can act on them: ``ServerUnreachable`` (no answer, or a proxy's 502/503/504: try
+again later), ``TokenRevoked`` (401: the machine must stop; the message is the server's),
+``Refused`` (any other 4xx: this request is wrong, the server says why).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, TypeVar
+
+import requests
+
+from devicelab import lab_protocol as wire
+
+log = logging.getLogger("latencylab.workers")
+
+R = TypeVar("R")
+
+# Answers a proxy or a restarting server gives while it cannot take the call.
+_UNAVAILABLE = {502, 503, 504}
+CHUNK_BYTES = 1 << 20
+
+
+class ServerUnreachable(ConnectionError):
+    """The server did not answer (down, restarting, or the network): keep what you have and retry."""
+
+
+class TokenRevoked(PermissionError):
+    """The server refused the lab token (revoked or unknown): the machine stops."""
+
+
+class Refused(RuntimeError):
+    """The server refused this call (a 4xx other than 401), saying why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"the server refused the call ({status}): {message}")
+        self.status = status
+
+
+class ChecksumMismatch(ValueError):
+    """A downloaded file's bytes do not have the SHA-256 they were asked for."""
+
+
+def _message(resp: requests.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        return " ".join(resp.text.split())[:300] or resp.reason or "no message"
+    if isinstance(body, dict) and "detail" in body:
+        detail = body["detail"]
+        return detail if isinstance(detail, str) else str(detail)
+    return str(body)[:300]
+
+
+class LabServer:
+    """The LatencyLab server as a lab machine sees it."""
+
+    def __init__(self, url: str, token: str, session: requests.Session | None = None, timeout: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.session = session or requests.Session()
+        self.session.headers.update({"Authorization": f"{wire.AUTH_KEYWORD} {token}", "Accept": "application/json"})
+
+    def __repr__(self) -> str:
+        return f"<LabServer {self.url}>"
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        try:
+            resp = self.session.request(method, self.url + path, timeout=self.timeout, **kwargs)
+        except requests.RequestException as exc:
+            raise ServerUnreachable(f"{method} {self.url}{path}: {type(exc).__name__}: {exc}") from None
+        if resp.status_code in _UNAVAILABLE:
+            raise ServerUnreachable(f"{method} {self.url}{path}: {resp.status_code} {resp.reason}")
+        if resp.status_code == 401:
+            raise TokenRevoked(_message(resp))
+        if resp.status_code >= 400:
+            raise Refused(resp.status_code, _message(resp))
+        return resp
+
+    def _call(self, path: str, record: Any, answer: type[R]) -> R:
+        resp = self._send("POST", path, json=wire.as_json(record))
+        return answer.from_dict(resp.json())  # type: ignore[attr-defined,no-any-return]
+
+    # -- devices
+    def register(self, reg: wire.Registration) -> wire.Registered:
+        """Register devices (``POST /api/lab/devices``)."""
+        return self._call("/api/lab/devices", reg, wire.Registered)
+
+    def heartbeat(self, hb: wire.Heartbeat) -> wire.HeartbeatAnswer:
+        """Heart-beat the devices that are there."""
+        return self._call("/api/lab/heartbeat", hb, wire.HeartbeatAnswer)
+
+    def devices_gone(self, gone: wire.DevicesGone) -> wire.Outcome:
+        """Devices left: they go offline now with their reasons."""
+        return self._call("/api/lab/devices/gone", gone, wire.Outcome)
+
+    def fail_running(self, device_pk: int, ending: wire.Ending) -> wire.Outcome:
+        """A device's process died: this run's running jobs on it fail."""
+        return self._call(f"/api/lab/devices/{device_pk}/fail-running", ending, wire.Outcome)
+
+    # -- jobs
+    def claim(self, job_id: int, claim: wire.Claim) -> wire.ClaimAnswer:
+        """Claim a job the device's queue delivered."""
+        return self._call(f"/api/lab/jobs/{job_id}/claim", claim, wire.ClaimAnswer)
+
+    def progress(self, job_id: int, progress: wire.Progress) -> bool:
+        """Report progress; False: stop (cancelled or taken over)."""
+        return self._call(f"/api/lab/jobs/{job_id}/progress", progress, wire.ProgressAnswer).go_on
+
+    def post_result(self, job_id: int, post: wire.ResultPost) -> wire.ResultAnswer:
+        """Post an attempt's result (idempotent)."""
+        return self._call(f"/api/lab/jobs/{job_id}/result", post, wire.ResultAnswer)
+
+    def fail(self, job_id: int, ending: wire.Ending) -> wire.Outcome:
+        """The job failed here, saying why."""
+        return self._call(f"/api/lab/jobs/{job_id}/fail", ending, wire.Outcome)
+
+    def retry(self, job_id: int, ending: wire.Ending) -> wire.Outcome:
+        """The attempt was lost to the device: queue the job again."""
+        return self._call(f"/api/lab/jobs/{job_id}/retry", ending, wire.Outcome)
+
+    # -- files
+    def download(self, ref: wire.ModelRef, dest: Path) -> None:
+        """Stream a model file to ``dest``, checking its SHA-256 as it arrives
+        (``ChecksumMismatch``: the bytes are not the ones asked for; nothing is left at ``dest``)."""
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                resp = self._send("GET", ref.path(), stream=True)
+                try:
+                    for chunk in resp.iter_content(CHUNK_BYTES):
+                        digest.update(chunk)
+                        out.write(chunk)
+                except requests.RequestException as exc:
+                    raise ServerUnreachable(f"GET {ref.path()}: the download broke off: {exc}") from None
+                finally:
+                    resp.close()
+            got = digest.hexdigest()
+            if got != ref.sha256:
+                raise ChecksumMismatch(
+                    f"the file of model {ref.filename!r} arrived with sha256 {got}, not {ref.sha256}"
+                )
+            os.replace(tmp, dest)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def close(self) -> None:
+        """Close the kept-alive connections."""
+        self.session.close()
+
+
+__all__ = ["ChecksumMismatch", "LabServer", "Refused", "ServerUnreachable", "TokenRevoked"]
