@@ -77,7 +77,8 @@ lint: $(DEV_STAMP)  ## ruff: lint rules and formatting, checked (`make format` f
 # too (the rest of the tree with the project's mypy settings).
 STRICT_MODULES = devicelab server/profiling/services.py server/fusion/services.py \
 	server/tenancy/services.py server/remote/services.py server/predictors/records.py \
-	workers/jobs workers/failures.py workers/tasks.py dashboard/conditions.py
+	workers/jobs workers/failures.py workers/tasks.py dashboard/conditions.py \
+	server/labs/models.py server/labs/services.py server/labs/schema.py
 
 typecheck: $(DEV_STAMP)  ## mypy on the application packages
 	SECRET_KEY="$${SECRET_KEY:-$(TEST_SECRET_KEY)}" $(BIN)/mypy devicelab server workers dashboard latencylab

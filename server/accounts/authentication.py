@@ -70,7 +70,7 @@ def header_key(request: Request, keyword: str) -> str | None:
             f"Invalid {keyword.lower()} header: expected 'Authorization: {keyword} <key>'."
         )
     try:
-        return header[1].decode()
+        return str(header[1].decode())
     except UnicodeError:
         raise exceptions.AuthenticationFailed(f"Invalid {keyword.lower()} header: the key is not text.") from None
 

@@ -67,7 +67,7 @@ class LabMachineAdmin(admin.ModelAdmin):
         """On adding, issue the token and show it once; only its hash is saved."""
         if not change:
             key = obj.issue_key()
-            obj.created_by = request.user
+            obj.created_by_id = request.user.pk
             super().save_model(request, obj, form, change)
             messages.success(
                 request,
