@@ -1,17 +1,23 @@
-"""Fixtures for the worker room's tests: the host CPU (or its first OpenCL device) registered by a
-real agent, a network, and jobs submitted through the real services, with this process standing in
-as the device process."""
+"""Fixtures for the worker room's tests: a lab machine with its token, the host CPU (or its first
+OpenCL device) registered by a real agent through the lab API, a network, and jobs submitted
+through the real services, with this process standing in as the device process.
+
+The lab API is answered in this process (``tests.lab_http``: the real Django views, no socket),
+inside the test's transaction; the end-to-end tests run it over real HTTP."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from devicelab.backends.base import DeviceInfo
 from devicelab.graph import Graph, GraphBuilder, graph_to_json
+from tests.lab_http import TEST_SERVER_URL, in_process_session
 
 _serial = itertools.count(1)
 
@@ -30,37 +36,96 @@ def fake_cpu(n: int) -> DeviceInfo:
     return DeviceInfo("cpu", f"cpu:machine-{n}", f"Test CPU {n}", {"cpu_model": "Test CPU 3000", "arch": "x86_64"})
 
 
-@pytest.fixture
-def agent(db: None) -> Any:
-    """A started agent (no heartbeat thread) holding this host's real CPU."""
-    from workers.agent import DeviceAgent
+@dataclass
+class LabMachineAtHand:
+    """A lab machine of the test: its row, its token, and a ``LabServer`` that answers in-process."""
 
-    a = DeviceAgent(f"test-worker-{next(_serial)}", kinds=["cpu"])
-    a.start()
+    lab: Any
+    token: str
+    server: Any
+    adapter: Any
+    folder: Path
+
+    def settings(self) -> Any:
+        """Its ``LabSettings`` (a folder of its own, the host lock on)."""
+        from workers.lab_settings import LabSettings
+
+        return LabSettings(TEST_SERVER_URL, self.token, "memory://", self.folder)
+
+
+@pytest.fixture
+def make_lab_machine(db: None, tmp_path: Path) -> Callable[[str], LabMachineAtHand]:
+    """Factory: ``make_lab_machine(name)`` -> a new lab machine whose ``server`` is the lab API."""
+    from server.labs.services import add_lab_machine
+    from workers.server_api import LabServer
+
+    def make(name: str) -> LabMachineAtHand:
+        lab, token = add_lab_machine(name)
+        session, adapter = in_process_session()
+        folder = tmp_path / f"lab-{name}"
+        return LabMachineAtHand(lab, token, LabServer(TEST_SERVER_URL, token, session=session), adapter, folder)
+
+    return make
+
+
+def _started_agent(machine: LabMachineAtHand, kinds: list[str]) -> Any:
+    from workers.agent import DeviceAgent
+    from workers.outbox import Outbox
+
+    agent = DeviceAgent(machine.server, machine.lab.name, kinds=kinds, outbox=Outbox(machine.folder / "outbox"))
+    agent.start()
+    agent.machine = machine
+    return agent
+
+
+@pytest.fixture
+def lab_machine(make_lab_machine: Callable[[str], LabMachineAtHand]) -> LabMachineAtHand:
+    """A lab machine named for this test."""
+    return make_lab_machine(f"test-worker-{next(_serial)}")
+
+
+@pytest.fixture
+def agent(lab_machine: LabMachineAtHand) -> Any:
+    """A started agent (no heartbeat thread) holding this host's real CPU."""
+    a = _started_agent(lab_machine, ["cpu"])
     assert len(a.devices) == 1
     return a
 
 
-@pytest.fixture
-def opencl_agent(db: None, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A started agent holding this machine's first OpenCL device; this process is its device process."""
-    from workers.agent import DeviceAgent
+def _play_device_process(agent: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """This test process plays the agent's device process: its context, and the lab API in-process."""
+    import workers.tasks
     from workers.context import ENV_VAR
+    from workers.model_cache import ModelCache
+    from workers.outbox import Outbox
 
-    agent = DeviceAgent(f"test-opencl-worker-{next(_serial)}", kinds=["opencl"])
-    agent.start()
+    machine: LabMachineAtHand = agent.machine
+    monkeypatch.setenv(ENV_VAR, agent.context().to_env()[ENV_VAR])
+    settings = machine.settings()
+    here = (
+        settings,
+        machine.server,
+        ModelCache(settings.cache_dir, settings.model_cache_bytes),
+        Outbox(settings.outbox_dir),
+    )
+    monkeypatch.setattr(workers.tasks, "lab", lambda: here)
+
+
+@pytest.fixture
+def opencl_agent(make_lab_machine: Callable[[str], LabMachineAtHand], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A started agent holding this machine's first OpenCL device; this process is its device process."""
+    agent = _started_agent(make_lab_machine(f"test-opencl-worker-{next(_serial)}"), ["opencl"])
     if not agent.devices:
         pytest.fail("no OpenCL device: install PoCL (make system-deps)")
-    monkeypatch.setenv(ENV_VAR, agent.context().to_env()[ENV_VAR])
+    agent.devices = agent.devices[:1]
+    _play_device_process(agent, monkeypatch)
     return agent
 
 
 @pytest.fixture
 def as_device_process(agent: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """This test process plays the agent's device process: it carries the agent's context."""
-    from workers.context import ENV_VAR
-
-    monkeypatch.setenv(ENV_VAR, agent.context().to_env()[ENV_VAR])
+    _play_device_process(agent, monkeypatch)
     return agent.context()
 
 
