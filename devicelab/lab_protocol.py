@@ -7,6 +7,7 @@ read back with ``devicelab.wire`` (a missing, mistyped or unknown key is refused
 
 The calls, in the order a worker makes them:
 
+* ``GET /api/lab/hello`` (-> ``Hello``): the token is good; the machine's name as the server knows it.
 * ``POST /api/lab/devices`` (``Registration`` -> ``Registered``): the devices it found, under the
   machine's name (``NAME`` or ``NAME#instance``); at a run's start the server also re-queues what
   an earlier run of the machine left running.
@@ -36,6 +37,16 @@ AUTH_KEYWORD = "Lab"
 # The kinds of job a lab machine runs, and so the kinds of result it posts.
 JOB_KINDS = ("profile", "fusion_sweep", "fusion_plan", "sharing_sweep", "remote_scenario")
 JobKind = Literal["profile", "fusion_sweep", "fusion_plan", "sharing_sweep", "remote_scenario"]
+
+
+@dataclass(frozen=True)
+class Hello(JsonRecord):
+    """Who the token belongs to: the lab machine's name, which its workers register under."""
+
+    machine: str
+    version: int = PROTOCOL_VERSION
+
+    json_name = "hello"
 
 
 @dataclass(frozen=True)
@@ -249,6 +260,7 @@ __all__ = [
     "Ending",
     "Heartbeat",
     "HeartbeatAnswer",
+    "Hello",
     "JobKind",
     "ModelRef",
     "Outcome",

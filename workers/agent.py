@@ -73,12 +73,14 @@ class DeviceAgent:
         instance: str | None = None,
         kinds: Iterable[str] | None = None,
         outbox: Outbox | None = None,
+        time_limit_cap: int | None = None,
     ) -> None:
         self.server = server
         self.worker_name = worker_name
         self.instance = instance
         self.kinds = tuple(kinds) if kinds else None
         self.outbox = outbox
+        self.time_limit_cap = time_limit_cap
         # A fresh token for every run: jobs claimed under an older token are an earlier run's.
         self.token = uuid.uuid4().hex
         self.devices: list[ServedDevice] = []
@@ -117,7 +119,8 @@ class DeviceAgent:
             for row, info in zip(rows, found, strict=True)
         ]
         self.heartbeat_seconds = float(answer.heartbeat_seconds)
-        self.task_time_limit = answer.task_time_limit
+        cap = self.time_limit_cap
+        self.task_time_limit = min(answer.task_time_limit, cap) if cap else answer.task_time_limit
         return answer, served
 
     def add_devices(self, found: list[DeviceInfo]) -> list[ServedDevice]:

@@ -11,6 +11,7 @@ and its own folder. Nothing of the server's (no database, no secret key, no shar
   server, device locks); ``~/.cache/latencylab-lab`` by default.
 * ``LATENCYLAB_MODEL_CACHE_MB``: the model cache's bound (default 2048).
 * ``LATENCYLAB_HOST_LOCK``: one measurement at a time on the host's processors (default on).
+* ``LATENCYLAB_TASK_TIME_LIMIT``: seconds a job may run here, if less than the server allows.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ BROKER_DIR_ENV = "LATENCYLAB_BROKER_DIR"
 LAB_DIR_ENV = "LATENCYLAB_LAB_DIR"
 CACHE_ENV = "LATENCYLAB_MODEL_CACHE_MB"
 HOST_LOCK_ENV = "LATENCYLAB_HOST_LOCK"
+TIME_LIMIT_ENV = "LATENCYLAB_TASK_TIME_LIMIT"
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -59,6 +61,7 @@ class LabSettings:
     broker_dir: Path | None = None
     model_cache_bytes: int = 2048 * 1024 * 1024
     host_lock: bool = True
+    time_limit_cap: int | None = None  # seconds; the server's limit applies when it is lower
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> LabSettings:
@@ -92,6 +95,16 @@ class LabSettings:
             raise LabConfigError(f"{CACHE_ENV}={env.get(CACHE_ENV)!r} is not a whole number of MB") from None
         if cache_mb < 1:
             raise LabConfigError(f"{CACHE_ENV} must be at least 1 (MB)")
+        cap: int | None = None
+        if env.get(TIME_LIMIT_ENV):
+            try:
+                cap = int(env[TIME_LIMIT_ENV])
+            except ValueError:
+                raise LabConfigError(
+                    f"{TIME_LIMIT_ENV}={env[TIME_LIMIT_ENV]!r} is not a whole number of seconds"
+                ) from None
+            if cap < 60:
+                raise LabConfigError(f"{TIME_LIMIT_ENV} must be at least 60 (seconds)")
         return cls(
             server_url=url,
             token=token,
@@ -100,6 +113,7 @@ class LabSettings:
             broker_dir=broker_dir,
             model_cache_bytes=cache_mb * 1024 * 1024,
             host_lock=env_flag(HOST_LOCK_ENV, True, env),
+            time_limit_cap=cap,
         )
 
     @property

@@ -53,12 +53,12 @@ import time
 from collections.abc import Sequence
 from types import FrameType
 
-from workers.agent import DeviceAgent, ServedDevice, default_worker_name
+from workers.agent import DeviceAgent, ServedDevice
 from workers.context import WorkerContext
 from workers.lab_settings import SERVER_URL_ENV, TOKEN_ENV, LabConfigError, LabSettings
 from workers.outbox import Outbox
 from workers.phone_tracker import PhoneTracker
-from workers.server_api import LabServer, ServerUnreachable, TokenRevoked
+from workers.server_api import LabServer, Refused, ServerUnreachable, TokenRevoked
 
 log = logging.getLogger("latencylab.workers")
 
@@ -248,6 +248,24 @@ def _phone_tracker(kinds: Sequence[str] | None) -> PhoneTracker | None:
         return None
 
 
+# While the server does not answer at start, the worker asks again after these pauses (growing).
+START_RETRY_SECONDS = (1.0, 30.0)
+
+
+def _wait_for_server(server: LabServer, signals: _Signals) -> str | None:
+    """The lab machine's name once the server answers (a lab machine may boot before its server);
+    None when a stop was asked for meanwhile. ``TokenRevoked`` when the server refuses the token."""
+    pause = START_RETRY_SECONDS[0]
+    while True:
+        try:
+            return server.hello().machine
+        except ServerUnreachable as e:
+            log.warning("the server does not answer yet (%s); asking again in %.0f s", e, pause)
+        if signals.stop.wait(pause):
+            return None
+        pause = min(pause * 2, START_RETRY_SECONDS[1])
+
+
 def run_worker(
     name: str | None = None,
     instance: str | None = None,
@@ -278,15 +296,33 @@ def run_worker(
     server = LabServer(settings.server_url, settings.token)
     signals = _Signals()
     signals.install()
-    worker_name = name or default_worker_name(instance)
-    agent = DeviceAgent(server, worker_name, instance=instance, kinds=kinds, outbox=Outbox(settings.outbox_dir))
+    try:
+        machine = _wait_for_server(server, signals)
+    except TokenRevoked as e:
+        log.error("the server refused this machine's lab token: %s", e)
+        return 3
+    if machine is None:
+        return 0
+    base = name or machine
+    worker_name = f"{base}#{instance}" if instance else base
+    agent = DeviceAgent(
+        server,
+        worker_name,
+        instance=instance,
+        kinds=kinds,
+        outbox=Outbox(settings.outbox_dir),
+        time_limit_cap=settings.time_limit_cap,
+    )
     try:
         context = agent.start()
     except TokenRevoked as e:
         log.error("the server refused this machine's lab token: %s", e)
         return 3
+    except Refused as e:
+        log.error("%s", e)
+        return 2
     except ServerUnreachable as e:
-        log.error("the server at %s does not answer: %s", settings.server_url, e)
+        log.error("the server at %s stopped answering while the devices registered: %s", settings.server_url, e)
         return 4
     tracker = _phone_tracker(kinds)
     if not agent.devices and tracker is None:

@@ -88,6 +88,10 @@ class LabServer:
         resp = self._send("POST", path, json=wire.as_json(record))
         return answer.from_dict(resp.json())  # type: ignore[attr-defined,no-any-return]
 
+    def hello(self) -> wire.Hello:
+        """Check the token (``TokenRevoked`` if refused); the machine's name."""
+        return wire.Hello.from_dict(self._send("GET", "/api/lab/hello").json())
+
     # -- devices
     def register(self, reg: wire.Registration) -> wire.Registered:
         """Register devices (``POST /api/lab/devices``)."""

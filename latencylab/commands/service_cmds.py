@@ -127,11 +127,12 @@ def add_user(args: argparse.Namespace) -> int:
 
 
 def run_worker(args: argparse.Namespace) -> int:
-    """``latencylab worker``: the device agent and a Celery worker for this machine's devices."""
-    setup_django()
+    """``latencylab worker``: the device agent and a Celery worker for this machine's devices.
+
+    A lab machine's command: it needs the server's URL, its lab token and the broker, never the
+    server's database or settings (``workers.lab_settings``)."""
     from workers.run import run_from_args
 
-    migrate()
     return run_from_args(args)
 
 
@@ -233,8 +234,29 @@ class Service:
         # The children read the same embedded defaults (and var/secret_key) as this process,
         # which has said so once already.
         env = dict(os.environ, DJANGO_SETTINGS_MODULE="server.settings", **reported_defaults())
+        if name == "worker":
+            env = self.lab_worker_env(env)
         self.procs[name] = subprocess.Popen(self.commands[name], env=env, preexec_fn=_die_with_parent)
         self._restart_at.pop(name, None)
+
+    def lab_worker_env(self, env: dict[str, str]) -> dict[str, str]:
+        """The local worker's environment: a lab machine's (the server's URL, a lab token made for
+        it, the broker), without the server's database or secret: it speaks the lab protocol like
+        a machine in another building."""
+        from django.conf import settings
+
+        from server.labs.local import local_lab_token
+        from workers.agent import default_worker_name
+
+        lab = {k: v for k, v in env.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        lab["LATENCYLAB_SERVER_URL"] = f"http://{host}:{self.port}"
+        lab["LATENCYLAB_LAB_TOKEN"] = local_lab_token(default_worker_name())
+        lab["CELERY_BROKER_URL"] = str(settings.CELERY_BROKER_URL)
+        if str(settings.CELERY_BROKER_URL).startswith("filesystem:"):
+            lab["LATENCYLAB_BROKER_DIR"] = str(settings.BROKER_DIR)
+        lab.setdefault("LATENCYLAB_LAB_DIR", str(settings.VAR_DIR / "lab"))
+        return lab
 
     def alive(self) -> bool:
         """Whether every child runs now."""

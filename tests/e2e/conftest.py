@@ -1,5 +1,7 @@
-"""End-to-end fixtures: real worker processes (``python -m workers.run``) against the test database
-and the real broker.
+"""End-to-end fixtures: real lab worker processes (``python -m workers.run``) that reach the server
+only as a lab machine would: over HTTP with a lab token (the live server of this test process, on
+the test database) and through the real broker. Their environment holds no database settings, no
+secret key and no Django settings module, and each has a folder of its own.
 
 The mode follows the environment the suite was started with: PostgreSQL + Redis when
 ``DATABASE_URL`` and ``CELERY_BROKER_URL`` are set, else the embedded defaults (SQLite file and
@@ -83,7 +85,9 @@ class WorkerProcess:
     def __init__(
         self, name: str, env: dict[str, str], log_path: Path, instance: str | None = None, kinds: str = "cpu"
     ) -> None:
-        self.name = name
+        self.machine = name
+        # the worker name its devices are registered under: the lab machine's, with its instance
+        self.name = f"{name}#{instance}" if instance else name
         self.kinds = kinds
         self.env = env
         self.log_path = log_path
@@ -101,7 +105,7 @@ class WorkerProcess:
             "-m",
             "workers.run",
             "--name",
-            self.name,
+            self.machine,
             "--kinds",
             self.kinds,
             "--shutdown-grace",
@@ -184,29 +188,49 @@ class WorkerProcess:
             return "(no log)"
 
 
-@pytest.fixture
-def start_worker(transactional_db: None, queue_prefix: str, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
-    """Factory: ``start_worker(instance=None, name=None, kinds="cpu", broker_url=None, extra_env=None)``
-    -> a started ``WorkerProcess`` (on the session's broker unless ``broker_url`` names another;
-    ``extra_env`` adds to its environment, e.g. the adb server of a phone farm).
+# What a lab worker must not see: the server's own settings.
+SERVER_ONLY = ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE", "LATENCYLAB_VAR_DIR", "LATENCYLAB_QUEUE_PREFIX")
 
-    Every worker it started is killed at teardown (before the test database is flushed), and
-    its log is printed, so a failing test shows what the worker said.
-    """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+
+def lab_worker_env(server_url: str, token: str, lab_dir: Path, broker_url: str | None = None) -> dict[str, str]:
+    """A lab machine's environment: this process's, less the server's settings, plus the server's
+    URL, the lab token, the broker and the machine's own folder."""
+    from django.conf import settings
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST") and k not in SERVER_ONLY}
+    broker = broker_url or str(settings.CELERY_BROKER_URL)
     env.update(
         {
-            "DJANGO_SETTINGS_MODULE": "server.settings",
-            "DATABASE_URL": database_url(),
-            "LATENCYLAB_QUEUE_PREFIX": queue_prefix,
-            "LATENCYLAB_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS),
-            "LATENCYLAB_OFFLINE_AFTER_SECONDS": str(OFFLINE_AFTER_SECONDS),
-            "LATENCYLAB_RESEND_AFTER_SECONDS": str(RESEND_AFTER_SECONDS),
+            "LATENCYLAB_SERVER_URL": server_url,
+            "LATENCYLAB_LAB_TOKEN": token,
+            "CELERY_BROKER_URL": broker,
+            "LATENCYLAB_LAB_DIR": str(lab_dir),
+            # the lab machine caps its jobs below the server's limit
             "LATENCYLAB_TASK_TIME_LIMIT": str(TASK_TIME_LIMIT),
             "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
         }
     )
+    if broker.startswith("filesystem:"):
+        env["LATENCYLAB_BROKER_DIR"] = str(settings.BROKER_DIR)
+    return env
+
+
+@pytest.fixture
+def start_worker(
+    transactional_db: None, queue_prefix: str, tmp_path: Path, live_server: Any
+) -> Iterator[Callable[..., WorkerProcess]]:
+    """Factory: ``start_worker(instance=None, name=None, kinds="cpu", broker_url=None, extra_env=None)``
+    -> a started ``WorkerProcess``: a lab machine ``name`` (made now, with its token) reaching this
+    process's live server over HTTP, on the session's broker unless ``broker_url`` names another;
+    ``extra_env`` adds to its environment, e.g. the adb server of a phone farm.
+
+    Every worker it started is killed at teardown (before the test database is flushed), and
+    its log is printed, so a failing test shows what the worker said.
+    """
+    from server.labs.services import add_lab_machine
+
     workers: list[WorkerProcess] = []
+    lab_tokens: dict[str, str] = {}
 
     def start(
         instance: str | None = None,
@@ -216,7 +240,10 @@ def start_worker(transactional_db: None, queue_prefix: str, tmp_path: Path) -> I
         extra_env: dict[str, str] | None = None,
     ) -> WorkerProcess:
         name = name or f"e2e-worker-{next(_serial)}-{uuid.uuid4().hex[:6]}"
-        own_env = {**env, "CELERY_BROKER_URL": broker_url} if broker_url else dict(env)
+        # a worker started again under its name (a restart) keeps its machine's token
+        token = lab_tokens.get(name) or add_lab_machine(name)[1]
+        lab_tokens[name] = token
+        own_env = lab_worker_env(live_server.url, token, tmp_path / f"lab-{name}", broker_url)
         own_env.update(extra_env or {})
         w = WorkerProcess(name, own_env, tmp_path / f"{name}.log", instance=instance, kinds=kinds).start()
         workers.append(w)

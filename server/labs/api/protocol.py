@@ -69,6 +69,15 @@ class LabView(APIView):
         return super().handle_exception(exc)
 
 
+class HelloView(LabView):
+    """``GET /api/lab/hello``."""
+
+    @lab_schema(None, wire.Hello, "Check the lab token; the machine's name")
+    def get(self, request: Request) -> Response:
+        """The machine the token belongs to."""
+        return Response(wire.as_json(wire.Hello(self.lab(request).name)))
+
+
 class RegisterDevices(LabView):
     """``POST /api/lab/devices``."""
 

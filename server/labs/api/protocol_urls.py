@@ -7,6 +7,7 @@ from django.urls import URLPattern, path
 from server.labs.api import protocol as views
 
 urlpatterns: list[URLPattern] = [
+    path("lab/hello", views.HelloView.as_view(), name="lab-hello"),
     path("lab/devices", views.RegisterDevices.as_view(), name="lab-devices"),
     path("lab/devices/gone", views.DevicesGoneView.as_view(), name="lab-devices-gone"),
     path("lab/devices/<int:pk>/fail-running", views.FailRunningView.as_view(), name="lab-device-fail-running"),
