@@ -1,6 +1,6 @@
-"""docker-compose.yml describes the production shape (no Docker engine runs here, so the file is
-checked for what `docker compose up` relies on: services, health checks, volumes, settings, and
-commands that the image really has)."""
+"""docker-compose.yml describes the production shape, docker-compose.lab.yml a lab machine elsewhere
+(no Docker engine runs here, so the files are checked for what `docker compose up` relies on:
+services, health checks, volumes, settings, and commands that the image really has)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,22 @@ from typing import Any
 import pytest
 import yaml
 
+from workers.lab_settings import BROKER_ENV, LAB_DIR_ENV, SERVER_URL_ENV, TOKEN_ENV
+
 REPO = Path(__file__).resolve().parents[2]
 APP_SERVICES = ("web", "worker", "trainer")
+SERVER_SERVICES = ("web", "trainer")
+# What a lab machine is told, and all it is told (workers/lab_settings.py).
+LAB_VARIABLES = {SERVER_URL_ENV, TOKEN_ENV, BROKER_ENV, LAB_DIR_ENV}
+SERVER_ONLY = {"DATABASE_URL", "SECRET_KEY", "LATENCYLAB_VAR_DIR", "DJANGO_SETTINGS_MODULE"}
 
 
-def _compose() -> dict[str, Any]:
-    return yaml.safe_load((REPO / "docker-compose.yml").read_text())
+def _compose(name: str = "docker-compose.yml") -> dict[str, Any]:
+    return yaml.safe_load((REPO / name).read_text())
+
+
+def _lab_worker() -> dict[str, Any]:
+    return _compose("docker-compose.lab.yml")["services"]["lab-worker"]
 
 
 def _command_lines(command: str | list[str]) -> list[list[str]]:
@@ -62,9 +72,9 @@ def test_services_and_health_checks():
         assert "healthcheck" in service, f"{name} has no health check"
 
 
-def test_the_app_services_use_postgres_and_redis_and_wait_for_them():
+def test_the_server_services_use_postgres_and_redis_and_wait_for_them():
     services = _compose()["services"]
-    for name in APP_SERVICES:
+    for name in SERVER_SERVICES:
         assert services[name]["build"] == "."
         env = services[name]["environment"]
         assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
@@ -77,6 +87,30 @@ def test_the_app_services_use_postgres_and_redis_and_wait_for_them():
     # The web service migrates; the others start once it answers.
     for name in ("worker", "trainer"):
         assert services[name]["depends_on"]["web"]["condition"] == "service_healthy"
+
+
+def test_the_worker_is_a_lab_machine_with_a_url_a_token_and_the_broker_only():
+    worker = _compose()["services"]["worker"]
+    env = worker["environment"]
+    assert set(env) == LAB_VARIABLES, "the worker is told only what a lab machine is told"
+    assert not SERVER_ONLY & set(env)
+    assert env[SERVER_URL_ENV] == "http://web:8000"
+    assert env[BROKER_ENV] == "redis://redis:6379/0"
+    # No token ships with the file: compose refuses to start until one is made and set, and says how.
+    assert env[TOKEN_ENV].startswith("${LATENCYLAB_LAB_TOKEN:?")
+    assert "latencylab lab add compose-worker" in env[TOKEN_ENV]
+    # Its own folder, not the server's media.
+    assert worker["volumes"] == [f"labdata:{env[LAB_DIR_ENV]}"]
+    assert worker["build"] == "."
+    assert worker["depends_on"]["redis"]["condition"] == "service_healthy"
+
+
+def test_the_web_service_answers_to_the_name_the_worker_uses():
+    services = _compose()["services"]
+    allowed = services["web"]["environment"]["ALLOWED_HOSTS"]
+    host = services["worker"]["environment"][SERVER_URL_ENV].split("://")[1].split(":")[0]
+    # The default after `${ALLOWED_HOSTS:-` and anything set: the worker's host is always there.
+    assert host in allowed.split("${")[0].split(","), allowed
 
 
 def test_web_migrates_then_serves_worker_profiles_and_trainer_trains():
@@ -103,8 +137,39 @@ def test_every_app_command_is_a_real_command():
 
 def test_named_volumes_keep_data():
     compose = _compose()
-    assert {"pgdata", "redisdata", "media"} <= set(compose["volumes"])
+    assert {"pgdata", "redisdata", "media", "labdata"} <= set(compose["volumes"])
     assert "pgdata:/var/lib/postgresql/data" in compose["services"]["postgres"]["volumes"]
+
+
+def test_the_lab_compose_file_runs_one_worker_told_the_lab_variables_only():
+    compose = _compose("docker-compose.lab.yml")
+    assert set(compose["services"]) == {"lab-worker"}
+    lab = _lab_worker()
+    assert lab["build"] == "."
+    env = lab["environment"]
+    assert set(env) == LAB_VARIABLES
+    assert not SERVER_ONLY & set(env)
+    # The three that join the machine come from its .env, and compose names what is missing.
+    for name in (SERVER_URL_ENV, TOKEN_ENV, BROKER_ENV):
+        assert env[name].startswith("${" + name + ":?"), env[name]
+    assert "rediss://" in env[BROKER_ENV]
+    volumes = [v for v in lab["volumes"] if isinstance(v, str)]
+    assert volumes == [f"labdata:{env[LAB_DIR_ENV]}"] and "labdata" in compose["volumes"]
+    assert "depends_on" not in lab, "a lab machine's server and broker are elsewhere"
+
+
+def test_the_lab_compose_file_has_a_real_command_and_a_health_check_on_it():
+    lab = _lab_worker()
+    _assert_real_command(lab["command"])
+    assert lab["command"][:2] == ["latencylab", "worker"]
+    pattern = lab["healthcheck"]["test"][1].split("'")[1]
+    assert pattern in shlex.join(lab["command"])
+
+
+def test_the_lab_compose_file_says_how_to_pass_phones_and_gpus():
+    text = (REPO / "docker-compose.lab.yml").read_text()
+    assert "LATENCYLAB_ADB_SERVER: host.docker.internal:5037" in text
+    assert "/dev/dri" in text
 
 
 def test_image_installs_pocl_and_the_whole_build_context_less_dockerignore():
