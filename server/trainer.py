@@ -16,6 +16,11 @@ of every model still ``parsing`` (a message lost with a broker restart or a kill
 while it runs, whenever it has been idle (no task in hand) it sends again the parse of every model
 and the training of every predictor pending for longer than ``LATENCYLAB_RESEND_AFTER_SECONDS``:
 an idle trainer would have taken their messages, so they were lost.
+
+It also sweeps the lab every ``LATENCYLAB_HEARTBEAT_SECONDS`` (``sweep_lab``): devices whose lab
+machine stopped heart-beating go offline and their jobs move or wait, even when no machine is left
+to heart-beat (each lab heartbeat sweeps too; the sweep's writes are conditional, so two sweeps at
+once do the work once).
 """
 
 from __future__ import annotations
@@ -87,11 +92,31 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
     resend_parsing_models()
     stop = threading.Event()
     threading.Thread(target=_reconcile_while_idle, args=(stop,), name="reconciler", daemon=True).start()
+    threading.Thread(target=_sweep_lab_forever, args=(stop,), name="lab-sweeper", daemon=True).start()
     try:
         app.worker_main(celery_argv(f"{trainer_queue()},{models_queue()}", node, loglevel))
     finally:
         stop.set()
     return 0
+
+
+def _sweep_lab_forever(stop: threading.Event) -> None:
+    """Sweep the lab every heartbeat interval, whatever the lab machines do."""
+    from django.conf import settings
+    from django.db import close_old_connections
+
+    from server.profiling.services import sweep_lab
+
+    while not stop.wait(float(settings.LATENCYLAB_HEARTBEAT_SECONDS)):
+        try:
+            for device in sweep_lab():
+                log.warning(
+                    "device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker
+                )
+        except Exception:  # a database hiccup must not end the sweeps: the next one retries
+            log.exception("sweeping the lab failed")
+        finally:
+            close_old_connections()
 
 
 def _reconcile_while_idle(stop: threading.Event) -> None:

@@ -219,9 +219,9 @@ def lab_worker_env(server_url: str, token: str, lab_dir: Path, broker_url: str |
 def start_worker(
     transactional_db: None, queue_prefix: str, tmp_path: Path, live_server: Any
 ) -> Iterator[Callable[..., WorkerProcess]]:
-    """Factory: ``start_worker(instance=None, name=None, kinds="cpu", broker_url=None, extra_env=None)``
-    -> a started ``WorkerProcess``: a lab machine ``name`` (made now, with its token) reaching this
-    process's live server over HTTP, on the session's broker unless ``broker_url`` names another;
+    """Factory: ``start_worker(instance=None, name=None, kinds="cpu", broker_url=None, extra_env=None,
+    server_url=None)`` -> a started ``WorkerProcess``: a lab machine ``name`` (made now, with its
+    token) reaching this process's live server (or ``server_url``) over HTTP, on the session's broker unless ``broker_url`` names another;
     ``extra_env`` adds to its environment, e.g. the adb server of a phone farm.
 
     Every worker it started is killed at teardown (before the test database is flushed), and
@@ -238,12 +238,13 @@ def start_worker(
         kinds: str = "cpu",
         broker_url: str | None = None,
         extra_env: dict[str, str] | None = None,
+        server_url: str | None = None,
     ) -> WorkerProcess:
         name = name or f"e2e-worker-{next(_serial)}-{uuid.uuid4().hex[:6]}"
         # a worker started again under its name (a restart) keeps its machine's token
         token = lab_tokens.get(name) or add_lab_machine(name)[1]
         lab_tokens[name] = token
-        own_env = lab_worker_env(live_server.url, token, tmp_path / f"lab-{name}", broker_url)
+        own_env = lab_worker_env(server_url or live_server.url, token, tmp_path / f"lab-{name}", broker_url)
         own_env.update(extra_env or {})
         w = WorkerProcess(name, own_env, tmp_path / f"{name}.log", instance=instance, kinds=kinds).start()
         workers.append(w)

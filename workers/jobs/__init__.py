@@ -18,7 +18,7 @@ from typing import Any
 from celery.exceptions import SoftTimeLimitExceeded
 
 from devicelab.backends.base import DeviceInfo
-from devicelab.lab_protocol import ClaimedJob, Ending, ResultPost
+from devicelab.lab_protocol import ClaimedJob, Ending, Outcome, ResultPost
 from devicelab.measure.environment import HostLockRecord
 from workers.failures import classify
 from workers.jobs.fusion import run_fusion_plan_job, run_fusion_sweep_job
@@ -29,7 +29,7 @@ from workers.jobs.run import JobRun
 from workers.jobs.sharing import run_sharing_job
 from workers.model_cache import ModelCache
 from workers.outbox import Outbox
-from workers.server_api import LabServer, ServerUnreachable
+from workers.server_api import LabServer, ServerUnreachable, TokenRevoked
 
 log = logging.getLogger("latencylab.workers")
 
@@ -73,6 +73,16 @@ def deliver(server: LabServer, outbox: Outbox, job: ClaimedJob, post: ResultPost
     return "succeeded"
 
 
+def _tell(call: Callable[[int, Ending], Outcome], job_id: int, ending: Ending) -> Outcome | None:
+    """Tell the server how a job ended; when it cannot be told (down, or the token revoked), the
+    server's own sweep re-queues the job once this machine's devices stop heart-beating."""
+    try:
+        return call(job_id, ending)
+    except (ServerUnreachable, TokenRevoked) as exc:
+        log.error("job %s ended (%s) but the server could not be told: %s", job_id, ending.reason, exc)
+        return None
+
+
 def run_claimed_job(
     job: ClaimedJob,
     info: DeviceInfo,
@@ -92,7 +102,7 @@ def run_claimed_job(
             raise ValueError(f"this worker does not know jobs of kind {job.kind!r}; known: {sorted(RUNS)}")
         record = with_host_lock(job.kind, run(JobRun(job, info, server, files, progress)), lock)
     except SoftTimeLimitExceeded:
-        server.fail(job.id, Ending(token, f"the job ran past the time limit of {soft_limit} s"))
+        _tell(server.fail, job.id, Ending(token, f"the job ran past the time limit of {soft_limit} s"))
         return "timeout"
     except Exception as exc:
         failure = classify(exc, info, stopped=progress.stopped)
@@ -100,12 +110,13 @@ def run_claimed_job(
             log.info("job %s stopped: cancelled or taken over", job.id)
             return "stopped"
         if failure.action == "retry":
-            outcome = server.retry(job.id, Ending(token, failure.reason)).outcome
+            answer = _tell(server.retry, job.id, Ending(token, failure.reason))
+            outcome = answer.outcome if answer is not None else "unreported"
             log.warning("job %s: %s; %s", job.id, exc, outcome)
             return outcome
         if failure.unexpected:
             log.exception("job %s failed with an unexpected error", job.id)
-        server.fail(job.id, Ending(token, failure.reason))
+        _tell(server.fail, job.id, Ending(token, failure.reason))
         return "failed"
     return deliver(server, outbox, job, ResultPost(token, job.attempt, job.kind, record.as_dict()))
 

@@ -8,7 +8,7 @@ import time
 
 from devicelab.lab_protocol import Progress
 from workers.failures import JobStopped
-from workers.server_api import LabServer, ServerUnreachable
+from workers.server_api import LabServer, ServerUnreachable, TokenRevoked
 
 log = logging.getLogger("latencylab.workers")
 
@@ -37,6 +37,9 @@ class ProgressReporter:
             # The measurement goes on: its result waits on the disk if the server is still away.
             log.warning("job %s: progress not reported (%s)", self.job_id, exc)
             return
+        except TokenRevoked as exc:
+            self.stopped = True
+            raise JobStopped(f"job {self.job_id}: the server refused this machine's lab token: {exc}") from None
         if not go_on:
             self.stopped = True
             raise JobStopped(f"job {self.job_id} was cancelled or is no longer this run's")
