@@ -25,7 +25,7 @@ from workers.jobs import run_claimed_job
 from workers.lab_settings import LabSettings
 from workers.model_cache import ModelCache
 from workers.outbox import Outbox
-from workers.server_api import LabServer
+from workers.server_api import LabServer, Refused
 
 log = logging.getLogger("latencylab.workers")
 
@@ -91,7 +91,15 @@ def run_profiling_job(self: Task, job_id: int) -> str:
     soft_limit = self.soft_time_limit or app.conf.task_soft_time_limit
     # Waiting for the host's processors counts against nothing yet: the job is still queued.
     with device_lock(info.identity), host_lock(info, settings.host_lock, wait_s=max(soft_limit / 2, 30)) as lock:
-        answer = server.claim(job_id, Claim(ctx.token, device_pk))
+        try:
+            answer = server.claim(job_id, Claim(ctx.token, device_pk))
+        except Refused as exc:
+            if exc.status != 403:
+                raise
+            # The job moved to a device of another lab machine after its message was sent (this
+            # device went offline): it is that machine's now, and the message is dropped.
+            log.info("job %s: not this machine's (%s)", job_id, exc)
+            return "refused"
         if answer.outcome == "offline":
             raise DeviceOffline(answer.message)
         if answer.outcome != "claimed" or answer.job is None:

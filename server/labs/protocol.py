@@ -18,7 +18,7 @@ from django.db.models import Q
 
 from devicelab.backends.profile_record import ProfileRecord
 from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
-from devicelab.graph import graph_to_dict
+from devicelab.graph import GraphError, graph_to_dict
 from devicelab.lab_protocol import (
     Claim,
     ClaimAnswer,
@@ -154,8 +154,10 @@ def devices_gone(lab: LabMachine, gone: DevicesGone) -> Outcome:
             pk = int(key)
         except ValueError:
             raise PayloadError(f"devices gone.reasons: {key!r} is not a device id") from None
-        _own_device(lab, pk)
-        reasons[pk] = reason
+        if _own_device(lab, pk).worker == gone.worker:
+            # Only rows this worker still holds: a device another agent of the machine took
+            # over since (the phone moved to its USB hub) stays online.
+            reasons[pk] = reason
     return Outcome("offline", take_devices_offline(reasons))
 
 
@@ -223,7 +225,14 @@ def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
     if claimed is None:
         return ClaimAnswer("not-queued", f"job #{job_id} was taken by another run")
     claimed = ProfilingJob.objects.select_related("device", "model").get(pk=claimed.pk)
-    return ClaimAnswer("claimed", job=claimed_job(claimed))
+    try:
+        payload = claimed_job(claimed)
+    except (LookupError, GraphError) as exc:
+        # What the job needs is gone or unreadable (a model deleted after it was queued): it
+        # fails now, saying why, instead of staying claimed by a run that never got it.
+        fail_job(job_id, claim.run, f"the job cannot run: {exc}")
+        return ClaimAnswer("not-queued", f"job #{job_id} failed at its claim: {exc}")
+    return ClaimAnswer("claimed", job=payload)
 
 
 def _held_job(lab: LabMachine, job_id: int) -> ProfilingJob:
