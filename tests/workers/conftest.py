@@ -45,12 +45,29 @@ class LabMachineAtHand:
     server: Any
     adapter: Any
     folder: Path
+    # a hook for fault tests: called with each prepared request and its response, which it may alter
+    after: Callable[[Any, Any], None] | None = None
 
     def settings(self) -> Any:
         """Its ``LabSettings`` (a folder of its own, the host lock on)."""
         from workers.lab_settings import LabSettings
 
         return LabSettings(TEST_SERVER_URL, self.token, "memory://", self.folder)
+
+
+def _answer_whole(machine: LabMachineAtHand) -> None:
+    """The in-process adapter hands each body over whole, with no socket behind it: marked as read,
+    a streamed download iterates over it (and closing it closes nothing); then ``machine.after``."""
+    send = machine.adapter.send
+
+    def send_whole(request: Any, **kwargs: Any) -> Any:
+        resp = send(request, **kwargs)
+        resp._content_consumed = True
+        if machine.after is not None:
+            machine.after(request, resp)
+        return resp
+
+    machine.adapter.send = send_whole
 
 
 @pytest.fixture
@@ -63,7 +80,9 @@ def make_lab_machine(db: None, tmp_path: Path) -> Callable[[str], LabMachineAtHa
         lab, token = add_lab_machine(name)
         session, adapter = in_process_session()
         folder = tmp_path / f"lab-{name}"
-        return LabMachineAtHand(lab, token, LabServer(TEST_SERVER_URL, token, session=session), adapter, folder)
+        machine = LabMachineAtHand(lab, token, LabServer(TEST_SERVER_URL, token, session=session), adapter, folder)
+        _answer_whole(machine)
+        return machine
 
     return make
 
@@ -76,6 +95,30 @@ def _started_agent(machine: LabMachineAtHand, kinds: list[str]) -> Any:
     agent.start()
     agent.machine = machine
     return agent
+
+
+@pytest.fixture
+def make_agent(make_lab_machine: Callable[[str], LabMachineAtHand]) -> Callable[..., Any]:
+    """Factory: ``make_agent(worker, instance=None, kinds=None)`` -> an agent (not started) of the lab
+    machine the worker name names (``NAME`` or ``NAME#instance``; the machine is added on first use),
+    with an outbox in the machine's folder; ``agent.machine`` is the machine."""
+    from workers.agent import DeviceAgent
+    from workers.outbox import Outbox
+
+    machines: dict[str, LabMachineAtHand] = {}
+
+    def make(worker: str, instance: str | None = None, kinds: list[str] | None = None) -> Any:
+        name = worker.split("#", 1)[0]
+        if name not in machines:
+            machines[name] = make_lab_machine(name)
+        machine = machines[name]
+        agent = DeviceAgent(
+            machine.server, worker, instance=instance, kinds=kinds, outbox=Outbox(machine.folder / "outbox")
+        )
+        agent.machine = machine
+        return agent
+
+    return make
 
 
 @pytest.fixture

@@ -1,22 +1,26 @@
-"""The agent's heartbeat keeps its devices fresh and, on every beat, sweeps the lab: devices of
-workers that went quiet go offline (any live agent may sweep; a repeated sweep changes nothing)."""
+"""The agent's heartbeat keeps its devices fresh; on every heartbeat it receives, the server sweeps
+the lab: devices of workers that went quiet go offline (a repeated sweep changes nothing)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
 
 from tests.waiting import wait_for
 from tests.workers.conftest import fake_cpu
-from workers.agent import DeviceAgent
 
 
-def test_beat_refreshes_own_devices_and_sweeps_silent_ones(db: None, settings: object) -> None:
+def test_beat_refreshes_own_devices_and_the_server_sweeps_silent_ones(
+    make_agent: Callable[..., Any], settings: Any
+) -> None:
     from server.devices.models import Device
 
-    live, quiet = DeviceAgent("live"), DeviceAgent("quiet")
+    live, quiet = make_agent("live"), make_agent("quiet")
     live.start([fake_cpu(1)])
     quiet.start([fake_cpu(2)])
     long_ago = timezone.now() - timedelta(seconds=settings.LATENCYLAB_OFFLINE_AFTER_SECONDS + 5)
@@ -32,10 +36,10 @@ def test_beat_refreshes_own_devices_and_sweeps_silent_ones(db: None, settings: o
     assert Device.objects.get(worker="quiet").offline_since == since
 
 
-def test_device_marked_offline_comes_back_with_its_next_heartbeat(db: None) -> None:
+def test_device_marked_offline_comes_back_with_its_next_heartbeat(make_agent: Callable[..., Any]) -> None:
     from server.devices.models import Device
 
-    agent = DeviceAgent("flaky")
+    agent = make_agent("flaky")
     agent.start([fake_cpu(3)])
     Device.objects.filter(worker="flaky").update(status="offline", offline_since=timezone.now())
     agent.beat()
@@ -43,10 +47,10 @@ def test_device_marked_offline_comes_back_with_its_next_heartbeat(db: None) -> N
 
 
 @pytest.mark.django_db(transaction=True)
-def test_heartbeat_thread_beats_until_stopped() -> None:
+def test_heartbeat_thread_beats_until_stopped(make_agent: Callable[..., Any]) -> None:
     from server.devices.models import Device
 
-    agent = DeviceAgent("threaded")
+    agent = make_agent("threaded")
     agent.start([fake_cpu(4)])
     first = Device.objects.get(worker="threaded").last_heartbeat
     agent.start_heartbeat(interval=0.1)
@@ -56,7 +60,5 @@ def test_heartbeat_thread_beats_until_stopped() -> None:
         agent.stop_heartbeat()
     assert agent._thread is None
     last = Device.objects.get(worker="threaded").last_heartbeat
-    import time
-
     time.sleep(0.3)
     assert Device.objects.get(worker="threaded").last_heartbeat == last

@@ -1,17 +1,20 @@
-"""The agent registers the devices it found under its worker name, and an agent instance registers
-them as distinct rows that the server sees as equivalent."""
+"""The agent registers the devices it found under its worker name (its lab machine's), and an agent
+instance registers them as distinct rows that the server sees as equivalent."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from devicelab.backends import cpu
 from tests.workers.conftest import fake_cpu
-from workers.agent import DeviceAgent, as_instance
+from workers.agent import as_instance
 
 
-def test_agent_registers_the_host_cpu(db: None) -> None:
+def test_agent_registers_the_host_cpu(make_agent: Callable[..., Any]) -> None:
     from server.devices.models import Device
 
-    agent = DeviceAgent("bench-7", kinds=["cpu"])
+    agent = make_agent("bench-7", kinds=["cpu"])
     context = agent.start()
 
     row = Device.objects.get(worker="bench-7")
@@ -19,16 +22,17 @@ def test_agent_registers_the_host_cpu(db: None) -> None:
     assert context.name == "bench-7" and context.token == agent.token
     assert context.devices == {row.pk: agent.devices[0].found}
     assert context.devices[row.pk].identity == cpu.host_identity()
+    assert agent.devices[0].queue.endswith(f"device.{row.pk}")
 
 
-def test_each_run_has_a_fresh_token(db: None) -> None:
-    first, second = DeviceAgent("w", kinds=["cpu"]), DeviceAgent("w", kinds=["cpu"])
+def test_each_run_has_a_fresh_token(make_agent: Callable[..., Any]) -> None:
+    first, second = make_agent("w", kinds=["cpu"]), make_agent("w", kinds=["cpu"])
     assert first.token != second.token and len(first.token) == 32
 
 
-def test_instances_get_their_own_equivalent_rows(db: None) -> None:
+def test_instances_get_their_own_equivalent_rows(make_agent: Callable[..., Any]) -> None:
     found = [fake_cpu(1)]
-    a, b = DeviceAgent("host#a", instance="a"), DeviceAgent("host#b", instance="b")
+    a, b = make_agent("host#a", instance="a"), make_agent("host#b", instance="b")
     a.start(found)
     b.start(found)
 

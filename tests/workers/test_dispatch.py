@@ -22,8 +22,8 @@ def private_prefix(settings: Any) -> Iterator[str]:
 
 
 def _take(queue: str) -> Any:
-    """The next message of a queue, read straight from the broker (acknowledged at once)."""
-    from workers.celery_app import app
+    """The next message of a queue, read straight from the server's broker (acknowledged at once)."""
+    from server.taskqueue import app
 
     with app.connection_for_read() as conn:
         simple = conn.SimpleQueue(queue, no_ack=True)

@@ -4,7 +4,7 @@ served again. The device list comes from our adb double over TCP, read by real a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -36,16 +36,20 @@ def double(monkeypatch: pytest.MonkeyPatch) -> Iterator[AdbDouble]:
 
 
 def follow(agent: DeviceAgent, tracker: PhoneTracker) -> Any:
-    changes = tracker.poll(agent.served())
+    """One poll as the worker's supervising loop makes it (``workers.run._follow_phones``): the
+    tracker is asked about the agent's phones only."""
+    changes = tracker.poll(agent.served("android"))
     if changes.vanished:
         agent.lose_devices(changes.vanished)
     return agent.add_devices(changes.appeared), changes
 
 
-def test_phones_appear_leave_with_a_reason_and_come_back(db: None, double: AdbDouble, team: Any) -> None:
+def test_phones_appear_leave_with_a_reason_and_come_back(
+    make_agent: Callable[..., Any], double: AdbDouble, team: Any
+) -> None:
     from server.devices.models import Device
 
-    agent = DeviceAgent("farm-1")
+    agent = make_agent("farm-1")
     agent.start([])
     tracker = PhoneTracker(describe=describe)
     added, _ = follow(agent, tracker)
@@ -72,9 +76,7 @@ def test_phones_appear_leave_with_a_reason_and_come_back(db: None, double: AdbDo
     double.plug(Phone("PHONE-C"))
     added, _ = follow(agent, tracker)
     assert [d.found.identity for d in added] == ["android:PHONE-C"]
-    from server.profiling.services import sweep_lab
-
-    sweep_lab()
+    agent.beat()  # the server sweeps the lab when a heartbeat arrives
     job.refresh_from_db()
     assert job.device_id == agent.devices[-1].pk and "went offline" in job.moved_from
 
@@ -87,10 +89,12 @@ def test_phones_appear_leave_with_a_reason_and_come_back(db: None, double: AdbDo
     assert "android:PHONE-A" in agent.identities
 
 
-def test_a_dead_hub_takes_every_phone_and_an_offline_phone_is_named(db: None, double: AdbDouble) -> None:
+def test_a_dead_hub_takes_every_phone_and_an_offline_phone_is_named(
+    make_agent: Callable[..., Any], double: AdbDouble
+) -> None:
     from server.devices.models import Device
 
-    agent = DeviceAgent("farm-2")
+    agent = make_agent("farm-2")
     agent.start([])
     tracker = PhoneTracker(describe=describe)
     follow(agent, tracker)
@@ -103,10 +107,12 @@ def test_a_dead_hub_takes_every_phone_and_an_offline_phone_is_named(db: None, do
     assert Device.objects.filter(worker="farm-2", status="offline").count() == 2
 
 
-def test_an_adb_server_that_stops_answering_takes_every_phone_offline(db: None, double: AdbDouble) -> None:
+def test_an_adb_server_that_stops_answering_takes_every_phone_offline(
+    make_agent: Callable[..., Any], double: AdbDouble
+) -> None:
     from server.devices.models import Device
 
-    agent = DeviceAgent("farm-3")
+    agent = make_agent("farm-3")
     agent.start([])
     tracker = PhoneTracker(describe=describe)
     follow(agent, tracker)

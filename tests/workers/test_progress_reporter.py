@@ -1,5 +1,5 @@
-"""The backend's progress callback writes progress to the job row (at a bounded rate) and stops the
-measurement once the job was cancelled."""
+"""The backend's progress callback reports progress to the server, which writes it to the job row
+(at a bounded rate), and stops the measurement once the job was cancelled."""
 
 from __future__ import annotations
 
@@ -8,24 +8,25 @@ from typing import Any
 
 import pytest
 
+from devicelab.lab_protocol import Claim
 from workers.failures import JobStopped
 from workers.jobs.progress import ProgressReporter
 
 
 def test_progress_reaches_the_row_and_a_cancel_stops_the_run(
-    as_device_process: Any, make_job: Callable[..., Any]
+    as_device_process: Any, agent: Any, make_job: Callable[..., Any]
 ) -> None:
-    from server.profiling.services import cancel_job, claim_job
+    from server.profiling.services import cancel_job
 
     job = make_job()
     token = as_device_process.token
-    claim_job(job.pk, token)
-    report = ProgressReporter(job.pk, token)
+    assert agent.server.claim(job.pk, Claim(token, job.device_id)).outcome == "claimed"
+    report = ProgressReporter(agent.server, job.pk, token)
 
     report(0.25, "timed run 3/12")
     job.refresh_from_db()
     assert job.progress == 0.25 and job.progress_message == "timed run 3/12"
-    report(0.3, "timed run 4/12")  # within the interval: not written
+    report(0.3, "timed run 4/12")  # within the interval: not sent
     job.refresh_from_db()
     assert job.progress == 0.25
 
@@ -36,3 +37,24 @@ def test_progress_reaches_the_row_and_a_cancel_stops_the_run(
     assert report.stopped
     job.refresh_from_db()
     assert job.state == "cancelled" and job.progress == 0.25
+
+
+def test_an_unreachable_server_does_not_stop_the_measurement(
+    as_device_process: Any, agent: Any, make_job: Callable[..., Any]
+) -> None:
+    import requests
+
+    job = make_job()
+    token = as_device_process.token
+    assert agent.server.claim(job.pk, Claim(token, job.device_id)).outcome == "claimed"
+    report = ProgressReporter(agent.server, job.pk, token)
+
+    def down(request: Any) -> None:
+        raise requests.ConnectionError("connection refused")
+
+    agent.machine.adapter.before = down
+    report(0.5, "timed run 6/12")  # logged, not raised: the result may still reach the server later
+    agent.machine.adapter.before = None
+    assert not report.stopped
+    job.refresh_from_db()
+    assert job.state == "running" and job.progress == 0.0

@@ -13,7 +13,7 @@ def _pending(queue: str) -> int:
     """Messages waiting in a queue (0 when the broker no longer knows the queue)."""
     from amqp.exceptions import ChannelError
 
-    from workers.celery_app import app
+    from server.taskqueue import app
 
     with app.connection_for_read() as conn:
         try:
@@ -23,13 +23,13 @@ def _pending(queue: str) -> int:
 
 
 def test_purge_removes_only_the_given_prefix() -> None:
-    from workers.tasks import run_profiling_job
+    from server.taskqueue import PROFILING_TASK, app
 
     mine, theirs = f"test-{uuid.uuid4().hex[:10]}.", f"test-{uuid.uuid4().hex[:10]}."
     try:
         for prefix in (mine, theirs):
             for _ in range(2):
-                run_profiling_job.apply_async(args=[1], queue=f"{prefix}device.1")
+                app.send_task(PROFILING_TASK, args=[1], queue=f"{prefix}device.1")  # as the server sends it
         assert _pending(f"{mine}device.1") == 2
 
         assert purge_queues(mine) >= 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from devicelab.lab_protocol import Claim
 from workers.tasks import run_profiling_job
 
 
@@ -20,11 +21,11 @@ def test_second_delivery_of_a_finished_job_is_a_no_op(as_device_process: Any, ma
     assert JobResult.objects.filter(job=job).count() == 1
 
 
-def test_job_held_by_another_run_is_left_alone(as_device_process: Any, make_job: Callable[..., Any]) -> None:
-    from server.profiling.services import claim_job
-
+def test_job_held_by_another_run_is_left_alone(
+    as_device_process: Any, agent: Any, make_job: Callable[..., Any]
+) -> None:
     job = make_job()
-    assert claim_job(job.pk, "another-run") is not None
+    assert agent.server.claim(job.pk, Claim("another-run", job.device_id)).outcome == "claimed"
 
     assert run_profiling_job(job.pk) == "not-queued"
     job.refresh_from_db()

@@ -1,5 +1,7 @@
-"""A message for a job that has since moved to a device this worker does not hold is dropped, and
-the job is left for the device it now belongs to."""
+"""A message for a job that has since moved to a device this worker does not serve is dropped, and
+the job is left for the device it now belongs to: another device of the same machine is answered
+``elsewhere``; a device of another lab machine is refused by the server (403), and the task drops
+the message without claiming."""
 
 from __future__ import annotations
 
@@ -10,12 +12,27 @@ from tests.workers.conftest import fake_cpu
 from workers.tasks import run_profiling_job
 
 
-def test_job_routed_to_another_device_is_not_run_here(as_device_process: Any, make_job: Callable[..., Any]) -> None:
-    from server.devices.services import register_devices
+def test_job_routed_to_another_device_of_the_machine_is_not_run_here(
+    as_device_process: Any, agent: Any, make_job: Callable[..., Any]
+) -> None:
+    from workers.agent import DeviceAgent
 
-    other = register_devices("some-other-worker", [fake_cpu(1)])[0]
-    job = make_job(device_pk=other.pk)
+    other = DeviceAgent(agent.server, f"{agent.worker_name}#b", instance="b")  # a second agent of the machine
+    other.start([fake_cpu(1)])
+    job = make_job(device_pk=other.devices[0].pk)
 
     assert run_profiling_job(job.pk) == "elsewhere"
+    job.refresh_from_db()
+    assert job.state == "queued" and job.attempts == 0 and job.claimed_by == ""
+
+
+def test_job_routed_to_another_machines_device_is_not_run_here(
+    as_device_process: Any, make_agent: Callable[..., Any], make_job: Callable[..., Any]
+) -> None:
+    other = make_agent("some-other-machine")
+    other.start([fake_cpu(1)])
+    job = make_job(device_pk=other.devices[0].pk)
+
+    assert run_profiling_job(job.pk) == "refused"
     job.refresh_from_db()
     assert job.state == "queued" and job.attempts == 0 and job.claimed_by == ""

@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from devicelab.lab_protocol import Claim
 from workers.tasks import run_profiling_job
 
 
 def test_redelivered_job_of_a_dead_pool_process_fails_with_the_reason(
-    as_device_process: Any, make_job: Callable[..., Any]
+    as_device_process: Any, agent: Any, make_job: Callable[..., Any]
 ) -> None:
-    from server.profiling.services import claim_job
-
     job = make_job()
-    assert claim_job(job.pk, as_device_process.token) is not None  # the attempt that died
+    claimed = agent.server.claim(job.pk, Claim(as_device_process.token, job.device_id))
+    assert claimed.outcome == "claimed"  # the attempt whose pool process died
 
     assert run_profiling_job(job.pk) == "lost"
     job.refresh_from_db()

@@ -83,12 +83,13 @@ def test_a_sweep_job_runs_on_the_opencl_device_and_stores_checked_rows(opencl_ag
     assert FusionSweepResult.objects.filter(job=job).count() == 1
 
 
-def test_a_sweep_is_refused_on_a_device_that_is_not_opencl(make_member: Callable[..., Any], db: None) -> None:
+def test_a_sweep_is_refused_on_a_device_that_is_not_opencl(
+    make_member: Callable[..., Any], make_agent: Callable[..., Any]
+) -> None:
     from server.devices.models import Device
     from server.fusion.services import submit_fusion_sweep
-    from workers.agent import DeviceAgent
 
-    agent = DeviceAgent(f"test-cpu-worker-{next(_serial)}", kinds=["cpu"])
+    agent = make_agent(f"test-cpu-worker-{next(_serial)}", kinds=["cpu"])
     agent.start()
     team = make_member().team
     with pytest.raises(ValidationError, match="fusion runs on OpenCL devices"):
@@ -140,8 +141,10 @@ def test_a_sweep_over_a_deleted_model_fails_saying_so(opencl_agent: Any, upload:
     job = submit_fusion_sweep(model.team, Device.objects.get(pk=opencl_agent.devices[0].pk), {"models": [model.pk]})
     NetworkModel.objects.filter(pk=model.pk).delete()
 
-    assert run_profiling_job(job.pk) == "failed"
+    # the server finds it out at the claim, where it gathers the networks: the job fails there
+    assert run_profiling_job(job.pk) == "not-queued"
     job.refresh_from_db()
+    assert job.state == "failed" and job.attempts == 1
     assert f"model #{model.pk} was deleted after the job was queued" in job.failure_reason
 
 

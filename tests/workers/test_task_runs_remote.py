@@ -33,10 +33,9 @@ def submit(as_device_process: Any, team: Any, agent: Any) -> Callable[..., Any]:
     return lambda **raw: submit_remote_run(team, model, device, raw)
 
 
-def test_a_remote_run_serves_the_model_and_stores_every_profile(
-    submit: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import server.profiling.services as services
+def test_a_remote_run_serves_the_model_and_stores_every_profile(submit: Callable[..., Any], agent: Any) -> None:
+    import json
+
     from server.remote.models import RemoteScenarioResult
     from server.remote.services import profile_summaries
 
@@ -45,13 +44,13 @@ def test_a_remote_run_serves_the_model_and_stores_every_profile(
     assert job.settings["network_profiles"]["unshaped"] is None
     assert job.settings["network_profiles"]["slow-link"]["latency_ms"] == 20.0  # frozen at submission
     seen: list[tuple[float, str]] = []
-    report = services.report_progress
 
-    def spy(job_id: int, token: str, fraction: float, message: str = "") -> bool:
-        seen.append((fraction, message))
-        return report(job_id, token, fraction, message)
+    def spy(request: Any) -> None:  # the progress the worker posts to the lab API
+        if request.method == "POST" and request.url.endswith(f"/api/lab/jobs/{job.pk}/progress"):
+            body = json.loads(request.body)
+            seen.append((body["fraction"], body["message"]))
 
-    monkeypatch.setattr(services, "report_progress", spy)  # the worker's reporter looks it up per report
+    agent.machine.adapter.before = spy
     assert run_profiling_job(job.pk) == "succeeded"
 
     job.refresh_from_db()

@@ -154,12 +154,13 @@ def test_the_time_budget_stops_the_sweep_and_keeps_the_units_measured(opencl_age
     assert sweep.elapsed_s < 3.0 + 15  # stopped at the budget, not at the end of the unit
 
 
-def test_a_sharing_sweep_is_refused_on_a_device_that_is_not_opencl(make_member: Callable[..., Any], db: None) -> None:
+def test_a_sharing_sweep_is_refused_on_a_device_that_is_not_opencl(
+    make_member: Callable[..., Any], make_agent: Callable[..., Any]
+) -> None:
     from server.devices.models import Device
     from server.tenancy.services import submit_sharing_sweep
-    from workers.agent import DeviceAgent
 
-    agent = DeviceAgent(f"test-cpu-worker-{next(_serial)}", kinds=["cpu"])
+    agent = make_agent(f"test-cpu-worker-{next(_serial)}", kinds=["cpu"])
     agent.start()
     team = make_member().team
     with pytest.raises(ValidationError) as err:
