@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from devicelab import lab_protocol as wire
 from devicelab.wire import PayloadError
+from server.api.schema import AutoSchema
 from server.api.wire_schema import json_schema
 from server.labs import protocol
 from server.labs.authentication import IsLabMachine, LabTokenAuthentication
@@ -27,6 +28,9 @@ _REFUSALS = {
     400: OpenApiResponse(description="The body is not the record: the message names the key."),
     401: OpenApiResponse(description="No lab token, an unknown one, or a revoked one (the message says when)."),
     403: OpenApiResponse(description="Not a lab token, or the device, job or file is not this machine's."),
+    # Not throttled, but a lab token is checked after the lockout of addresses that sent too many
+    # bad tokens (server/accounts/authentication.py), as a user's API token is.
+    429: OpenApiResponse(description="Too many bad tokens from this address; retry later."),
 }
 
 
@@ -41,9 +45,25 @@ def lab_schema(request: type | None, response: type | None, summary: str, code: 
     )
 
 
+class LabSchema(AutoSchema):
+    """The OpenAPI operation of a lab call, whose record body is required: drf-spectacular marks
+    a body given as a plain schema (``json_schema``) optional, and an empty one is a 400."""
+
+    def get_operation(
+        self, path: str, path_regex: str, path_prefix: str, method: str, registry: Any
+    ) -> dict[str, Any] | None:
+        """The operation, its body required when its record has required keys."""
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        body = (operation or {}).get("requestBody")
+        if body and any(media["schema"].get("required") for media in body["content"].values()):
+            body["required"] = True
+        return operation
+
+
 class LabView(APIView):
     """A call of the lab protocol: lab tokens only, never throttled as users are."""
 
+    schema = LabSchema()
     authentication_classes = [LabTokenAuthentication]
     permission_classes = [IsLabMachine]
     throttle_classes: list[Any] = []
