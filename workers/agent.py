@@ -193,16 +193,29 @@ class DeviceAgent:
             self.outbox.round(self.server)
 
     def _beat_forever(self, interval: float) -> None:
+        missed = 0
         while not self._stop.wait(interval):
             try:
                 self.beat()
+                if missed:
+                    log.info("the server answers again after %d missed heartbeat(s)", missed)
+                missed = 0
             except TokenRevoked as exc:
                 self.revoked_message = str(exc)
                 log.error("the server refused this machine's lab token: %s; stopping", exc)
                 self.revoked.set()
                 return
             except ServerUnreachable as exc:
-                log.warning("heartbeat of worker %r: the server does not answer (%s)", self.worker_name, exc)
+                # Said when it starts, then once a minute: a long outage must not flood the log.
+                missed += 1
+                if missed == 1 or missed % max(1, int(60 / interval)) == 0:
+                    log.warning(
+                        "heartbeat of worker %r: the server does not answer (%s); %d beat(s) missed",
+                        self.worker_name,
+                        exc,
+                        missed,
+                    )
+                continue
             except Exception:  # a hiccup must not end the heartbeat: the next beat retries
                 log.exception("heartbeat of worker %r failed", self.worker_name)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,6 +49,17 @@ class ChecksumMismatch(ValueError):
     """A downloaded file's bytes do not have the SHA-256 they were asked for."""
 
 
+def _reason(exc: Exception) -> str:
+    """The useful end of a requests error ("[Errno 111] Connection refused", "read timed out")."""
+    text = str(exc)
+    found = re.search(r"\[Errno -?\d+\][^'\")]*", text)
+    if found:
+        return found.group(0).strip()
+    if isinstance(exc, requests.Timeout):
+        return "timed out"
+    return f"{type(exc).__name__}: {text[:200]}"
+
+
 def _message(resp: requests.Response) -> str:
     try:
         body = resp.json()
@@ -75,7 +87,7 @@ class LabServer:
         try:
             resp = self.session.request(method, self.url + path, timeout=self.timeout, **kwargs)
         except requests.RequestException as exc:
-            raise ServerUnreachable(f"{method} {self.url}{path}: {type(exc).__name__}: {exc}") from None
+            raise ServerUnreachable(f"{method} {self.url}{path}: {_reason(exc)}") from None
         if resp.status_code in _UNAVAILABLE:
             raise ServerUnreachable(f"{method} {self.url}{path}: {resp.status_code} {resp.reason}")
         if resp.status_code == 401:
