@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import requests
 
+from tests.waiting import wait_for
 from workers.outbox import Outbox
 from workers.tasks import run_profiling_job
 
@@ -40,7 +41,10 @@ def test_a_result_the_server_cannot_take_waits_and_is_posted_by_the_agent(pendin
     pending.refresh_from_db()
     assert pending.state == "running" and not JobResult.objects.filter(job=pending).exists()
 
-    agent.beat()  # the server answers again: the heartbeat's round posts what waits
+    # the server answers again: once the pause after the agent's last round is over, its
+    # heartbeat posts what waits
+    wait_for(agent.outbox.due, 5, "a round of the outbox to be due")
+    agent.beat()
 
     pending.refresh_from_db()
     assert pending.state == "succeeded" and pending.claimed_by == agent.token
