@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from devicelab.backends.profile_record import ProfileRecord
+from devicelab.backends.profile_settings import DEVICE_KINDS
 from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
 from devicelab.graph import GraphError, graph_to_dict
 from devicelab.lab_protocol import (
@@ -103,10 +104,27 @@ def _own_job(lab: LabMachine, job_id: int) -> ProfilingJob | None:
 # -- devices --------------------------------------------------------------------------------------
 
 
+def _check_rows(reg: Registration) -> None:
+    """What a device row cannot hold is refused naming the key, before any row is written (a
+    ``DeviceInfo`` reads its own JSON leniently; the database would answer a 500)."""
+    limits = {key: Device._meta.get_field(key).max_length or 0 for key in ("worker", "identity", "name")}  # type: ignore[union-attr]
+    if len(reg.worker) > limits["worker"]:
+        raise PayloadError(f"registration.worker is longer than {limits['worker']} characters")
+    for i, info in enumerate(reg.devices):
+        where = f"registration.devices[{i}]"
+        if info.kind not in DEVICE_KINDS:  # "imported" devices are held by no machine
+            raise PayloadError(f"{where}.kind must be one of {list(DEVICE_KINDS)}, got {info.kind!r:.80}")
+        for key in ("identity", "name"):
+            value = getattr(info, key)
+            if not isinstance(value, str) or not 0 < len(value) <= limits[key]:
+                raise PayloadError(f"{where}.{key} must be a text of 1 to {limits[key]} characters, got {value!r:.80}")
+
+
 def register_lab_devices(lab: LabMachine, reg: Registration) -> Registered:
     """Register (or refresh) the devices a machine found; at a run's start, re-queue what its
     earlier runs left running and wake every queued job of its devices."""
     _check_worker(lab, reg.worker)
+    _check_rows(reg)
     identities = [info.identity for info in reg.devices]
     for row in Device.objects.filter(identity__in=identities).exclude(worker=""):
         holder = machine_name_of_worker(row.worker)

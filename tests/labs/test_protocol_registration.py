@@ -13,7 +13,7 @@ from django.conf import settings
 from server.devices.models import Device
 from server.profiling.models import JobState
 from server.profiling.services import claim_job
-from tests.labs.protocol_calls import cpu_info, lab_client, queue_prefix, register
+from tests.labs.protocol_calls import cpu_info, lab_client, post, queue_prefix, register
 
 pytestmark = pytest.mark.django_db
 
@@ -119,3 +119,43 @@ def test_a_registration_that_is_not_a_run_start_requeues_nothing(
     assert answer.json()["requeued"] == []
     job.refresh_from_db()
     assert (job.state, job.claimed_by) == (JobState.RUNNING, "run-old")
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        (
+            {"kind": "toaster"},
+            "registration.devices[1].kind must be one of ['cpu', 'opencl', 'android'], got 'toaster'",
+        ),
+        (
+            {"kind": "imported"},
+            "registration.devices[1].kind must be one of ['cpu', 'opencl', 'android'], got 'imported'",
+        ),
+        ({"identity": 5}, "registration.devices[1].identity must be a text of 1 to 255 characters, got 5"),
+        ({"identity": ""}, "registration.devices[1].identity must be a text of 1 to 255 characters, got ''"),
+        ({"identity": "x" * 256}, "registration.devices[1].identity must be a text of 1 to 255 characters"),
+        ({"name": "y" * 201}, "registration.devices[1].name must be a text of 1 to 200 characters"),
+        ({"kind": None}, "registration.devices[1].kind must be one of ['cpu', 'opencl', 'android'], got None"),
+        ({"hardware": "x"}, "registration.devices[1] is not a device: "),
+    ],
+)
+def test_a_device_the_server_cannot_hold_is_refused_naming_the_key(
+    device: dict[str, Any], message: str, add_lab: Callable[..., Any]
+) -> None:
+    _, token = add_lab("rack")
+    good = cpu_info("cpu:good").as_dict()
+    body = {"worker": "rack", "run": "run-1", "devices": [good, {**good, "identity": "cpu:bad", **device}]}
+
+    answer = post(lab_client(token), "/api/lab/devices", body)
+
+    assert answer.status_code == 400
+    assert answer.json()["detail"].startswith(message)
+    assert not Device.objects.exists()  # the good device of the refused call is not kept either
+
+
+def test_a_worker_name_too_long_for_a_row_is_refused(add_lab: Callable[..., Any]) -> None:
+    _, token = add_lab("rack")
+    answer = register(lab_client(token), "rack#" + "i" * 200, "run-1", [cpu_info("cpu:x")])
+    assert answer.status_code == 400
+    assert answer.json()["detail"] == "registration.worker is longer than 200 characters"
