@@ -213,6 +213,9 @@ def claimed_job(job: ProfilingJob) -> ClaimedJob:
 
 def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
     """The conditional claim (``queued -> running`` once) of a job the device's queue delivered."""
+    limit = ProfilingJob._meta.get_field("claimed_by").max_length or 0  # type: ignore[union-attr]
+    if not 0 < len(claim.run) <= limit:  # a running job holds its run token: the row would refuse it
+        raise PayloadError(f"claim.run must be a text of 1 to {limit} characters, got {claim.run!r:.80}")
     device = _own_device(lab, claim.device)
     job = _own_job(lab, job_id)
     if job is None:

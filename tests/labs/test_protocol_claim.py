@@ -226,3 +226,17 @@ def test_a_fusion_plan_without_a_sweep_measures_its_own(
     payload = claim(client, plan.pk, "run-1", gpu.pk).json()["job"]
     assert payload["kind"] == "fusion_plan" and payload["plan_rows"] is None and len(payload["graphs"]) == 2
     assert ProfilingJob.objects.get(pk=plan.pk).state == JobState.RUNNING
+
+
+@pytest.mark.parametrize("run", ["", "r" * 101])
+def test_a_run_token_the_job_row_cannot_hold_is_refused(
+    run: str, rack: Any, member: Any, make_device: Callable[..., Any], make_job: Callable[..., Any]
+) -> None:
+    _, client = rack
+    job = make_job(member.team, device=make_device(worker="rack"))
+
+    answer = claim(client, job.pk, run, job.device_id)
+
+    assert answer.status_code == 400
+    assert answer.json()["detail"].startswith("claim.run must be a text of 1 to 100 characters")
+    assert _state(job) == (JobState.QUEUED, "")
