@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import (
     Annotated,
     Any,
@@ -39,6 +39,7 @@ from typing import (
     Literal,
     NotRequired,
     Required,
+    TypeAlias,
     TypeVar,
     Union,
     cast,
@@ -102,10 +103,16 @@ def _own(hint: Any) -> OwnJson | None:
 # Writing
 
 
+# Values written as they are, recognised before anything else is asked of them.
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json(value: Any) -> Any:
     """Plain JSON data of ``value``: a value with an ``as_dict()`` (a record, a spec) as that
     writes it, another dataclass as an object of its fields (``fields_json``), tuples as lists,
     mappings and lists item by item; everything else as it is."""
+    if type(value) in _PLAIN:
+        return value
     if not isinstance(value, type) and callable(getattr(value, "as_dict", None)):
         return value.as_dict()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -119,7 +126,13 @@ def to_json(value: Any) -> Any:
 
 def fields_json(record: Any) -> JsonDict:
     """A dataclass as a JSON object: a key per field, in the fields' order, each ``to_json``."""
-    return {f.name: to_json(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    cls: Any = type(record)
+    return {name: to_json(getattr(record, name)) for name in _field_names(cls)}
+
+
+@functools.cache
+def _field_names(cls: Any) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,98 +149,167 @@ _SCALARS: dict[object, tuple[str, Any]] = {
 def from_json(cls: type[T], data: object, where: str) -> T:
     """``cls`` (a dataclass) read from the JSON ``to_json`` wrote; ``PayloadError`` naming the
     first key (by its path from ``where``) that is missing, of the wrong type or unknown."""
-    return cast(T, _read(cls, data, where))
+    return cast(T, _reader(cast(Any, cls))(data, where))
 
 
-def _read(hint: Any, value: object, where: str) -> Any:
+# Where a value sits in the payload: the payload's name, or (parent, key) for a value inside one.
+# Built as tuples while reading and written out only for an error: a path string per value read
+# would cost more than the reading.
+Where: TypeAlias = "str | tuple[Where, str | int]"
+Reader = Callable[[object, Where], Any]
+
+
+def _path(where: Where) -> str:
+    """The path of a value as the error messages write it (``fusion sweep.rows[2].throughput``)."""
+    parts: list[str | int] = []
+    while isinstance(where, tuple):
+        where, key = where
+        parts.append(key)
+    text = str(where)
+    for key in reversed(parts):
+        text += f"[{key}]" if isinstance(key, int) else f".{key}"
+    return text
+
+
+def _read(hint: Any, value: object, where: Where) -> Any:
     """``value`` read as the type ``hint`` at path ``where``."""
+    return _reader(hint)(value, where)
+
+
+@functools.cache
+def _reader(hint: Any) -> Reader:
+    """The function that reads a value of type ``hint``, made once per type."""
     if hint is Any:
-        return value
+        return lambda value, where: value
     if hint is None or hint is type(None):
-        if value is not None:
-            raise _bad(where, "null", value)
-        return None
+        return _read_null
     origin = get_origin(hint)
     if origin is Annotated:
         own = _own(hint)
-        return _read(hint.__origin__, value, where) if own is None else _read_own(hint.__origin__, own, value, where)
+        base = hint.__origin__
+        if own is None:
+            return _reader(base)
+        return lambda value, where: _read_own(base, own, value, where)
     if origin is Required or origin is NotRequired:  # a TypedDict's key, kept by include_extras
-        return _read(get_args(hint)[0], value, where)
+        return _reader(get_args(hint)[0])
     if origin is Union or origin is types.UnionType:
-        return _read_union(get_args(hint), value, where)
+        return _union_reader(get_args(hint))
     if origin is Literal:
-        choices = get_args(hint)
-        if not any(value == c and type(value) is type(c) for c in choices):
-            raise _bad(where, f"one of {list(choices)}", value)
-        return value
+        return _literal_reader(get_args(hint))
     if hint in _SCALARS:
-        wanted, ok = _SCALARS[hint]
-        if not ok(value):
-            raise _bad(where, wanted, value)
-        return float(cast(float, value)) if hint is float else value
+        return _scalar_reader(hint)
     if origin in (list, tuple):
-        return _read_array(hint, origin, value, where)
+        return _array_reader(hint, origin)
     if origin is dict or hint is dict:
         args = get_args(hint)
         item = args[1] if args else Any
-        return {k: _read(item, v, f"{where}.{k}") for k, v in _object(value, where).items()}
+        return _dict_reader(item)
     if is_typeddict(hint):
-        return _read_shape(hint, value, where)
+        return functools.partial(_read_shape, hint)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _read_record(hint, value, where)
-    raise TypeError(f"{where}: the wire codec does not read {hint!r}")
+        return functools.partial(_read_record, hint)
+
+    def unreadable(value: object, where: Where) -> Any:
+        raise TypeError(f"{_path(where)}: the wire codec does not read {hint!r}")
+
+    return unreadable
 
 
-def _object(value: object, where: str) -> Mapping[str, Any]:
+def _read_null(value: object, where: Where) -> None:
+    if value is not None:
+        raise _bad(_path(where), "null", value)
+    return None
+
+
+def _scalar_reader(hint: Any) -> Reader:
+    wanted, ok = _SCALARS[hint]
+
+    def read(value: object, where: Where) -> Any:
+        if not ok(value):
+            raise _bad(_path(where), wanted, value)
+        return float(cast(float, value)) if hint is float else value
+
+    return read
+
+
+def _literal_reader(choices: tuple[Any, ...]) -> Reader:
+    def read(value: object, where: Where) -> Any:
+        if not any(value == c and type(value) is type(c) for c in choices):
+            raise _bad(_path(where), f"one of {list(choices)}", value)
+        return value
+
+    return read
+
+
+def _dict_reader(item: Any) -> Reader:
+    def read(value: object, where: Where) -> Any:
+        read_item = _reader(item)
+        return {k: read_item(v, (where, k)) for k, v in _object(value, where).items()}
+
+    return read
+
+
+def _object(value: object, where: Where) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise _bad(where, "a JSON object", value)
+        raise _bad(_path(where), "a JSON object", value)
     return value
 
 
-def _read_union(options: tuple[Any, ...], value: object, where: str) -> Any:
+def _union_reader(options: tuple[Any, ...]) -> Reader:
     """``X | None``: null, or an X; a union of several types: the first that reads ``value``."""
-    if value is None and type(None) in options:
-        return None
+    nullable = type(None) in options
     others = [o for o in options if o is not type(None)]
-    if len(others) == 1:
-        return _read(others[0], value, where)
-    for option in others:
-        try:
-            return _read(option, value, where)
-        except PayloadError:
-            continue
-    raise _bad(where, " or ".join(_describe(o) for o in options), value)
+
+    def read(value: object, where: Where) -> Any:
+        if value is None and nullable:
+            return None
+        if len(others) == 1:
+            return _reader(others[0])(value, where)
+        for option in others:
+            try:
+                return _reader(option)(value, where)
+            except PayloadError:
+                continue
+        raise _bad(_path(where), " or ".join(_describe(o) for o in options), value)
+
+    return read
 
 
 def _describe(hint: Any) -> str:
     return _SCALARS[hint][0] if hint in _SCALARS else "null" if hint is type(None) else str(hint)
 
 
-def _read_array(hint: Any, origin: type, value: object, where: str) -> Any:
+def _array_reader(hint: Any, origin: type) -> Reader:
     """``list[X]``, ``tuple[X, ...]`` or ``tuple[X, Y]`` from a JSON array."""
-    if not isinstance(value, list | tuple):
-        raise _bad(where, "a list", value)
     args = get_args(hint)
-    if origin is tuple and args and args[-1] is not Ellipsis:
-        if len(value) != len(args):
-            raise _bad(where, f"a list of {len(args)} items", value)
-        return tuple(_read(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, value, strict=True)))
+    fixed = origin is tuple and bool(args) and args[-1] is not Ellipsis
     item = args[0] if args else Any
-    items = [_read(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    return tuple(items) if origin is tuple else items
+
+    def read(value: object, where: Where) -> Any:
+        if not isinstance(value, list | tuple):
+            raise _bad(_path(where), "a list", value)
+        if fixed:
+            if len(value) != len(args):
+                raise _bad(_path(where), f"a list of {len(args)} items", value)
+            return tuple(_reader(a)(v, (where, i)) for i, (a, v) in enumerate(zip(args, value, strict=True)))
+        read_item = _reader(item)
+        items = [read_item(v, (where, i)) for i, v in enumerate(value)]
+        return tuple(items) if origin is tuple else items
+
+    return read
 
 
-def _read_shape(shape: type, value: object, where: str) -> JsonDict:
+def _read_shape(shape: type, value: object, where: Where) -> JsonDict:
     """A ``TypedDict``: its declared keys only, its required ones present, each of its type."""
     data = _object(value, where)
     declared = _hints(shape)
     unknown = sorted(set(data) - set(declared))
     if unknown:
-        raise PayloadError(f"{where} has unknown key(s) {unknown}; declared: {sorted(declared)}")
+        raise PayloadError(f"{_path(where)} has unknown key(s) {unknown}; declared: {sorted(declared)}")
     missing = sorted(k for k, hint in declared.items() if k not in data and _required(shape, hint))
     if missing:
-        raise PayloadError(f"{where}.{missing[0]} is missing")
-    return {k: _read(declared[k], v, f"{where}.{k}") for k, v in data.items()}
+        raise PayloadError(f"{_path(where)}.{missing[0]} is missing")
+    return {k: _reader(declared[k])(v, (where, k)) for k, v in data.items()}
 
 
 def _required(shape: type, hint: Any) -> bool:
@@ -237,35 +319,48 @@ def _required(shape: type, hint: Any) -> bool:
     return origin is Required or (origin is not NotRequired and bool(getattr(shape, "__total__", True)))
 
 
-def _read_record(cls: type, value: object, where: str) -> Any:
+@functools.cache
+def _record_fields(cls: type) -> tuple[tuple[str, Any, bool], ...]:
+    """A dataclass's fields: name, type, and whether the payload must have it."""
+    hints = _hints(cls)
+    return tuple(
+        (
+            f.name,
+            hints[f.name],
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
+        for f in dataclasses.fields(cls)
+    )
+
+
+def _read_record(cls: type, value: object, where: Where) -> Any:
     """A dataclass: a key per field (a field with a default may be left out), no other keys."""
     data = _object(value, where)
-    hints = _hints(cls)
     values: JsonDict = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            values[f.name] = _read(hints[f.name], data[f.name], f"{where}.{f.name}")
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise PayloadError(f"{where}.{f.name} is missing")
-    unknown = sorted(set(data) - set(values))
-    if unknown:
-        raise PayloadError(f"{where} has unknown key(s) {unknown}")
+    for name, hint, required in _record_fields(cls):
+        if name in data:
+            values[name] = _reader(hint)(data[name], (where, name))
+        elif required:
+            raise PayloadError(f"{_path(where)}.{name} is missing")
+    if len(values) != len(data):
+        unknown = sorted(set(data) - set(values))
+        raise PayloadError(f"{_path(where)} has unknown key(s) {unknown}")
     record = cls(**values)
     check = getattr(record, "_check_json", None)
     if check is not None:
-        check(where)
+        check(_path(where))
     return record
 
 
-def _read_own(cls: Any, own: OwnJson, value: object, where: str) -> Any:
+def _read_own(cls: Any, own: OwnJson, value: object, where: Where) -> Any:
     """A type that reads its own JSON (a spec): its refusal becomes the payload's, at ``where``."""
     data = _object(value, where)
     try:
         return cls.from_dict(data)
     except KeyError as exc:
-        raise PayloadError(f"{where} is not {own.what}: it has no key {exc}") from None
+        raise PayloadError(f"{_path(where)} is not {own.what}: it has no key {exc}") from None
     except (TypeError, ValueError) as exc:
-        raise PayloadError(f"{where} is not {own.what}: {exc}") from None
+        raise PayloadError(f"{_path(where)} is not {own.what}: {exc}") from None
 
 
 class JsonRecord:

@@ -1,0 +1,258 @@
+"""The lab protocol's cost: a job's queue delay and a result's ingest through the HTTP path (a lab
+machine with a URL and a token) next to the direct-database path a worker used before (in one
+run, interleaved round by round).
+
+* queue delay: the job is submitted (its message goes to the device's Redis queue on commit), the
+  message is taken from the queue, and the job is claimed: with ``claim_job`` on the database, or
+  with ``POST /api/lab/jobs/<id>/claim`` to a real server process (gunicorn) that answers the
+  claimed job's payload. The time from submission to claimed.
+* ingest: a profile of ``--ops`` operators (300 by default) is stored: with ``ingest_result`` on
+  the database, or posted as JSON to ``POST /api/lab/jobs/<id>/result``, where the server reads it
+  back (``ProfileRecord.from_dict``, every key checked) and stores it with the same service. The
+  time of the call as the lab machine sees it, serialization included.
+
+Each round runs both paths in a random order; the ratio HTTP / direct is reported as the median
+of the per-round ratios with a bootstrap 95 % interval, beside each path's median and spread::
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/latencylab CELERY_BROKER_URL=redis://127.0.0.1:6379/0 \\
+        .venv/bin/python benchmarks/lab_protocol.py
+
+It works in a throw-away database (``<name>_lab_bench``, dropped at the end) and under a unique
+queue prefix, and writes var/benchmarks/lab_protocol.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
+os.environ["LATENCYLAB_QUEUE_PREFIX"] = f"labbench-{uuid.uuid4().hex[:10]}."
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+
+from benchmarks.ingest_timings import make_result  # noqa: E402
+from devicelab.backends.base import DeviceInfo  # noqa: E402
+from devicelab.backends.profile_record import ProfileRecord  # noqa: E402
+from devicelab.lab_protocol import Claim, Registration, ResultPost  # noqa: E402
+
+OUT = ROOT / "var" / "benchmarks" / "lab_protocol.json"
+
+
+def bootstrap_median(values: list[float], draws: int = 2000, seed: int = 7) -> tuple[float, float]:
+    """A 95 % bootstrap interval of the median."""
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
+    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
+
+
+def spread(values_s: list[float]) -> dict[str, Any]:
+    """Median, p90 and CV of timings (reported in ms)."""
+    ms = sorted(v * 1e3 for v in values_s)
+    mean = statistics.fmean(ms)
+    return {
+        "n": len(ms),
+        "median_ms": round(statistics.median(ms), 3),
+        "p90_ms": round(ms[int(0.9 * (len(ms) - 1))], 3),
+        "cv": round(statistics.stdev(ms) / mean, 3) if len(ms) > 1 and mean else None,
+    }
+
+
+def ratio_report(http: list[float], direct: list[float]) -> dict[str, Any]:
+    """Per-round ratios HTTP / direct: their median and its interval."""
+    ratios = [h / d for h, d in zip(http, direct, strict=True)]
+    low, high = bootstrap_median(ratios)
+    return {
+        "http": spread(http),
+        "direct": spread(direct),
+        "ratio_median": round(statistics.median(ratios), 3),
+        "ratio_ci95": [round(low, 3), round(high, 3)],
+    }
+
+
+def database_url() -> str:
+    """The throw-away database as a URL, for the server process."""
+    s = connection.settings_dict
+    auth = quote(s.get("USER") or "", safe="")
+    if s.get("PASSWORD"):
+        auth += ":" + quote(s["PASSWORD"], safe="")
+    return f"postgres://{auth}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+def start_server() -> tuple[subprocess.Popen[bytes], str]:
+    """gunicorn on the throw-away database, as the lab's server."""
+    from django.conf import settings
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url(),
+        "SECRET_KEY": str(settings.SECRET_KEY),
+        "ALLOWED_HOSTS": "127.0.0.1",
+        "CELERY_BROKER_URL": str(settings.CELERY_BROKER_URL),
+    }
+    cmd = [sys.executable, "-m", "gunicorn", "server.wsgi:application", "--bind", f"127.0.0.1:{port}"]
+    cmd += ["--config", "python:server.gunicorn_conf", "--workers", "1", "--log-level", "warning"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    import requests
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            requests.get(f"{url}/api/lab/hello", timeout=2)
+            return proc, url
+        except requests.RequestException:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("the server process did not answer within 60 s") from None
+            time.sleep(0.3)
+
+
+def measure(rounds: int, ops: int) -> dict[str, Any]:
+    """Both paths, ``rounds`` times each, interleaved in a random order per round."""
+    from server.accounts.services import create_user_with_token
+    from server.devices.models import Device
+    from server.labs.services import add_lab_machine
+    from server.networks.services import upload_model
+    from server.profiling.models import JobState, ProfilingJob
+    from server.profiling.services import claim_job, ingest_result, submit_profiling_job
+    from server.taskqueue import app, device_queue
+    from tests.e2e.helpers import tiny_graph
+    from workers.server_api import LabServer
+
+    proc, url = start_server()
+    try:
+        lab, token = add_lab_machine("bench-lab")
+        server = LabServer(url, token)
+        run = uuid.uuid4().hex
+        info = DeviceInfo("cpu", "cpu:lab-bench", "bench cpu", {})
+        registered = server.register(Registration(lab.name, run, [info], start=True))
+        device = Device.objects.get(pk=registered.devices[0].pk)
+        user, _ = create_user_with_token("labbench", "labbench")
+        team = user.memberships.get().team
+        from devicelab.graph import graph_to_json
+
+        model, _ = upload_model(team, user, graph_to_json(tiny_graph("bench")).encode(), "bench.json")
+        result = make_result(ops)
+        rng = random.Random(11)
+        delays: dict[str, list[float]] = {"http": [], "direct": []}
+        ingests: dict[str, list[float]] = {"http": [], "direct": []}
+        with app.connection_for_read() as conn:
+            queue = conn.SimpleQueue(device_queue(device.pk))
+            queue.clear()
+            for _ in range(3):  # warm-up: connections, caches, the server's first requests
+                _one_round(rng, delays, ingests, team, model, device, user, run, result, server, queue, warm=True)
+            for _ in range(rounds):
+                _one_round(rng, delays, ingests, team, model, device, user, run, result, server, queue)
+            queue.close()
+        del claim_job, ingest_result, submit_profiling_job, JobState, ProfilingJob
+        return {
+            "queue_delay": ratio_report(delays["http"], delays["direct"]),
+            "ingest": ratio_report(ingests["http"], ingests["direct"]),
+        }
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def _one_round(
+    rng: random.Random,
+    delays: dict[str, list[float]],
+    ingests: dict[str, list[float]],
+    team: Any,
+    model: Any,
+    device: Any,
+    user: Any,
+    run: str,
+    result: Any,
+    server: Any,
+    queue: Any,
+    warm: bool = False,
+) -> None:
+    from server.profiling.services import claim_job, ingest_result, submit_profiling_job
+
+    paths = ["http", "direct"]
+    rng.shuffle(paths)
+    for path in paths:
+        started = time.perf_counter()
+        job = submit_profiling_job(team, model, device, {"runs": 3, "warmup_runs": 1}, user=user)
+        message = queue.get(timeout=30)
+        message.ack()
+        job_id = int(message.payload[0][0]) if isinstance(message.payload, list) else job.pk
+        if job_id != job.pk:
+            raise RuntimeError(f"took the message of job {job_id}, not {job.pk}")
+        if path == "http":
+            answer = server.claim(job.pk, Claim(run, device.pk))
+            assert answer.outcome == "claimed", answer
+        else:
+            assert claim_job(job.pk, run, device_id=device.pk) is not None
+        claimed = time.perf_counter()
+        started_ingest = time.perf_counter()
+        if path == "http":
+            post = ResultPost(run, 1, "profile", ProfileRecord.of(result).as_dict())
+            assert server.post_result(job.pk, post).outcome == "stored"
+        else:
+            assert ingest_result(job.pk, run, result) is not None
+        done = time.perf_counter()
+        if not warm:
+            delays[path].append(claimed - started)
+            ingests[path].append(done - started_ingest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure, print, and write var/benchmarks/lab_protocol.json."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--ops", type=int, default=300, help="operators per profile (default %(default)s)")
+    args = parser.parse_args(argv)
+    if connection.vendor != "postgresql":
+        print("this benchmark needs PostgreSQL in DATABASE_URL", file=sys.stderr)
+        return 2
+    test = connection.settings_dict.setdefault("TEST", {})
+    test["NAME"] = f"{connection.settings_dict['NAME']}_lab_bench"
+    original = connection.settings_dict["NAME"]
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    try:
+        report = measure(args.rounds, args.ops)
+    finally:
+        connection.creation.destroy_test_db(original, verbosity=0)
+    report.update(
+        {
+            "rounds": args.rounds,
+            "ops_per_result": args.ops,
+            "target": "ingest through HTTP at most 1.5x the direct path (ratio's interval below 1.5)",
+            "machine": f"{platform.node()} {os.cpu_count()} cores",
+            "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+    )
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
