@@ -53,6 +53,19 @@ def test_heartbeat_thread_beats_until_stopped(make_agent: Callable[..., Any]) ->
     agent = make_agent("threaded")
     agent.start([fake_cpu(4)])
     first = Device.objects.get(worker="threaded").last_heartbeat
+    beat = agent.beat
+
+    def beat_and_hang_up() -> None:
+        # The in-process server answers in the heartbeat's thread, on a connection of that
+        # thread's: closed after each beat, as a real server's request end would.
+        from django.db import connection
+
+        try:
+            beat()
+        finally:
+            connection.close()
+
+    agent.beat = beat_and_hang_up
     agent.start_heartbeat(interval=0.1)
     try:
         wait_for(lambda: Device.objects.get(worker="threaded").last_heartbeat > first, 10, "a heartbeat")
