@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from devicelab.lab_protocol import ResultPost, as_json
-from workers.server_api import LabServer, Refused, ServerUnreachable
+from workers.server_api import LabServer, Refused, ServerUnreachable, Unsendable
 
 log = logging.getLogger("latencylab.workers")
 
@@ -57,6 +57,10 @@ class Outbox:
         os.replace(tmp, path)
         return path
 
+    def holds(self, job_id: int) -> bool:
+        """Whether a result of job ``job_id`` waits here."""
+        return any(self.folder.glob(f"job-{job_id}-attempt-*.json"))
+
     def waiting(self) -> list[Waiting]:
         """The results on the disk, oldest first (unreadable files are set aside, not lost)."""
         found = []
@@ -89,8 +93,8 @@ class Outbox:
                 log.warning("job %s: the server still does not take its result (%s)", w.job_id, exc)
                 left += 1
                 continue
-            except Refused as exc:
-                log.error("job %s: the server refused its waiting result: %s; dropped", w.job_id, exc)
+            except (Refused, Unsendable) as exc:
+                log.error("job %s: its waiting result cannot be posted: %s; dropped", w.job_id, exc)
                 w.path.unlink(missing_ok=True)
                 continue
             log.info("job %s: its waiting result was delivered: %s", w.job_id, answer.outcome)

@@ -45,6 +45,11 @@ class Refused(RuntimeError):
         self.status = status
 
 
+class Unsendable(ValueError):
+    """A record with no JSON form (a NaN or an infinity in it): this side's bug, not the server's
+    absence, so keeping it to post again later would never help."""
+
+
 class ChecksumMismatch(ValueError):
     """A downloaded file's bytes do not have the SHA-256 they were asked for."""
 
@@ -86,6 +91,8 @@ class LabServer:
     def _send(self, method: str, path: str, **kwargs: Any) -> requests.Response:
         try:
             resp = self.session.request(method, self.url + path, timeout=self.timeout, **kwargs)
+        except requests.exceptions.InvalidJSONError as exc:  # raised before anything is sent
+            raise Unsendable(f"{method} {self.url}{path}: the body has no JSON form: {exc}") from None
         except requests.RequestException as exc:
             raise ServerUnreachable(f"{method} {self.url}{path}: {_reason(exc)}") from None
         if resp.status_code in _UNAVAILABLE:
@@ -175,4 +182,4 @@ class LabServer:
         self.session.close()
 
 
-__all__ = ["ChecksumMismatch", "LabServer", "Refused", "ServerUnreachable", "TokenRevoked"]
+__all__ = ["ChecksumMismatch", "LabServer", "Refused", "ServerUnreachable", "TokenRevoked", "Unsendable"]

@@ -89,8 +89,16 @@ def run_profiling_job(self: Task, job_id: int) -> str:
     # answered "elsewhere" by the server.
     ((device_pk, info),) = ctx.devices.items()
     soft_limit = self.soft_time_limit or app.conf.task_soft_time_limit
-    # Waiting for the host's processors counts against nothing yet: the job is still queued.
-    with device_lock(info.identity), host_lock(info, settings.host_lock, wait_s=max(soft_limit / 2, 30)) as lock:
+    if outbox.holds(job_id):
+        # This machine measured the job and its result waits on the disk for the server: the
+        # message is a copy (a resend, a re-queue's). Claimed, it would look like an attempt
+        # whose process died (the job is running under this run's token) and fail the job.
+        log.info("job %s: its result waits in the outbox; message dropped", job_id)
+        return "pending"
+    # The job is still queued while it waits for the host's processors, but the wait runs on the
+    # task's time limit: at most half of it, so the measurement keeps the other half (a longer
+    # wait is DeviceBusy, retried with backoff under a fresh limit).
+    with device_lock(info.identity), host_lock(info, settings.host_lock, wait_s=soft_limit / 2) as lock:
         try:
             answer = server.claim(job_id, Claim(ctx.token, device_pk))
         except Refused as exc:

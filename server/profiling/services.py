@@ -38,7 +38,7 @@ from server.profiling.models import (
     OperatorTiming,
     ProfilingJob,
 )
-from server.taskqueue import send_after_commit, send_profiling_job, try_send
+from server.taskqueue import app, device_queue, send_after_commit, send_profiling_job, try_send
 
 log = logging.getLogger(__name__)
 
@@ -587,6 +587,21 @@ def sweep_lab(now: datetime | None = None) -> list[Device]:
     return gone
 
 
+def _messages_waiting(queue: str) -> int | None:
+    """How many messages wait in a queue, not yet taken by a consumer; None when the broker does
+    not answer (the resend that follows finds out, and keeps the job queued)."""
+    from kombu.exceptions import ChannelError
+
+    try:
+        with app.pool.acquire(block=True) as conn:
+            conn.ensure_connection(max_retries=1)
+            return int(conn.default_channel.queue_declare(queue=queue, passive=True).message_count)
+    except ChannelError:
+        return 0  # Redis drops an empty queue's list: no queue, no message
+    except Exception:  # noqa: BLE001 - kombu, redis and socket errors alike
+        return None
+
+
 def resend_lost_jobs(
     device_ids: Iterable[int], now: datetime | None = None, force: bool = False, exclude: Iterable[int] = ()
 ) -> list[int]:
@@ -597,9 +612,11 @@ def resend_lost_jobs(
     ``LATENCYLAB_RESEND_AFTER_SECONDS``: its worker has had time to take every message in its
     queue, so a job still queued whose message went out before that has lost it (a broker
     restarted without persistence, a device process killed after it took the message, a broker
-    that was down at submission). ``force`` re-sends every queued job of the devices at once (a
-    worker that just started: whatever an earlier run held is gone). A duplicate message is
-    harmless: the task claims its job with a conditional update. ``exclude``: jobs just sent.
+    that was down at submission), unless its queue still holds messages: a consumer still
+    starting looks idle too, but then what it has not taken waits there. ``force`` re-sends every
+    queued job of the devices at once (a worker that just started: whatever an earlier run held
+    is gone). A duplicate message is harmless: the task claims its job with a conditional update.
+    ``exclude``: jobs just sent.
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=django_settings.LATENCYLAB_RESEND_AFTER_SECONDS)
@@ -608,8 +625,13 @@ def resend_lost_jobs(
         jobs = ProfilingJob.objects.on_device(device)
         if not force and (jobs.running().exists() or jobs.active_since(cutoff).exists()):
             continue
-        lost = jobs.queued() if force else jobs.unsent_since(cutoff)
-        for job in lost.exclude(pk__in=list(exclude)).order_by("created_at", "pk"):
+        lost = (jobs.queued() if force else jobs.unsent_since(cutoff)).exclude(pk__in=list(exclude))
+        if not force and lost.exists() and _messages_waiting(device_queue(device.pk)):
+            # Its consumer has not taken every message yet (its process is still starting, or
+            # forking the pool process of the next job): nothing of it is lost, and a copy sent
+            # now would run after the original as a duplicate.
+            continue
+        for job in lost.order_by("created_at", "pk"):
             if not dispatch_job(job.pk, device.pk):
                 break  # the broker is down: the next beat tries again
             sent.append(job.pk)

@@ -13,6 +13,7 @@ and removes what it left in the broker at the end.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import signal
 import subprocess
@@ -254,6 +255,20 @@ def start_worker(
     for w in workers:
         w.kill()
         print(f"----- log of worker {w.name} -----\n{w.log_tail(200)}")
+
+
+@pytest.fixture
+def server_log(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    """``caplog`` with what the server side logged during the test: the live server thread
+    answering the lab workers (each heartbeat's lab sweep and resends of lost messages) and this
+    process's sends. The ``server`` loggers keep their records from the root logger (settings'
+    LOGGING), so the handler joins them there."""
+    logger = logging.getLogger("server")
+    logger.addHandler(caplog.handler)
+    try:
+        yield caplog
+    finally:
+        logger.removeHandler(caplog.handler)
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from workers.jobs.run import JobRun
 from workers.jobs.sharing import run_sharing_job
 from workers.model_cache import ModelCache
 from workers.outbox import Outbox
-from workers.server_api import LabServer, ServerUnreachable, TokenRevoked
+from workers.server_api import LabServer, Refused, ServerUnreachable, TokenRevoked, Unsendable
 
 log = logging.getLogger("latencylab.workers")
 
@@ -62,6 +62,12 @@ def deliver(server: LabServer, outbox: Outbox, job: ClaimedJob, post: ResultPost
     Returns what happened, in a word."""
     try:
         answer = server.post_result(job.id, post)
+    except (Unsendable, Refused) as exc:
+        # It has no JSON form, or the server refused it naming why (400): posting it again later
+        # would end the same way, so the job fails now, saying why, instead of staying running.
+        log.error("job %s: its result cannot be stored: %s", job.id, exc)
+        _tell(server.fail, job.id, Ending(post.run, f"the result could not be stored: {exc}"))
+        return "failed"
     except ServerUnreachable as exc:
         expires = time.time() + max(job.claim_seconds, 60)
         path = outbox.keep(job.id, post, expires)
@@ -75,12 +81,26 @@ def deliver(server: LabServer, outbox: Outbox, job: ClaimedJob, post: ResultPost
 
 def _tell(call: Callable[[int, Ending], Outcome], job_id: int, ending: Ending) -> Outcome | None:
     """Tell the server how a job ended; when it cannot be told (down, or the token revoked), the
-    server's own sweep re-queues the job once this machine's devices stop heart-beating."""
+    server's own sweep re-queues the job once this machine's devices stop heart-beating (refused:
+    the job is no longer this machine's, and nothing is left to tell)."""
     try:
         return call(job_id, ending)
-    except (ServerUnreachable, TokenRevoked) as exc:
+    except (ServerUnreachable, TokenRevoked, Refused) as exc:
         log.error("job %s ended (%s) but the server could not be told: %s", job_id, ending.reason, exc)
         return None
+
+
+def _past_time_limit(exc: BaseException) -> bool:
+    """Whether ``exc`` is Celery's soft time limit, or an error a runtime raised because of it (a
+    backend wraps what its runtime raised: "could not run graph ...: SoftTimeLimitExceeded()")."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in chain:  # a chain can loop back on itself
+        if isinstance(link, SoftTimeLimitExceeded):
+            return True
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    return False
 
 
 def run_claimed_job(
@@ -101,10 +121,10 @@ def run_claimed_job(
         if run is None:
             raise ValueError(f"this worker does not know jobs of kind {job.kind!r}; known: {sorted(RUNS)}")
         record = with_host_lock(job.kind, run(JobRun(job, info, server, files, progress)), lock)
-    except SoftTimeLimitExceeded:
-        _tell(server.fail, job.id, Ending(token, f"the job ran past the time limit of {soft_limit} s"))
-        return "timeout"
     except Exception as exc:
+        if _past_time_limit(exc):
+            _tell(server.fail, job.id, Ending(token, f"the job ran past the time limit of {soft_limit} s"))
+            return "timeout"
         failure = classify(exc, info, stopped=progress.stopped)
         if failure.action == "stop":
             log.info("job %s stopped: cancelled or taken over", job.id)
