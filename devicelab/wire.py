@@ -68,6 +68,21 @@ class OwnJson:
     what: str
 
 
+@dataclasses.dataclass(frozen=True)
+class NanAsNull:
+    """Marks a float (``Annotated[float, NanAsNull()]``, ``Reported``) whose NaN means "not
+    reported" (a runtime that prints no median): JSON has no NaN, so it travels as null and is
+    read back as NaN."""
+
+
+Reported = Annotated[float, NanAsNull()]
+"""A statistic that may be missing: a float, NaN when not reported; null on the wire."""
+
+
+def _nan_as_null(hint: Any) -> bool:
+    return get_origin(hint) is Annotated and any(isinstance(m, NanAsNull) for m in hint.__metadata__)
+
+
 def is_int(value: object) -> bool:
     """An integer and not a boolean."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -127,12 +142,43 @@ def to_json(value: Any) -> Any:
 def fields_json(record: Any) -> JsonDict:
     """A dataclass as a JSON object: a key per field, in the fields' order, each ``to_json``."""
     cls: Any = type(record)
-    return {name: to_json(getattr(record, name)) for name in _field_names(cls)}
+    return {name: write(getattr(record, name)) for name, write in _field_writers(cls)}
 
 
 @functools.cache
-def _field_names(cls: Any) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls))
+def _field_writers(cls: Any) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    """A dataclass's fields with the function that writes each: ``to_json``, or a shortcut where
+    the declared type says the value is plain already (a number, a list of numbers)."""
+    try:
+        hints = _hints(cls)
+    except Exception:  # noqa: BLE001 - annotations that do not resolve: write every field generically
+        hints = {}
+    return tuple((f.name, _writer(hints.get(f.name, Any))) for f in dataclasses.fields(cls))
+
+
+def _same(value: Any) -> Any:
+    return value if type(value) in _PLAIN else to_json(value)
+
+
+def _writer(hint: Any) -> Callable[[Any], Any]:
+    """How to write a value declared ``hint``: plain scalars and lists of them without the walk."""
+    if hint in _SCALARS:
+        return _same
+    if _nan_as_null(hint):
+        return lambda value: None if value != value else value  # NaN is the one value unequal to itself
+    origin = get_origin(hint)
+    if origin is Union or origin is types.UnionType:
+        options = [a for a in get_args(hint) if a is not type(None)]
+        if len(options) == 1 and len(options) < len(get_args(hint)):
+            inner = _writer(options[0])
+            return lambda value: None if value is None else inner(value)
+    if origin is list:
+        (item,) = get_args(hint) or (Any,)
+        if item in _SCALARS:
+            return lambda value: [x if type(x) in _PLAIN else to_json(x) for x in value]
+        if get_origin(item) is list and get_args(item) and get_args(item)[0] in _SCALARS:
+            return lambda value: [[x if type(x) in _PLAIN else to_json(x) for x in row] for row in value]
+    return to_json
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,6 +233,9 @@ def _reader(hint: Any) -> Reader:
     if origin is Annotated:
         own = _own(hint)
         base = hint.__origin__
+        if _nan_as_null(hint):
+            number = _reader(base)
+            return lambda value, where: float("nan") if value is None else number(value, where)
         if own is None:
             return _reader(base)
         return lambda value, where: _read_own(base, own, value, where)
@@ -284,10 +333,15 @@ def _array_reader(hint: Any, origin: type) -> Reader:
     args = get_args(hint)
     fixed = origin is tuple and bool(args) and args[-1] is not Ellipsis
     item = args[0] if args else Any
+    # a list of plain scalars is checked in one pass; only a list with a bad item is read item by
+    # item, to name it
+    kinds = {int: int, str: str, bool: bool}.get(item) if not fixed else None
 
     def read(value: object, where: Where) -> Any:
         if not isinstance(value, list | tuple):
             raise _bad(_path(where), "a list", value)
+        if kinds is not None and all(type(v) is kinds for v in value):
+            return tuple(value) if origin is tuple else list(value)
         if fixed:
             if len(value) != len(args):
                 raise _bad(_path(where), f"a list of {len(args)} items", value)
@@ -320,35 +374,84 @@ def _required(shape: type, hint: Any) -> bool:
 
 
 @functools.cache
-def _record_fields(cls: type) -> tuple[tuple[str, Any, bool], ...]:
-    """A dataclass's fields: name, type, and whether the payload must have it."""
+def _record_fields(cls: type) -> tuple[tuple[str, Reader, bool], ...]:
+    """A dataclass's fields: name, reader, and whether the payload must have it. The readers are
+    looked up once here: hashing a generic type (``list[list[int]]``) per value read is slow."""
     hints = _hints(cls)
     return tuple(
         (
             f.name,
-            hints[f.name],
+            _lazy_reader(hints[f.name]),
             f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
         )
         for f in dataclasses.fields(cls)
     )
 
 
+def _lazy_reader(hint: Any) -> Reader:
+    """``_reader(hint)``, made at its first use (a record may name its own type in a field)."""
+    made: list[Reader] = []
+
+    def read(value: object, where: Where) -> Any:
+        if not made:
+            made.append(_reader(hint))
+        return made[0](value, where)
+
+    return read
+
+
 def _read_record(cls: type, value: object, where: Where) -> Any:
     """A dataclass: a key per field (a field with a default may be left out), no other keys."""
     data = _object(value, where)
     values: JsonDict = {}
-    for name, hint, required in _record_fields(cls):
+    for name, read, required in _record_fields(cls):
         if name in data:
-            values[name] = _reader(hint)(data[name], (where, name))
+            values[name] = read(data[name], (where, name))
         elif required:
             raise PayloadError(f"{_path(where)}.{name} is missing")
     if len(values) != len(data):
         unknown = sorted(set(data) - set(values))
         raise PayloadError(f"{_path(where)} has unknown key(s) {unknown}")
-    record = cls(**values)
+    record = _construct(cls, values)
     check = getattr(record, "_check_json", None)
     if check is not None:
         check(_path(where))
+    return record
+
+
+@functools.cache
+def _plain_init(cls: type) -> tuple[tuple[str, Any], ...] | None:
+    """For a dataclass whose ``__init__`` only stores its fields (no ``__post_init__``, no slots,
+    the generated ``__init__``): each field's default maker; None for any other class."""
+    if (
+        hasattr(cls, "__post_init__")
+        or "__slots__" in cls.__dict__
+        # the generated __init__ is compiled from a string; a hand-written one has a real file
+        or getattr(getattr(cls.__init__, "__code__", None), "co_filename", "") != "<string>"
+    ):
+        return None
+    makers: list[tuple[str, Any]] = []
+    for f in dataclasses.fields(cls):
+        if f.default_factory is not dataclasses.MISSING:
+            makers.append((f.name, f.default_factory))
+        elif f.default is not dataclasses.MISSING:
+            makers.append((f.name, functools.partial(lambda v: v, f.default)))
+        else:
+            makers.append((f.name, None))
+    return tuple(makers)
+
+
+def _construct(cls: type, values: JsonDict) -> Any:
+    """``cls(**values)``; for a plain dataclass, its fields set directly: a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``, a third of reading a profile."""
+    makers = _plain_init(cls)
+    if makers is None:
+        return cls(**values)
+    record = object.__new__(cls)
+    for name, make in makers:
+        if name not in values:
+            values[name] = make()
+    record.__dict__.update(values)
     return record
 
 
@@ -383,8 +486,10 @@ class JsonRecord:
 __all__ = [
     "JsonDict",
     "JsonRecord",
+    "NanAsNull",
     "OwnJson",
     "PayloadError",
+    "Reported",
     "fields_json",
     "from_json",
     "is_int",

@@ -46,6 +46,7 @@ class DjangoTestAdapter(BaseAdapter):
         resp.reason = answer.reason_phrase
         resp.headers = CaseInsensitiveDict(dict(answer.headers.items()))
         resp._content = b"".join(answer.streaming_content) if answer.streaming else answer.content  # type: ignore[attr-defined]
+        resp._content_consumed = True  # type: ignore[attr-defined]
         resp.url = request.url or ""
         resp.request = request
         resp.encoding = "utf-8"

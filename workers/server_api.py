@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 import requests
 
 from devicelab import lab_protocol as wire
@@ -104,7 +105,8 @@ class LabServer:
         return resp
 
     def _call(self, path: str, record: Any, answer: type[R]) -> R:
-        resp = self._send("POST", path, json=wire.as_json(record))
+        body = orjson.dumps(wire.as_json(record))
+        resp = self._send("POST", path, data=body, headers={"Content-Type": "application/json"})
         return answer.from_dict(resp.json())  # type: ignore[attr-defined,no-any-return]
 
     def hello(self) -> wire.Hello:

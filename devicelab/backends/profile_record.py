@@ -10,42 +10,13 @@ form (``ColdStarts.as_dict``, ``TimeBreakdown.as_dict``): the server keeps them 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated
 
 from devicelab.backends.base import DeviceInfo, OpTiming, ProfileResult
 from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.measure.environment import ProfileEnvironment
 from devicelab.measure.stats import SampleStats
 from devicelab.wire import JsonDict, JsonRecord, OwnJson
-
-
-@dataclass(frozen=True)
-class OpRecord(JsonRecord):
-    """One operator's timing on the wire (``OpTiming``'s fields)."""
-
-    index: int | None
-    name: str
-    type: str
-    kernel: str
-    input_shapes: list[list[int]]
-    output_shapes: list[list[int]]
-    attrs: dict[str, Any]
-    stats: SampleStats | None
-    fused_into: str | None = None
-
-    def timing(self) -> OpTiming:
-        """The ``OpTiming`` it carries."""
-        return OpTiming(
-            self.index,
-            self.name,
-            self.type,
-            self.kernel,
-            self.input_shapes,
-            self.output_shapes,
-            self.attrs,
-            self.stats,
-            self.fused_into,
-        )
 
 
 @dataclass(frozen=True)
@@ -58,7 +29,7 @@ class ProfileRecord(JsonRecord):
     samples_ms: list[float]
     load_ms: float
     first_run_ms: float
-    ops: list[OpRecord]
+    ops: list[OpTiming]  # read field by field (``OpTiming``'s declared types)
     environment: ProfileEnvironment
     peak_memory_mb: float | None = None
     flags: list[str] = field(default_factory=list)
@@ -77,20 +48,7 @@ class ProfileRecord(JsonRecord):
             samples_ms=[float(x) for x in result.samples_ms],
             load_ms=result.cold.load_ms,
             first_run_ms=result.cold.first_run_ms,
-            ops=[
-                OpRecord(
-                    op.index,
-                    op.name,
-                    op.type,
-                    op.kernel,
-                    [list(s) for s in op.input_shapes],
-                    [list(s) for s in op.output_shapes],
-                    dict(op.attrs),
-                    op.stats,
-                    op.fused_into,
-                )
-                for op in result.ops
-            ],
+            ops=result.ops,
             environment=result.environment,
             peak_memory_mb=result.peak_memory_mb,
             flags=list(result.flags),
@@ -100,7 +58,7 @@ class ProfileRecord(JsonRecord):
 
     def timings(self) -> list[OpTiming]:
         """The operator timings it carries."""
-        return [op.timing() for op in self.ops]
+        return self.ops
 
 
-__all__ = ["OpRecord", "ProfileRecord"]
+__all__ = ["ProfileRecord"]

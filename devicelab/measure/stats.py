@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from devicelab.wire import JsonRecord
+from devicelab.wire import JsonRecord, Reported
 
 # A coefficient of variation above this marks a measurement as noisy: the samples spread so
 # much that a mean alone would mislead (the lab reports it and flags it, never hides it).
@@ -20,12 +20,13 @@ class SampleStats(JsonRecord):
 
     n: int
     mean: float
-    median: float
-    p90: float
-    std: float
-    min: float
-    max: float
-    cv: float
+    # NaN when the runtime reported no such figure (``from_aggregate``): null on the wire
+    median: Reported
+    p90: Reported
+    std: Reported
+    min: Reported
+    max: Reported
+    cv: Reported
     noisy: bool
 
     json_name = "stats"

@@ -8,7 +8,7 @@ import dataclasses
 import types
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
-from devicelab.wire import OwnJson
+from devicelab.wire import NanAsNull, OwnJson
 
 _SCALARS: dict[object, dict[str, Any]] = {
     str: {"type": "string"},
@@ -24,6 +24,8 @@ def json_schema(hint: Any) -> dict[str, Any]:
     if origin is Annotated:
         base = get_args(hint)[0]
         own = next((m for m in hint.__metadata__ if isinstance(m, OwnJson)), None)
+        if any(isinstance(m, NanAsNull) for m in hint.__metadata__):
+            return {**json_schema(base), "nullable": True, "description": "null: not reported"}
         if own is not None:
             return {"type": "object", "additionalProperties": True, "description": f"{own.what} (its own JSON)"}
         return json_schema(base)

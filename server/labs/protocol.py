@@ -93,9 +93,11 @@ def _own_device(lab: LabMachine, pk: int) -> Device:
     return device
 
 
-def _own_job(lab: LabMachine, job_id: int) -> ProfilingJob | None:
-    """The job when it is routed to one of the machine's devices; None when it does not exist."""
-    job = ProfilingJob.objects.select_related("device", "model").filter(pk=job_id).first()
+def _own_job(lab: LabMachine, job_id: int, with_model: bool = False) -> ProfilingJob | None:
+    """The job when it is routed to one of the machine's devices; None when it does not exist.
+    ``with_model``: its model too (a claim's payload; a model's graph can be megabytes)."""
+    related = ("device", "model") if with_model else ("device",)
+    job = ProfilingJob.objects.select_related(*related).filter(pk=job_id).first()
     if job is not None and not lab.owns_worker(job.device.worker):
         raise NotYours(f"job #{job_id} is not routed to a device of lab machine {lab.name!r}")
     return job
@@ -217,7 +219,7 @@ def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
     if not 0 < len(claim.run) <= limit:  # a running job holds its run token: the row would refuse it
         raise PayloadError(f"claim.run must be a text of 1 to {limit} characters, got {claim.run!r:.80}")
     device = _own_device(lab, claim.device)
-    job = _own_job(lab, job_id)
+    job = _own_job(lab, job_id, with_model=True)
     if job is None:
         return ClaimAnswer("missing", f"job #{job_id} no longer exists")
     if job.device_id != device.pk:
@@ -311,21 +313,19 @@ def store_result(lab: LabMachine, job_id: int, post: ResultPost) -> ResultAnswer
     job = _held_job(lab, job_id)
     if post.kind != job.kind:
         raise PayloadError(f"result.kind: job #{job_id} is a {job.kind!r} job, not {post.kind!r}")
-    if _stored_by(job_id, post.run, post.attempt):
+    if job.state == JobState.SUCCEEDED and job.claimed_by == post.run and job.attempts == post.attempt:
         return ResultAnswer("already-stored", f"job #{job_id}'s attempt {post.attempt} was stored before")
     if job.state != JobState.RUNNING or job.claimed_by != post.run or job.attempts != post.attempt:
         return ResultAnswer("not-yours", f"job #{job_id} is {job.state} and no longer this run's attempt")
     record_type, ingest = _INGEST[post.kind]
     record = record_type.from_dict(post.result)
-    stored = ingest(job_id, post.run, record)
-    if stored is not None and not _stored_by(job_id, post.run, post.attempt):
-        return ResultAnswer("already-stored", f"job #{job_id} already has a result")
-    if stored is None:
-        # Two posts of one attempt at once: the row lock let the other store it first.
-        if _stored_by(job_id, post.run, post.attempt):
-            return ResultAnswer("already-stored", f"job #{job_id}'s attempt {post.attempt} was stored before")
-        return ResultAnswer("not-yours", f"job #{job_id} is no longer this run's attempt")
-    return ResultAnswer("stored")
+    # The service stores it under the job's row lock, once; two posts of one attempt at once take
+    # turns there (a profile's second is handed the stored result, the other kinds' get None).
+    if ingest(job_id, post.run, record) is not None:
+        return ResultAnswer("stored")
+    if _stored_by(job_id, post.run, post.attempt):
+        return ResultAnswer("already-stored", f"job #{job_id}'s attempt {post.attempt} was stored before")
+    return ResultAnswer("not-yours", f"job #{job_id} is no longer this run's attempt")
 
 
 # -- files ------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 
 from devicelab import lab_protocol as wire
 from devicelab.wire import PayloadError
+from server.api.parsers import TypedJSONParser
 from server.api.schema import AutoSchema
 from server.api.wire_schema import json_schema
 from server.labs import protocol
@@ -66,6 +67,7 @@ class LabView(APIView):
     schema = LabSchema()
     authentication_classes = [LabTokenAuthentication]
     permission_classes = [IsLabMachine]
+    parser_classes = [TypedJSONParser]
     throttle_classes: list[Any] = []
 
     def lab(self, request: Request) -> LabMachine:
