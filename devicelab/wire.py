@@ -427,7 +427,7 @@ def _plain_init(cls: type) -> tuple[tuple[str, Any], ...] | None:
         hasattr(cls, "__post_init__")
         or "__slots__" in cls.__dict__
         # the generated __init__ is compiled from a string; a hand-written one has a real file
-        or getattr(getattr(cls.__init__, "__code__", None), "co_filename", "") != "<string>"
+        or getattr(getattr(cls.__dict__.get("__init__"), "__code__", None), "co_filename", "") != "<string>"
     ):
         return None
     makers: list[tuple[str, Any]] = []
@@ -447,7 +447,7 @@ def _construct(cls: type, values: JsonDict) -> Any:
     makers = _plain_init(cls)
     if makers is None:
         return cls(**values)
-    record = object.__new__(cls)
+    record: Any = object.__new__(cls)
     for name, make in makers:
         if name not in values:
             values[name] = make()
