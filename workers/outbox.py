@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from devicelab.lab_protocol import ResultPost, as_json
 from workers.server_api import LabServer, Refused, ServerUnreachable, Unsendable
 
@@ -50,8 +52,8 @@ class Outbox:
         path = self.folder / f"job-{job_id}-attempt-{post.attempt}.json"
         doc = {"job": job_id, "expires_at": expires_at, "post": as_json(post)}
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".part-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f)
+        with os.fdopen(fd, "wb") as f:
+            f.write(orjson.dumps(doc))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)

@@ -105,7 +105,10 @@ class LabServer:
         return resp
 
     def _call(self, path: str, record: Any, answer: type[R]) -> R:
-        body = orjson.dumps(wire.as_json(record))
+        try:
+            body = orjson.dumps(wire.as_json(record))
+        except TypeError as exc:  # orjson.JSONEncodeError: a value with no JSON form
+            raise Unsendable(f"POST {self.url}{path}: the body has no JSON form: {exc}") from None
         resp = self._send("POST", path, data=body, headers={"Content-Type": "application/json"})
         return answer.from_dict(resp.json())  # type: ignore[attr-defined,no-any-return]
 

@@ -9,14 +9,14 @@ form (``ColdStarts.as_dict``, ``TimeBreakdown.as_dict``): the server keeps them 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated
 
 from devicelab.backends.base import DeviceInfo, OpTiming, ProfileResult
 from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.measure.environment import ProfileEnvironment
 from devicelab.measure.stats import SampleStats
-from devicelab.wire import JsonDict, JsonRecord, OwnJson
+from devicelab.wire import JsonDict, JsonRecord, OwnJson, fields_json
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,13 @@ class ProfileRecord(JsonRecord):
             cold_starts=result.cold_distribution().as_dict(),
             time_breakdown=result.breakdown.as_dict() if result.breakdown is not None else {},
         )
+
+    def json_ready(self) -> JsonDict:
+        """``as_dict()`` with the operators left as ``OpTiming`` for orjson, which writes a
+        dataclass's fields natively (NaN as null, as ``Reported`` says): a 300-operator profile
+        in 0.3 ms instead of 3.5 (``tests/devicelab/test_profile_record.py`` checks the two agree)."""
+        data = {name: value for name, value in fields_json(replace(self, ops=[])).items() if name != "ops"}
+        return {**data, "ops": self.ops}
 
     def timings(self) -> list[OpTiming]:
         """The operator timings it carries."""

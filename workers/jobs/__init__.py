@@ -138,7 +138,7 @@ def run_claimed_job(
             log.exception("job %s failed with an unexpected error", job.id)
         _tell(server.fail, job.id, Ending(token, failure.reason))
         return "failed"
-    return deliver(server, outbox, job, ResultPost(token, job.attempt, job.kind, record.as_dict()))
+    return deliver(server, outbox, job, ResultPost(token, job.attempt, job.kind, record.json_ready()))
 
 
 __all__ = ["RUNS", "JobRunner", "deliver", "run_claimed_job", "with_host_lock"]
