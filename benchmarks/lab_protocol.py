@@ -211,7 +211,7 @@ def _one_round(
         claimed = time.perf_counter()
         started_ingest = time.perf_counter()
         if path == "http":
-            post = ResultPost(run, 1, "profile", ProfileRecord.of(result).as_dict())
+            post = ResultPost(run, 1, "profile", ProfileRecord.of(result).json_ready())
             assert server.post_result(job.pk, post).outcome == "stored"
         else:
             assert ingest_result(job.pk, run, result) is not None

@@ -374,18 +374,39 @@ def _required(shape: type, hint: Any) -> bool:
 
 
 @functools.cache
-def _record_fields(cls: type) -> tuple[tuple[str, Reader, bool], ...]:
-    """A dataclass's fields: name, reader, and whether the payload must have it. The readers are
-    looked up once here: hashing a generic type (``list[list[int]]``) per value read is slow."""
+def _record_fields(cls: type) -> tuple[tuple[str, Reader, bool, tuple[type, ...] | None], ...]:
+    """A dataclass's fields: name, reader, whether the payload must have it, and the JSON types a
+    value may have to be taken as it is without its reader (a string, an integer, an object kept
+    whole; None when the reader must look). The readers are looked up once here: hashing a
+    generic type (``list[list[int]]``) per value read is slow."""
     hints = _hints(cls)
     return tuple(
         (
             f.name,
             _lazy_reader(hints[f.name]),
             f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            _taken_as_is(hints[f.name]),
         )
         for f in dataclasses.fields(cls)
     )
+
+
+def _taken_as_is(hint: Any) -> tuple[type, ...] | None:
+    """The exact JSON types a value of ``hint`` may have to need no reading at all."""
+    if hint is str or hint is bool:
+        return (hint,)
+    if hint is int:
+        return (int,)  # exactly int: a bool is refused by the reader
+    if hint is Any:
+        return (str, int, float, bool, dict, list, type(None))
+    origin = get_origin(hint)
+    if (origin is dict or hint is dict) and (not get_args(hint) or get_args(hint)[1] is Any):
+        return (dict,)
+    if origin is Union or origin is types.UnionType:
+        parts = [_taken_as_is(a) if a is not type(None) else (type(None),) for a in get_args(hint)]
+        if all(p is not None for p in parts):
+            return tuple(t for p in parts if p is not None for t in p)
+    return None
 
 
 def _lazy_reader(hint: Any) -> Reader:
@@ -404,9 +425,10 @@ def _read_record(cls: type, value: object, where: Where) -> Any:
     """A dataclass: a key per field (a field with a default may be left out), no other keys."""
     data = _object(value, where)
     values: JsonDict = {}
-    for name, read, required in _record_fields(cls):
+    for name, read, required, as_is in _record_fields(cls):
         if name in data:
-            values[name] = read(data[name], (where, name))
+            item = data[name]
+            values[name] = item if as_is is not None and type(item) in as_is else read(item, (where, name))
         elif required:
             raise PayloadError(f"{_path(where)}.{name} is missing")
     if len(values) != len(data):
