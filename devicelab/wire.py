@@ -328,6 +328,10 @@ def _describe(hint: Any) -> str:
     return _SCALARS[hint][0] if hint in _SCALARS else "null" if hint is type(None) else str(hint)
 
 
+# Item types whose values are taken in one pass over a list when every item is exactly of the type.
+_PLAIN_ITEMS: dict[Any, type] = {int: int, str: str, bool: bool}
+
+
 def _array_reader(hint: Any, origin: type) -> Reader:
     """``list[X]``, ``tuple[X, ...]`` or ``tuple[X, Y]`` from a JSON array."""
     args = get_args(hint)
@@ -335,13 +339,20 @@ def _array_reader(hint: Any, origin: type) -> Reader:
     item = args[0] if args else Any
     # a list of plain scalars is checked in one pass; only a list with a bad item is read item by
     # item, to name it
-    kinds = {int: int, str: str, bool: bool}.get(item) if not fixed else None
+    kinds = _PLAIN_ITEMS.get(item) if not fixed else None
+    inner = _PLAIN_ITEMS.get(get_args(item)[0]) if get_origin(item) is list and get_args(item) else None
 
     def read(value: object, where: Where) -> Any:
         if not isinstance(value, list | tuple):
             raise _bad(_path(where), "a list", value)
         if kinds is not None and all(type(v) is kinds for v in value):
             return tuple(value) if origin is tuple else list(value)
+        if (
+            inner is not None
+            and origin is list
+            and all(type(row) is list and all(type(v) is inner for v in row) for row in value)
+        ):
+            return [list(row) for row in value]  # a list of lists of plain scalars (shapes)
         if fixed:
             if len(value) != len(args):
                 raise _bad(_path(where), f"a list of {len(args)} items", value)
@@ -397,6 +408,8 @@ def _taken_as_is(hint: Any) -> tuple[type, ...] | None:
         return (hint,)
     if hint is int:
         return (int,)  # exactly int: a bool is refused by the reader
+    if hint is float or _nan_as_null(hint):
+        return (float,)  # an integer is made a float, and a Reported null a NaN, by the reader
     if hint is Any:
         return (str, int, float, bool, dict, list, type(None))
     origin = get_origin(hint)

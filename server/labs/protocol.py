@@ -258,10 +258,17 @@ def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
     return ClaimAnswer("claimed", job=payload)
 
 
+# What the calls on a claimed job read of it: its state and claim, and its device's holder (not
+# its settings, or its model's graph).
+_CLAIM_FIELDS = ("id", "kind", "state", "claimed_by", "attempts", "device_id", "device__worker")
+
+
 def _held_job(lab: LabMachine, job_id: int) -> ProfilingJob:
-    job = _own_job(lab, job_id)
+    job = ProfilingJob.objects.select_related("device").only(*_CLAIM_FIELDS).filter(pk=job_id).order_by().first()
     if job is None:
         raise NotYours(f"job #{job_id} does not exist")
+    if not lab.owns_worker(job.device.worker):
+        raise NotYours(f"job #{job_id} is not routed to a device of lab machine {lab.name!r}")
     return job
 
 
