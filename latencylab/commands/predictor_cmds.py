@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Any
 
+from latencylab.client.training_data import TRAINING_SET_MAX_JOBS, TRAINING_SET_MAX_SYNTHETIC
 from latencylab.commands.client_cmds import _add_server_arguments, _client, _with_client_errors
 from latencylab.commands.output import fail, print_json, print_table
 from latencylab.commands.server_host import server_host_only
@@ -40,7 +41,14 @@ def add_parsers(sub: Any) -> None:
         help="profile N synthetic NAS samples plus zoo models on a device through ordinary jobs of your team",
     )
     build.add_argument("--device", required=True, help="device id, name or identity")
-    build.add_argument("--synthetic", type=int, default=0, metavar="N", help="synthetic NAS samples (default: 0)")
+    build.add_argument(
+        "--synthetic",
+        type=int,
+        default=0,
+        metavar="N",
+        help="synthetic NAS samples (default: 0); a big set goes to the server as several requests of at most "
+        f"{TRAINING_SET_MAX_SYNTHETIC} samples and {TRAINING_SET_MAX_JOBS} jobs each",
+    )
     build.add_argument(
         "--zoo",
         nargs="?",

@@ -37,11 +37,15 @@ class TrainingSet:
         return [*self.reused, *self.submitted]
 
 
-def training_graphs(synthetic: int, zoo_names: Sequence[str], seed: int = 0) -> list[Graph]:
-    """The networks of a training set: ``synthetic`` NAS samples drawn with ``seed``, then zoo models."""
-    from devicelab.graph import nas, zoo
+def training_graphs(synthetic: int, zoo_names: Sequence[str], seed: int = 0, first_sample: int = 0) -> list[Graph]:
+    """The networks of a training set: NAS samples ``first_sample`` .. ``first_sample + synthetic - 1``
+    drawn with ``seed``, then zoo models."""
+    from devicelab.graph import zoo
+    from devicelab.graph.nas import synthetic as space
 
-    graphs = nas.sample("synthetic", synthetic, seed) if synthetic else []
+    # Each sample has its own stream (``sample_spec``): a set split over ``first_sample`` is the
+    # same networks as the set drawn at once.
+    graphs = [space.build(space.sample_spec(seed, i)) for i in range(first_sample, first_sample + synthetic)]
     known = sorted(zoo.entries())
     for name in zoo_names:
         if name not in known:
@@ -78,12 +82,14 @@ def build_training_set(
     progress: Callable[[int, int], object] | None = None,
     rounds: int = 1,
     delegate: str = "",
+    first_sample: int = 0,
 ) -> TrainingSet:
     """Upload the networks and queue ``rounds`` profiling jobs per network, less those it already
     has with these settings. Jobs go out round by round (every network once, then every network
     again), so the rounds of one network are measured minutes apart and training merges them
     (``records.merged_by_network``): a burst of interference rarely hits all of them. On a phone,
-    ``delegate`` says which of its delegates measures the set (its predictor is for that delegate)."""
+    ``delegate`` says which of its delegates measures the set (its predictor is for that delegate).
+    The synthetic samples are those from index ``first_sample`` on (a set built over several calls)."""
     if device.kind not in (DeviceKind.CPU, DeviceKind.OPENCL, DeviceKind.ANDROID):
         raise ValidationError(
             {
@@ -93,6 +99,8 @@ def build_training_set(
         )
     if synthetic < 0:
         raise ValidationError({"synthetic": f"the number of synthetic samples must be >= 0, got {synthetic}"})
+    if first_sample < 0:
+        raise ValidationError({"first_sample": f"the first sample's index must be >= 0, got {first_sample}"})
     if rounds < 1:
         raise ValidationError({"rounds": f"rounds must be >= 1, got {rounds}"})
     if probes is None:
@@ -101,7 +109,7 @@ def build_training_set(
     settings = validate_settings(device, {"threads": threads, "runs": runs, "warmup_runs": warmup_runs, **chosen})
     # One timed run is enough for a probe: it only shows which kernels ran.
     probe_settings = validate_settings(device, {"threads": threads, "runs": 1, "warmup_runs": 0, **chosen})
-    graphs = training_graphs(synthetic, zoo_names, seed)
+    graphs = training_graphs(synthetic, zoo_names, seed, first_sample)
     from devicelab.predict.cpu_probes import probe_graphs
 
     plan = [(g, settings, r) for r in range(rounds) for g in graphs]

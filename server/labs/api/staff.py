@@ -17,6 +17,7 @@ from rest_framework.permissions import IsAdminUser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from server.api.parsers import FastJSONParser
 from server.api.requests import ObjectRequestSerializer
 from server.api.routers import AppRouter
 from server.labs.models import NAME_MAX_LENGTH, LabMachine
@@ -118,6 +119,7 @@ class LabMachineViewSet(
 
     permission_classes = [IsAdminUser]
     serializer_class = LabMachineSerializer
+    parser_classes = [FastJSONParser]  # JSON bodies only, as the schema says (no form bodies)
 
     def get_queryset(self) -> QuerySet[LabMachine]:
         """Every machine, revoked ones too, by name."""

@@ -14,7 +14,7 @@ from devicelab.backends.profile_settings import MAX_RUNS, MAX_WARMUP_RUNS
 from devicelab.predict.predictor import BACKENDS
 from devicelab.predict.ranges import CODES as WARNING_CODES
 from server.api.fields import IdField, StrictBooleanField, StrictIntegerField
-from server.api.requests import ObjectRequestSerializer
+from server.api.requests import ObjectRequestSerializer, UniqueListField
 from server.devices.api.serializers import existing_device
 from server.devices.models import Device
 from server.networks.api.serializers import GraphDocumentSerializer
@@ -127,10 +127,20 @@ class PredictorCreateSerializer(serializers.Serializer):
         return existing_device(value)
 
 
-# One request uploads every network and queues its jobs before it answers: the bounds keep that
-# within a request's time (a few minutes for the largest set), the docs' 900 samples x 3 rounds fit.
-MAX_SYNTHETIC = 2000
+# One request uploads every network and queues its jobs before it answers, holding a server thread
+# meanwhile: the bounds keep it to a few seconds. On the 2-core test machine under load (2026-12-07,
+# build_training_set on a CPU device, broker sends included) a network costs about 30 ms (drawn,
+# written, parsed, stored) and a job about 13 ms: 100 synthetic samples x 1 round took 3.5 s,
+# x 10 rounds 14.9 s, the whole zoo (32) x 10 rounds 5.2 s. So at most MAX_SYNTHETIC samples and
+# MAX_TRAINING_SET_JOBS jobs ((synthetic + zoo models) x rounds, the probe graphs aside) per request,
+# about 5 s at worst there; a bigger set is several requests over ``first_sample``, which
+# ``latencylab trainset build`` and ``Client.build_training_set`` send by themselves
+# (latencylab/client/training_data.py holds the same two numbers).
+MAX_SYNTHETIC = 100
+MAX_TRAINING_SET_JOBS = 200
 MAX_ROUNDS = 10
+# Sample indices: far past any training set (the paper's is 900), within a JSON-safe integer.
+MAX_FIRST_SAMPLE = 10**6
 
 
 class TrainingSetRequest(TypedDict):
@@ -138,6 +148,7 @@ class TrainingSetRequest(TypedDict):
 
     device: Device
     synthetic: int
+    first_sample: int
     zoo: list[str]
     threads: int
     delegate: str
@@ -151,14 +162,26 @@ class TrainingSetRequest(TypedDict):
 class TrainingSetRequestSerializer(ObjectRequestSerializer):
     """What a client sends to profile a training set: N synthetic NAS samples plus zoo models."""
 
-    # ``validated_data`` is a ``TrainingSetRequest`` (the device found). Whether the device can
-    # run the settings, and the zoo names, are the service's answer (a 400 naming the field).
+    # ``validated_data`` is a ``TrainingSetRequest`` (the device found, ``["all"]`` the zoo's
+    # names). Whether the device can run the settings, and the zoo names, are the service's answer
+    # (a 400 naming the field).
 
     device = IdField("device", help_text="Id of a cpu, opencl or android device (GET /api/devices/).")
     synthetic = StrictIntegerField(
-        default=0, min_value=0, max_value=MAX_SYNTHETIC, help_text="Synthetic NAS samples drawn with `seed`."
+        default=0,
+        min_value=0,
+        max_value=MAX_SYNTHETIC,
+        help_text=f"Synthetic NAS samples drawn with `seed`: samples `first_sample` .. `first_sample` + "
+        f"`synthetic` - 1 (at most {MAX_SYNTHETIC} per request).",
     )
-    zoo = serializers.ListField(
+    first_sample = StrictIntegerField(
+        default=0,
+        min_value=0,
+        max_value=MAX_FIRST_SAMPLE,
+        help_text="Index of the first synthetic sample: a set of 900 is samples 0-99, 100-199, ... in nine "
+        "requests, the same networks as one request would draw.",
+    )
+    zoo = UniqueListField(
         child=serializers.CharField(),
         default=list,
         help_text='Zoo models by name (latencylab zoo list); ["all"]: the whole zoo.',
@@ -186,6 +209,23 @@ class TrainingSetRequestSerializer(ObjectRequestSerializer):
     def validate_device(self, value: int) -> Device:
         """A registered device."""
         return existing_device(value)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """``["all"]`` as the zoo's names, and at most ``MAX_TRAINING_SET_JOBS`` jobs in the request."""
+        if attrs["zoo"] == ["all"]:
+            from devicelab.graph import zoo
+
+            attrs["zoo"] = sorted(zoo.entries())
+        jobs = (attrs["synthetic"] + len(attrs["zoo"])) * attrs["rounds"]
+        if jobs > MAX_TRAINING_SET_JOBS:
+            raise serializers.ValidationError(
+                f"(synthetic + zoo models) x rounds is ({attrs['synthetic']} + {len(attrs['zoo'])}) x "
+                f"{attrs['rounds']} = {jobs} jobs; one request queues at most {MAX_TRAINING_SET_JOBS} (it holds a "
+                "server thread while it uploads and queues them): send a bigger set as several requests, the "
+                "synthetic samples split with first_sample and the zoo models between them (latencylab trainset "
+                "build does)"
+            )
+        return attrs
 
 
 class TrainingSetSerializer(serializers.Serializer):

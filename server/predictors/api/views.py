@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils.http import parse_header_parameters
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
-from rest_framework.exceptions import PermissionDenied
+from rest_framework.exceptions import ParseError, PermissionDenied, ValidationError
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,6 +21,8 @@ from server.api.parsers import FastJSONParser
 from server.networks.api.serializers import GRAPH_EXAMPLE
 from server.predictors.api.filters import PredictorFilterSet
 from server.predictors.api.serializers import (
+    MAX_SYNTHETIC,
+    MAX_TRAINING_SET_JOBS,
     PredictorCreateSerializer,
     PredictorDetailSerializer,
     PredictorRequest,
@@ -237,10 +240,16 @@ class TrainingSetView(APIView):
 
     @extend_schema(
         summary="Profile a training set for a predictor",
-        description="Uploads `synthetic` NAS samples (drawn with `seed`) and the named zoo models as your team's "
-        "models, and queues `rounds` profiling jobs per network on `device` (a cpu, opencl or android device), "
-        "less the jobs your team already has of a network with the same settings: a re-run fills the gaps. "
-        "Answers once every job is queued; follow them with GET /api/jobs/, then train with POST /api/predictors/.",
+        description="Uploads `synthetic` NAS samples (drawn with `seed`, from index `first_sample` on) and the named "
+        "zoo models as your team's models, and queues `rounds` profiling jobs per network on `device` (a cpu, "
+        "opencl or android device), less the jobs your team already has of a network with the same settings: a "
+        "re-run fills the gaps. Answers once every job is queued; follow them with GET /api/jobs/, then train with "
+        f"POST /api/predictors/. One request holds a server thread while it uploads and queues, so it takes at "
+        f"most {MAX_SYNTHETIC} synthetic samples and {MAX_TRAINING_SET_JOBS} jobs, (synthetic + zoo models) x "
+        "rounds (the probe graphs aside), a few seconds of the server's time; a bigger set is several requests: "
+        "the samples split with `first_sample` (samples 0-99, 100-199, ... are the networks one request of 900 "
+        "would draw) and the zoo models between them. `latencylab trainset build` and the Python client's "
+        "`build_training_set` split a set so by themselves.",
         request=TrainingSetRequestSerializer,
         examples=[
             OpenApiExample(
@@ -251,24 +260,23 @@ class TrainingSetView(APIView):
         ],
         responses={
             202: TrainingSetSerializer,
-            400: OpenApiResponse(description="unknown device or zoo model, or settings the device cannot run"),
+            400: OpenApiResponse(
+                description="unknown device or zoo model, settings the device cannot run, or more than "
+                f"{MAX_TRAINING_SET_JOBS} jobs in one request"
+            ),
         },
     )
     def post(self, request: Request) -> Response:
         """Upload the set's networks and queue their jobs."""
         body: TrainingSetRequest = TrainingSetRequestSerializer().run_validation(request.data)
         device = body["device"]
-        zoo_names = body["zoo"]
-        if zoo_names == ["all"]:
-            from devicelab.graph import zoo
-
-            zoo_names = sorted(zoo.entries())
         try:
             built = build_training_set(
                 request.team,
                 device,
                 body["synthetic"],
-                zoo_names,
+                body["zoo"],
+                first_sample=body["first_sample"],
                 threads=body["threads"],
                 runs=body["runs"],
                 warmup_runs=body["warmup_runs"],
@@ -290,10 +298,30 @@ class TrainingSetView(APIView):
         return Response(TrainingSetSerializer(answer).data, status=status.HTTP_202_ACCEPTED)
 
 
+class NamedPartsMultiPartParser(MultiPartParser):
+    """A multipart body whose parts are all named. Django skips a part without a form-data name,
+    so a body of such parts (a JSON array sent as multipart, say: the schema refuses it) would
+    read as no files at all, and import the server's copy."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
+        """The form's fields and files, or a ``ParseError`` (400) when parts were skipped."""
+        parsed = super().parse(stream, media_type, parser_context)
+        if not parsed.data and not parsed.files:
+            _, params = parse_header_parameters(media_type or "")
+            empty_form = len(f"--{params.get('boundary', '')}--\r\n")  # the closing boundary alone
+            request = (parser_context or {})["request"]
+            if int(request.META.get("CONTENT_LENGTH") or 0) > empty_form:
+                raise ParseError(
+                    "the multipart body has parts without a form-data name; send the files as the parts ops and "
+                    "e2e, or no body to import the server's copy"
+                )
+        return parsed
+
+
 class QedImportView(APIView):
     """The six phones of the public qed measurements as devices, with their GPU measurements."""
 
-    parser_classes = [MultiPartParser, FastJSONParser]
+    parser_classes = [NamedPartsMultiPartParser, FastJSONParser]
 
     @extend_schema(
         summary="Import the qed phones and their measurements",
@@ -305,13 +333,26 @@ class QedImportView(APIView):
         request={"multipart/form-data": QedImportRequestSerializer, "application/json": None},
         responses={
             200: QedImportSerializer,
-            400: OpenApiResponse(description="the files are missing, misnamed or not qed data; `detail` says why"),
+            400: OpenApiResponse(
+                description="the files are missing, misnamed or not qed data, or `ops` / `e2e` is not a file part; "
+                "the answer says why"
+            ),
             403: OpenApiResponse(description="files were sent by a user who is not a lab admin"),
         },
     )
     def post(self, request: Request) -> Response:
         """Import the server's copy, or the files sent."""
-        uploads = {key: request.FILES.get(key) for key in ("ops", "e2e")}
+        # What the schema refuses is refused here too: `ops` or `e2e` sent as anything but a file
+        # (a text field, even an empty one; a JSON value) is a 400, not an import of the server's
+        # copy that ignores it.
+        incoming = QedImportRequestSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)  # a body that is not an object, a JSON value where a file goes
+        sent_as_text = [key for key in ("ops", "e2e") if key in request.data and key not in request.FILES]
+        if sent_as_text:  # a form's empty text field, which the serializer reads as no file
+            raise ValidationError(
+                {key: ["must be a file (a multipart file part), got a text value"] for key in sent_as_text}
+            )
+        uploads = {key: incoming.validated_data.get(key) for key in ("ops", "e2e")}
         try:
             if not any(uploads.values()):
                 return self._answer(import_qed())
