@@ -130,14 +130,19 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.3)
 
 
+# How a job is claimed: by a process that already holds its connection (``kept``), or as a worker
+# claims it (``fresh``): each job runs in a fresh pool process (``--max-tasks-per-child 1``), whose
+# claim opens its connection (to PostgreSQL on the direct path, to the server on the HTTP path);
+# its result goes out on the same connection.
+CONNECTIONS = ("kept", "fresh")
+
+
 def measure(rounds: int, ops: int) -> dict[str, Any]:
-    """Both paths, ``rounds`` times each, interleaved in a random order per round."""
+    """Both paths, ``rounds`` times each per way of connecting, interleaved in a random order."""
     from server.accounts.services import create_user_with_token
     from server.devices.models import Device
     from server.labs.services import add_lab_machine
     from server.networks.services import upload_model
-    from server.profiling.models import JobState, ProfilingJob
-    from server.profiling.services import claim_job, ingest_result, submit_profiling_job
     from server.taskqueue import app, device_queue
     from tests.e2e.helpers import tiny_graph
     from workers.server_api import LabServer
@@ -155,70 +160,80 @@ def measure(rounds: int, ops: int) -> dict[str, Any]:
         from devicelab.graph import graph_to_json
 
         model, _ = upload_model(team, user, graph_to_json(tiny_graph("bench")).encode(), "bench.json")
-        result = make_result(ops)
+        bench = Bench(team, model, device, user, run, make_result(ops), url, token, server)
         rng = random.Random(11)
-        delays: dict[str, list[float]] = {"http": [], "direct": []}
-        ingests: dict[str, list[float]] = {"http": [], "direct": []}
+        empty: list[float] = []
         with app.connection_for_read() as conn:
-            queue = conn.SimpleQueue(device_queue(device.pk))
-            queue.clear()
+            bench.queue = conn.SimpleQueue(device_queue(device.pk))
+            bench.queue.clear()
             for _ in range(3):  # warm-up: connections, caches, the server's first requests
-                _one_round(rng, delays, ingests, team, model, device, user, run, result, server, queue, warm=True)
+                for way in CONNECTIONS:
+                    bench.round(rng, way, warm=True)
             for _ in range(rounds):
-                _one_round(rng, delays, ingests, team, model, device, user, run, result, server, queue)
-            queue.close()
-        del claim_job, ingest_result, submit_profiling_job, JobState, ProfilingJob
-        return {
-            "queue_delay": ratio_report(delays["http"], delays["direct"]),
-            "ingest": ratio_report(ingests["http"], ingests["direct"]),
-        }
+                for way in CONNECTIONS:
+                    bench.round(rng, way)
+                started = time.perf_counter()
+                server.hello()
+                empty.append(time.perf_counter() - started)
+            bench.queue.close()
+        report: dict[str, Any] = {"empty_call": spread(empty)}
+        for way in CONNECTIONS:
+            report[f"queue_delay_{way}"] = ratio_report(bench.delays[way]["http"], bench.delays[way]["direct"])
+            report[f"ingest_{way}"] = ratio_report(bench.ingests[way]["http"], bench.ingests[way]["direct"])
+        return report
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
 
 
-def _one_round(
-    rng: random.Random,
-    delays: dict[str, list[float]],
-    ingests: dict[str, list[float]],
-    team: Any,
-    model: Any,
-    device: Any,
-    user: Any,
-    run: str,
-    result: Any,
-    server: Any,
-    queue: Any,
-    warm: bool = False,
-) -> None:
-    from server.profiling.services import claim_job, ingest_result, submit_profiling_job
+class Bench:
+    """What every round needs, and the timings it collects."""
 
-    paths = ["http", "direct"]
-    rng.shuffle(paths)
-    for path in paths:
-        started = time.perf_counter()
-        job = submit_profiling_job(team, model, device, {"runs": 3, "warmup_runs": 1}, user=user)
-        message = queue.get(timeout=30)
-        message.ack()
-        job_id = int(message.payload[0][0]) if isinstance(message.payload, list) else job.pk
-        if job_id != job.pk:
-            raise RuntimeError(f"took the message of job {job_id}, not {job.pk}")
-        if path == "http":
-            answer = server.claim(job.pk, Claim(run, device.pk))
-            assert answer.outcome == "claimed", answer
-        else:
-            assert claim_job(job.pk, run, device_id=device.pk) is not None
-        claimed = time.perf_counter()
-        started_ingest = time.perf_counter()
-        if path == "http":
-            post = ResultPost(run, 1, "profile", ProfileRecord.of(result).json_ready())
-            assert server.post_result(job.pk, post).outcome == "stored"
-        else:
-            assert ingest_result(job.pk, run, result) is not None
-        done = time.perf_counter()
-        if not warm:
-            delays[path].append(claimed - started)
-            ingests[path].append(done - started_ingest)
+    def __init__(
+        self, team: Any, model: Any, device: Any, user: Any, run: str, result: Any, url: str, token: str, server: Any
+    ) -> None:
+        self.team, self.model, self.device, self.user = team, model, device, user
+        self.run, self.result, self.url, self.token, self.server = run, result, url, token, server
+        self.queue: Any = None
+        self.delays: dict[str, dict[str, list[float]]] = {w: {"http": [], "direct": []} for w in CONNECTIONS}
+        self.ingests: dict[str, dict[str, list[float]]] = {w: {"http": [], "direct": []} for w in CONNECTIONS}
+
+    def round(self, rng: random.Random, way: str, warm: bool = False) -> None:
+        """One job through each path, in a random order: submitted, its message taken, claimed,
+        its result stored."""
+        from server.profiling.services import claim_job, ingest_result, submit_profiling_job
+        from workers.server_api import LabServer
+
+        paths = ["http", "direct"]
+        rng.shuffle(paths)
+        for path in paths:
+            started = time.perf_counter()
+            job = submit_profiling_job(
+                self.team, self.model, self.device, {"runs": 3, "warmup_runs": 1}, user=self.user
+            )
+            message = self.queue.get(timeout=30)
+            message.ack()
+            fresh = way == "fresh"
+            if path == "http":
+                server = LabServer(self.url, self.token) if fresh else self.server
+                answer = server.claim(job.pk, Claim(self.run, self.device.pk))
+                assert answer.outcome == "claimed", answer
+            else:
+                if fresh:
+                    connection.close()  # the pool process's first query opens its connection
+                assert claim_job(job.pk, self.run, device_id=self.device.pk) is not None
+            claimed = time.perf_counter()
+            # the result goes out from the process that claimed the job, on its connection
+            started_ingest = time.perf_counter()
+            if path == "http":
+                post = ResultPost(self.run, 1, "profile", ProfileRecord.of(self.result).json_ready())
+                assert server.post_result(job.pk, post).outcome == "stored"
+            else:
+                assert ingest_result(job.pk, self.run, self.result) is not None
+            done = time.perf_counter()
+            if not warm:
+                self.delays[way][path].append(claimed - started)
+                self.ingests[way][path].append(done - started_ingest)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
             "rounds": args.rounds,
             "ops_per_result": args.ops,
             "target": "ingest through HTTP at most 1.5x the direct path (ratio's interval below 1.5)",
+            "connections": "kept: the poster holds its connection; fresh: each job's pool process opens its own "
+            "(how workers run: --max-tasks-per-child 1)",
             "machine": f"{platform.node()} {os.cpu_count()} cores",
             "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }

@@ -49,9 +49,11 @@ urlpatterns: list[URLPattern | URLResolver] = [
         ),
         name="redoc",
     ),
+    # /api/lab/...: the lab machines' calls, first: a heartbeat or a result is resolved without
+    # trying every app's routes
+    path("", include("server.labs.api.protocol_urls")),
     *(path("", include(f"server.{app}.api.urls")) for app in APPS),
     path("", include("server.labs.api.staff")),  # /api/labs/: the staff's list of lab machines
-    path("", include("server.labs.api.protocol_urls")),  # /api/lab/...: the lab machines' calls
     *format_suffix_patterns([path("", APIRootView.as_view(api_root_dict=LIST_ROUTES), name="api-root")]),
     # Any other path under /api/ that ends in a slash (``/api/jobs/0.5/``: the router's ids have no
     # dot) is a JSON 404 like the API's own, not Django's HTML page. Paths without the slash are
