@@ -84,8 +84,15 @@ class WorkerProcess:
     """One ``python -m workers.run`` process (the agent and its device processes, one group)."""
 
     def __init__(
-        self, name: str, env: dict[str, str], log_path: Path, instance: str | None = None, kinds: str = "cpu"
+        self,
+        name: str,
+        env: dict[str, str],
+        log_path: Path,
+        instance: str | None = None,
+        kinds: str = "cpu",
+        prefix: list[str] | None = None,
     ) -> None:
+        self.prefix = prefix or []  # runs the worker through this (a network namespace's ``ip netns exec``)
         self.machine = name
         # the worker name its devices are registered under: the lab machine's, with its instance
         self.name = f"{name}#{instance}" if instance else name
@@ -116,6 +123,7 @@ class WorkerProcess:
         ]
         if self.instance:
             cmd += ["--instance", self.instance]
+        cmd = [*self.prefix, *cmd]
         self.started_at = timezone.now() - timedelta(milliseconds=1)
         with open(self.log_path, "ab") as log:
             log.write(f"\n===== start {' '.join(cmd)}\n".encode())
@@ -221,7 +229,7 @@ def start_worker(
     transactional_db: None, queue_prefix: str, tmp_path: Path, live_server: Any
 ) -> Iterator[Callable[..., WorkerProcess]]:
     """Factory: ``start_worker(instance=None, name=None, kinds="cpu", broker_url=None, extra_env=None,
-    server_url=None)`` -> a started ``WorkerProcess``: a lab machine ``name`` (made now, with its
+    server_url=None, prefix=None)`` -> a started ``WorkerProcess``: a lab machine ``name`` (made now, with its
     token) reaching this process's live server (or ``server_url``) over HTTP, on the session's broker unless ``broker_url`` names another;
     ``extra_env`` adds to its environment, e.g. the adb server of a phone farm.
 
@@ -240,6 +248,7 @@ def start_worker(
         broker_url: str | None = None,
         extra_env: dict[str, str] | None = None,
         server_url: str | None = None,
+        prefix: list[str] | None = None,
     ) -> WorkerProcess:
         name = name or f"e2e-worker-{next(_serial)}-{uuid.uuid4().hex[:6]}"
         # a worker started again under its name (a restart) keeps its machine's token
@@ -247,7 +256,9 @@ def start_worker(
         lab_tokens[name] = token
         own_env = lab_worker_env(server_url or live_server.url, token, tmp_path / f"lab-{name}", broker_url)
         own_env.update(extra_env or {})
-        w = WorkerProcess(name, own_env, tmp_path / f"{name}.log", instance=instance, kinds=kinds).start()
+        w = WorkerProcess(
+            name, own_env, tmp_path / f"{name}.log", instance=instance, kinds=kinds, prefix=prefix
+        ).start()
         workers.append(w)
         return w
 
