@@ -1,8 +1,9 @@
 """How long a job waits between its creation and a worker starting it (state ``running``).
 
-Starts a real worker (``python -m workers.run``) for the host CPU, then submits JOBS small jobs
+Starts the web server (gunicorn) and a real lab worker (``python -m workers.run``) for the host
+CPU, which reaches it as any lab machine does (its URL, a lab token, the broker), then submits JOBS small jobs
 one after another, each once the previous one finished, so every delay is the dispatch path
-alone (commit -> broker -> the device's Celery process -> the claim), not time spent queued
+alone (commit -> broker -> the device's Celery process -> the claim over HTTP), not time spent queued
 behind another job. Prints the median and p90 and writes var/benchmarks/queue_delay.json::
 
     CELERY_BROKER_URL=redis://127.0.0.1:6379/0 \\
@@ -88,17 +89,30 @@ def measure(jobs: int) -> tuple[list[float], dict[str, Any]]:
     from devicelab.graph import GraphBuilder, graph_to_json
     from server.accounts.services import create_user_with_token
     from server.devices.models import Device
+    from server.labs.services import add_lab_machine
     from server.networks.services import upload_model
     from server.profiling.models import ProfilingJob
     from server.profiling.services import submit_profiling_job
 
     name = f"bench-{uuid.uuid4().hex[:6]}"
     log_path = OUT_DIR / "queue_delay_worker.log"
+    web, url = _start_web(log_path.with_name("queue_delay_web.log"))
+    _, token = add_lab_machine(name)
+    # The worker is a lab machine: the server's URL, its token and the broker, nothing else.
+    lab_env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
+    lab_env.update(
+        LATENCYLAB_SERVER_URL=url,
+        LATENCYLAB_LAB_TOKEN=token,
+        CELERY_BROKER_URL=str(settings.CELERY_BROKER_URL),
+        LATENCYLAB_LAB_DIR=str(OUT_DIR / f"lab-{name}"),
+    )
+    if str(settings.CELERY_BROKER_URL).startswith("filesystem:"):
+        lab_env["LATENCYLAB_BROKER_DIR"] = str(settings.BROKER_DIR)
     with open(log_path, "wb") as log:
         worker = subprocess.Popen(
             [sys.executable, "-m", "workers.run", "--name", name, "--kinds", "cpu", "--shutdown-grace", "5"],
             cwd=ROOT,
-            env=os.environ.copy(),
+            env=lab_env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -136,6 +150,37 @@ def measure(jobs: int) -> tuple[list[float], dict[str, Any]]:
         except subprocess.TimeoutExpired:
             os.killpg(worker.pid, signal.SIGKILL)
             worker.wait()
+        os.killpg(web.pid, signal.SIGKILL)
+        web.wait()
+
+
+def _start_web(log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """gunicorn on the benchmark's database, as the lab's server; (process, URL) once it answers."""
+    import socket
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "ALLOWED_HOSTS": "127.0.0.1"}
+    cmd = [sys.executable, "-m", "gunicorn", "server.wsgi:application", "--bind", f"127.0.0.1:{port}"]
+    cmd += ["--config", "python:server.gunicorn_conf", "--workers", "1"]
+    with open(log_path, "wb") as log:
+        web = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            urllib.request.urlopen(f"{url}/api/lab/hello", timeout=2)  # noqa: S310 - our own server
+        except urllib.error.HTTPError:
+            return True  # 401: it answers
+        except OSError:
+            return False
+        return True
+
+    _wait(answers, 60, "the web server")
+    return web, url
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -99,6 +99,12 @@ def run_profiling_job(self: Task, job_id: int) -> str:
     # task's time limit: at most half of it, so the measurement keeps the other half (a longer
     # wait is DeviceBusy, retried with backoff under a fresh limit).
     with device_lock(info.identity), host_lock(info, settings.host_lock, wait_s=soft_limit / 2) as lock:
+        if lock is not None and lock["waited_s"] >= 1.0:
+            log.info(
+                "job %s waited %.1f s for the host's processors (another device's measurement)",
+                job_id,
+                lock["waited_s"],
+            )
         try:
             answer = server.claim(job_id, Claim(ctx.token, device_pk))
         except Refused as exc:
