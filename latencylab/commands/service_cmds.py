@@ -157,9 +157,13 @@ def run_manage(args: argparse.Namespace) -> int:
 
 
 def _die_with_parent() -> None:
-    """In a child between fork and exec: get SIGTERM when ``up`` dies, even by SIGKILL (Linux)."""
+    """In a child between fork and exec: a session of its own, so that a terminal's Ctrl-C
+    reaches ``up`` alone, which stops the children in order (the worker first, while the web
+    server can still take its devices offline); and SIGTERM when ``up`` dies, even by SIGKILL
+    (Linux)."""
     from billiard.util import set_pdeathsig
 
+    os.setsid()
     set_pdeathsig(signal.SIGTERM)
 
 
@@ -281,17 +285,21 @@ class Service:
             self._delay[name] = min(delay * 2, self.RESTART_DELAY_SECONDS[1])
 
     def stop(self) -> None:
-        """SIGTERM every child, then SIGKILL whatever has not stopped after 20 s."""
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        for p in self.procs.values():
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        """SIGTERM the worker and wait for it (it finishes its job and takes its devices offline
+        through the web server), then the web server and the trainer; SIGKILL whatever has not
+        stopped 20 s after its SIGTERM."""
+        for group in (["worker"], [name for name in self.procs if name != "worker"]):
+            procs = [self.procs[name] for name in group if name in self.procs]
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            for p in procs:
+                try:
+                    p.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
 
     def wait(self) -> int:
         """Keep the children running until SIGINT or SIGTERM; then stop them all."""
