@@ -404,24 +404,30 @@ def _insert_timings(result_id: int, ops: Iterable[OpTiming]) -> int:
     return bulk_create_timing_rows(timing_rows(result_id, ops))
 
 
-def ingest_result(job_id: int, worker_token: str, result: ProfileRecord | ProfileResult) -> JobResult | None:
+def ingest_result(
+    job_id: int, worker_token: str, result: ProfileRecord | ProfileResult, locked: ProfilingJob | None = None
+) -> JobResult | None:
     """Store a run's result and all its operator timings in one transaction; the job succeeds.
 
     Idempotent: a job has at most one result, and only the run that holds the claim writes it.
     A second call for the same job returns the stored result and writes nothing; a call from a
     run that no longer holds the job (cancelled, or re-queued after its worker was presumed
-    dead) returns None. ``result``: as a lab machine posts it, or a backend's own.
+    dead) returns None. ``result``: as a lab machine posts it, or a backend's own. ``locked``:
+    the job's row, already locked by the caller's transaction (``lock_job``).
     """
     record = result if isinstance(result, ProfileRecord) else ProfileRecord.of(result)
     with transaction.atomic():
         # The row lock makes two concurrent ingests of one job take turns (SQLite: the
         # IMMEDIATE transaction does the same for the whole database).
-        job = ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
+        job = locked if locked is not None else ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
         if job is None:
             return None
-        existing = JobResult.objects.filter(job_id=job_id).first()
-        if existing is not None:
-            return existing
+        # A running job has no result yet (a result is stored with the job's success, in one
+        # transaction): only a job in another state can have one to hand back.
+        if job.state != JobState.RUNNING:
+            existing = JobResult.objects.filter(job_id=job_id).first()
+            if existing is not None:
+                return existing
         if job.state != JobState.RUNNING or job.claimed_by != worker_token:
             return None
         e2e = record.e2e
@@ -451,6 +457,15 @@ def ingest_result(job_id: int, worker_token: str, result: ProfileRecord | Profil
         _insert_timings(stored.pk, record.timings())
         finish_ingest(job, worker_token)
     return stored
+
+
+def lock_job(job_id: int, *related: str, fields: Iterable[str] = ()) -> ProfilingJob | None:
+    """The job's row, locked until the current transaction ends (with ``related`` rows read, not
+    locked; only ``fields`` loaded when given); None when there is no such job."""
+    rows = ProfilingJob.objects.select_for_update(of=("self",)).select_related(*related).filter(pk=job_id)
+    if fields:
+        rows = rows.only(*fields)
+    return rows.order_by().first()
 
 
 def claimed_for_ingest(job_id: int, token: str, existing: QuerySet[Any]) -> ProfilingJob | None:
