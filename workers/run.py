@@ -377,7 +377,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--server", dest="server_url", help=f"the LatencyLab server's URL (default: ${SERVER_URL_ENV})")
     parser.add_argument("--token", help=f"this machine's lab token (default: ${TOKEN_ENV}; latencylab lab add NAME)")
     parser.add_argument(
-        "--name", help="worker name the devices are registered under: the lab machine's name (default: host name)"
+        "--name",
+        help="the lab machine's name, which its devices are registered under (default: the name the server "
+        "gave the token: latencylab lab add NAME)",
     )
     parser.add_argument(
         "--instance",
