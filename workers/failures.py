@@ -14,6 +14,7 @@ from devicelab.backends.base import BackendError, DeviceInfo, DeviceLost
 from devicelab.fusion.errors import FusionError
 from devicelab.graph import GraphError
 from workers.device_lock import DeviceBusy
+from workers.server_api import ServerUnreachable
 
 
 class DeviceOffline(RuntimeError):
@@ -25,8 +26,9 @@ class JobStopped(Exception):
     """The job was cancelled, or another run took it over: stop measuring."""
 
 
-# Retried by the task with backoff before the job is claimed; never the job's fault.
-TRANSIENT_ERRORS = (DeviceBusy, DeviceOffline)
+# Retried by the task with backoff before the job is claimed; never the job's fault (the server
+# not answering the claim: down, restarting, or a 5xx).
+TRANSIENT_ERRORS = (DeviceBusy, DeviceOffline, ServerUnreachable)
 
 
 @dataclass(frozen=True)

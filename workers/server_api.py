@@ -1,8 +1,8 @@
 """The lab machine's side of the lab API: one method per call of ``devicelab.lab_protocol``, over
 a kept-alive HTTP session with ``Authorization: Lab <token>``.
 
-Errors say who can act on them: ``ServerUnreachable`` (no answer, or a proxy's 502/503/504: try
-again later), ``TokenRevoked`` (401: the machine must stop; the message is the server's),
+Errors say who can act on them: ``ServerUnreachable`` (no answer, or a 5xx from the server or a
+proxy: try again later), ``TokenRevoked`` (401: the machine must stop; the message is the server's),
 ``Refused`` (any other 4xx: this request is wrong, the server says why).
 """
 
@@ -25,8 +25,6 @@ log = logging.getLogger("latencylab.workers")
 
 R = TypeVar("R")
 
-# Answers a proxy or a restarting server gives while it cannot take the call.
-_UNAVAILABLE = {502, 503, 504}
 CHUNK_BYTES = 1 << 20
 
 
@@ -96,7 +94,9 @@ class LabServer:
             raise Unsendable(f"{method} {self.url}{path}: the body has no JSON form: {exc}") from None
         except requests.RequestException as exc:
             raise ServerUnreachable(f"{method} {self.url}{path}: {_reason(exc)}") from None
-        if resp.status_code in _UNAVAILABLE:
+        if resp.status_code >= 500:
+            # The server (or a proxy before it) failed, not the request: a database connection
+            # dropped, a restart. What the machine holds (a result) waits and is posted again.
             raise ServerUnreachable(f"{method} {self.url}{path}: {resp.status_code} {resp.reason}")
         if resp.status_code == 401:
             raise TokenRevoked(_message(resp))

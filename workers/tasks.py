@@ -25,7 +25,7 @@ from workers.jobs import run_claimed_job
 from workers.lab_settings import LabSettings
 from workers.model_cache import ModelCache
 from workers.outbox import Outbox
-from workers.server_api import LabServer, Refused
+from workers.server_api import LabServer, Refused, ServerUnreachable, TokenRevoked
 
 log = logging.getLogger("latencylab.workers")
 
@@ -56,14 +56,24 @@ class ProfilingTask(Task):  # type: ignore[misc]
         job_id = int(args[0]) if args else int(kwargs["job_id"])
         ctx = WorkerContext.from_env()
         _, server, _, _ = lab()
-        if isinstance(exc, TimeLimitExceeded):
-            limit = self.time_limit or app.conf.task_time_limit
-            server.fail(job_id, Ending(ctx.token, f"the job ran past the hard time limit of {limit} s and was killed"))
-        elif isinstance(exc, TRANSIENT_ERRORS):
-            # Never claimed: claim it (if it is still this device's) to record why it could not run.
-            (device_pk,) = ctx.devices
-            if server.claim(job_id, Claim(ctx.token, device_pk)).outcome == "claimed":
-                server.fail(job_id, Ending(ctx.token, f"gave up after {self.request.retries} retries: {exc}"))
+        try:
+            if isinstance(exc, TimeLimitExceeded):
+                limit = self.time_limit or app.conf.task_time_limit
+                reason = f"the job ran past the hard time limit of {limit} s and was killed"
+                server.fail(job_id, Ending(ctx.token, reason))
+            elif isinstance(exc, ServerUnreachable):
+                # The job is still queued on the server, which sends its message again once this
+                # machine heart-beats its idle device.
+                log.warning(
+                    "job %s: the server did not answer its claim after %d tries (%s)", job_id, self.request.retries, exc
+                )
+            elif isinstance(exc, TRANSIENT_ERRORS):
+                # Never claimed: claim it (if it is still this device's) to record why it could not run.
+                (device_pk,) = ctx.devices
+                if server.claim(job_id, Claim(ctx.token, device_pk)).outcome == "claimed":
+                    server.fail(job_id, Ending(ctx.token, f"gave up after {self.request.retries} retries: {exc}"))
+        except (ServerUnreachable, TokenRevoked, Refused) as told:
+            log.error("job %s ended (%s) but the server could not be told: %s", job_id, exc, told)
 
 
 @app.task(  # type: ignore[untyped-decorator]  # Celery ships no types
