@@ -34,8 +34,10 @@ from devicelab.wire import JsonDict, JsonRecord, OwnJson
 PROTOCOL_VERSION = 1
 AUTH_KEYWORD = "Lab"
 
+# The task the server sends with a job id on a device's queue; the lab machine registers it.
+PROFILING_TASK = "workers.tasks.run_profiling_job"
+
 # The kinds of job a lab machine runs, and so the kinds of result it posts.
-JOB_KINDS = ("profile", "fusion_sweep", "fusion_plan", "sharing_sweep", "remote_scenario")
 JobKind = Literal["profile", "fusion_sweep", "fusion_plan", "sharing_sweep", "remote_scenario"]
 
 
@@ -241,11 +243,6 @@ class Outcome(JsonRecord):
     jobs: list[int] = field(default_factory=list)
 
 
-def device_key(pk: int) -> str:
-    """A device pk as a JSON object key."""
-    return str(pk)
-
-
 def as_json(record: Any) -> JsonDict:
     """A record's JSON object."""
     data = record.as_dict()
@@ -255,7 +252,7 @@ def as_json(record: Any) -> JsonDict:
 
 __all__ = [
     "AUTH_KEYWORD",
-    "JOB_KINDS",
+    "PROFILING_TASK",
     "PROTOCOL_VERSION",
     "Claim",
     "ClaimAnswer",
@@ -278,5 +275,4 @@ __all__ = [
     "ResultOutcome",
     "ResultPost",
     "as_json",
-    "device_key",
 ]

@@ -33,6 +33,8 @@ from celery import Celery
 from django.conf import settings
 from django.db import transaction
 
+from devicelab.lab_protocol import PROFILING_TASK
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
 
 log = logging.getLogger(__name__)
@@ -41,7 +43,6 @@ app = Celery("latencylab")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
 # The name the lab worker registers its task under (workers/tasks.py).
-PROFILING_TASK = "workers.tasks.run_profiling_job"
 # The names of the trainer's tasks (server/predictors/tasks.py, server/networks/tasks.py,
 # server/selection/tasks.py).
 TRAINING_TASK = "server.predictors.tasks.train_predictor"

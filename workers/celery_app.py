@@ -2,7 +2,7 @@
 alone (``workers.lab_settings``), with no Django.
 
 The server sends ``workers.tasks.run_profiling_job`` by name with a job id on a device's queue
-(``server.taskqueue``); a device process started with ``-A workers.celery_app`` registers that
+(``server.taskqueue``, by the name in ``devicelab.lab_protocol``); a device process started with ``-A workers.celery_app`` registers that
 task (``imports``). The broker is ``CELERY_BROKER_URL``: Redis (``redis://`` or, with TLS,
 ``rediss://``), or the server's embedded filesystem folder for a worker on the server's own host.
 """
@@ -18,8 +18,6 @@ from celery import Celery
 from workers.context import WorkerContext
 from workers.lab_settings import BROKER_DIR_ENV, BROKER_ENV
 
-# The name the server sends the profiling task under (server.taskqueue.PROFILING_TASK).
-PROFILING_TASK = "workers.tasks.run_profiling_job"
 # Seconds a job may run when the context does not say (the server's default).
 DEFAULT_TASK_TIME_LIMIT = 3600
 
@@ -76,4 +74,4 @@ def make_app(environ: dict[str, str] | None = None) -> Celery:
 app = make_app()
 
 
-__all__ = ["PROFILING_TASK", "app", "broker_options", "make_app"]
+__all__ = ["app", "broker_options", "make_app"]

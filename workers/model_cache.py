@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from pathlib import Path
 
 from devicelab.backends.base import BackendError
@@ -72,12 +71,6 @@ class ModelCache:
                 "model cache: removed %d file(s) used longest ago to stay within %d bytes", len(removed), self.max_bytes
             )
         return removed
-
-    def touch_all(self) -> None:
-        """Mark every cached file as used now (tests of the eviction order)."""
-        now = time.time()
-        for p in self.folder.glob("*"):
-            os.utime(p, (now, now))
 
 
 __all__ = ["FETCH_ATTEMPTS", "ModelCache"]

@@ -16,8 +16,8 @@ from typing import Any
 from celery import Task
 from celery.exceptions import TimeLimitExceeded
 
-from devicelab.lab_protocol import Claim, Ending
-from workers.celery_app import PROFILING_TASK, app
+from devicelab.lab_protocol import PROFILING_TASK, Claim, Ending
+from workers.celery_app import app
 from workers.context import WorkerContext
 from workers.device_lock import device_lock, host_lock
 from workers.failures import TRANSIENT_ERRORS, DeviceOffline

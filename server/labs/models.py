@@ -100,9 +100,13 @@ class LabMachine(models.Model):
         """Whether a device's ``worker`` is this machine's: its name, or ``NAME#instance``."""
         return worker_name == self.name or worker_name.startswith(self.name + INSTANCE_SEPARATOR)
 
+    def held_by(self, field: str = "worker") -> Q:
+        """Rows whose ``field`` (a worker name) is this machine's: ``NAME`` or ``NAME#instance``."""
+        return Q(**{field: self.name}) | Q(**{f"{field}__startswith": self.name + INSTANCE_SEPARATOR})
+
     def devices(self) -> DeviceQuerySet:
         """The devices its agents registered (worker ``NAME`` or ``NAME#instance``)."""
-        return Device.objects.filter(Q(worker=self.name) | Q(worker__startswith=self.name + INSTANCE_SEPARATOR))
+        return Device.objects.filter(self.held_by())
 
     def offline_reason(self) -> str:
         """Why its devices went offline when its token was revoked."""

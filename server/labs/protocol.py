@@ -15,7 +15,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 
 from devicelab.backends.profile_record import ProfileRecord
 from devicelab.backends.profile_settings import DEVICE_KINDS
@@ -78,28 +77,22 @@ class NotYours(PermissionError):
 # -- what is the machine's own ------------------------------------------------------------------
 
 
-def held_by(lab: LabMachine, field: str = "worker") -> Q:
-    """Rows whose ``field`` (a worker name) is this machine's: ``NAME`` or ``NAME#instance``."""
-    return Q(**{field: lab.name}) | Q(**{f"{field}__startswith": f"{lab.name}#"})
-
-
 def _check_worker(lab: LabMachine, worker: str) -> None:
     if not lab.owns_worker(worker):
         raise NotYours(f"lab machine {lab.name!r} cannot act as worker {worker!r}: its workers are named {lab.name!r}")
 
 
 def _own_device(lab: LabMachine, pk: int) -> Device:
-    device = Device.objects.filter(held_by(lab), pk=pk).first()
+    device = lab.devices().filter(pk=pk).first()
     if device is None:
         raise NotYours(f"device #{pk} is not held by lab machine {lab.name!r}")
     return device
 
 
-def _own_job(lab: LabMachine, job_id: int, with_model: bool = False) -> ProfilingJob | None:
-    """The job when it is routed to one of the machine's devices; None when it does not exist.
-    ``with_model``: its model too (a claim's payload; a model's graph can be megabytes)."""
-    related = ("device", "model") if with_model else ("device",)
-    job = ProfilingJob.objects.select_related(*related).filter(pk=job_id).first()
+def _own_job(lab: LabMachine, job_id: int) -> ProfilingJob | None:
+    """The job, with its device and model (a claim's payload), when it is routed to one of the
+    machine's devices; None when it does not exist."""
+    job = ProfilingJob.objects.select_related("device", "model").filter(pk=job_id).first()
     if job is not None and not lab.owns_worker(job.device.worker):
         raise NotYours(f"job #{job_id} is not routed to a device of lab machine {lab.name!r}")
     return job
@@ -221,7 +214,7 @@ def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
     if not 0 < len(claim.run) <= limit:  # a running job holds its run token: the row would refuse it
         raise PayloadError(f"claim.run must be a text of 1 to {limit} characters, got {claim.run!r:.80}")
     device = _own_device(lab, claim.device)
-    job = _own_job(lab, job_id, with_model=True)
+    job = _own_job(lab, job_id)
     if job is None:
         return ClaimAnswer("missing", f"job #{job_id} no longer exists")
     if job.device_id != device.pk:
@@ -312,46 +305,35 @@ _INGEST: dict[str, tuple[Any, Callable[[int, str, Any], Any]]] = {
 }
 
 
-def _stored_by(job_id: int, run: str, attempt: int) -> bool:
-    return ProfilingJob.objects.filter(pk=job_id, state=JobState.SUCCEEDED, claimed_by=run, attempts=attempt).exists()
-
-
 def store_result(lab: LabMachine, job_id: int, post: ResultPost) -> ResultAnswer:
     """Store the result of a claimed attempt, once: a repeated post (its answer lost on the way)
-    is ``already-stored``; a post for a job the run no longer holds is ``not-yours``."""
-    job = _held_job(lab, job_id)
-    if post.kind != job.kind:
-        raise PayloadError(f"result.kind: job #{job_id} is a {job.kind!r} job, not {post.kind!r}")
-    if job.state == JobState.SUCCEEDED and job.claimed_by == post.run and job.attempts == post.attempt:
-        return ResultAnswer("already-stored", f"job #{job_id}'s attempt {post.attempt} was stored before")
-    if job.state != JobState.RUNNING or job.claimed_by != post.run or job.attempts != post.attempt:
-        return ResultAnswer("not-yours", f"job #{job_id} is {job.state} and no longer this run's attempt")
-    record_type, ingest = _INGEST[post.kind]
-    record = record_type.from_dict(post.result)
-    if post.kind == "profile":
-        return _store_profile(lab, job_id, post, record)
-    # The service stores it under the job's row lock, once; two posts of one attempt at once take
-    # turns there (the second gets None).
-    if ingest(job_id, post.run, record) is not None:
-        return ResultAnswer("stored")
-    if _stored_by(job_id, post.run, post.attempt):
-        return ResultAnswer("already-stored", f"job #{job_id}'s attempt {post.attempt} was stored before")
-    return ResultAnswer("not-yours", f"job #{job_id} is no longer this run's attempt")
+    is ``already-stored``; a post for a job the run no longer holds is ``not-yours``.
 
-
-def _store_profile(lab: LabMachine, job_id: int, post: ResultPost, record: ProfileRecord) -> ResultAnswer:
-    """A profile, the lab's most frequent post: its checks made again on the job's locked row,
-    which the ingest then uses (two queries fewer than checking and ingesting apart). Two posts
-    of one attempt at once take turns on the lock; the second finds the job succeeded."""
+    Checked and stored on one locked read of the job, which a profile's ingest uses as it is; two
+    posts of one attempt at once take turns on the lock, and the second finds the job succeeded.
+    """
     with transaction.atomic():
         job = lock_job(job_id, "device", fields=_CLAIM_FIELDS)
-        if job is None or not lab.owns_worker(job.device.worker):
+        if job is None:
+            raise NotYours(f"job #{job_id} does not exist")
+        if not lab.owns_worker(job.device.worker):
             raise NotYours(f"job #{job_id} is not routed to a device of lab machine {lab.name!r}")
+        if post.kind != job.kind:
+            raise PayloadError(f"result.kind: job #{job_id} is a {job.kind!r} job, not {post.kind!r}")
         if job.state == JobState.SUCCEEDED and job.claimed_by == post.run and job.attempts == post.attempt:
             return ResultAnswer("already-stored", f"job #{job_id}'s attempt {post.attempt} was stored before")
         if job.state != JobState.RUNNING or job.claimed_by != post.run or job.attempts != post.attempt:
             return ResultAnswer("not-yours", f"job #{job_id} is {job.state} and no longer this run's attempt")
-        ingest_result(job_id, post.run, record, locked=job)
+        record_type, ingest = _INGEST[post.kind]
+        record = record_type.from_dict(post.result)
+        stored = (
+            ingest_result(job_id, post.run, record, locked=job)
+            if post.kind == "profile"
+            else ingest(job_id, post.run, record)
+        )
+    # Under the lock, a job running under this attempt has no result yet: the ingest stores it.
+    if stored is None:
+        return ResultAnswer("not-yours", f"job #{job_id} is no longer this run's attempt")
     return ResultAnswer("stored")
 
 
@@ -360,7 +342,7 @@ def _store_profile(lab: LabMachine, job_id: int, post: ResultPost, record: Profi
 
 def model_for_lab(lab: LabMachine, sha256: str) -> NetworkModel:
     """The uploaded model with this hash, when a run of the machine holds a job that runs it."""
-    running = ProfilingJob.objects.running().filter(held_by(lab, "device__worker"), model__sha256=sha256)
+    running = ProfilingJob.objects.running().filter(lab.held_by("device__worker"), model__sha256=sha256)
     job = running.select_related("model").first()
     if job is None or job.model is None or not job.model.file:
         raise NotYours(f"no job running on lab machine {lab.name!r} runs a model with sha256 {sha256}")
@@ -375,7 +357,6 @@ __all__ = [
     "devices_gone",
     "fail_for_lab",
     "fail_running_for_lab",
-    "held_by",
     "model_for_lab",
     "progress_for_lab",
     "register_lab_devices",
