@@ -287,7 +287,9 @@ class Service:
     def stop(self) -> None:
         """SIGTERM the worker and wait for it (it finishes its job and takes its devices offline
         through the web server), then the web server and the trainer; SIGKILL whatever has not
-        stopped 20 s after its SIGTERM."""
+        stopped 20 s after its SIGTERM. Devices the worker left online (it was dead, killed, or
+        the web server did not answer its last call) go offline here, so none is shown online
+        once ``up`` has stopped."""
         for group in (["worker"], [name for name in self.procs if name != "worker"]):
             procs = [self.procs[name] for name in group if name in self.procs]
             for p in procs:
@@ -300,6 +302,21 @@ class Service:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+            if group == ["worker"] and "worker" in self.procs:
+                self._take_worker_devices_offline()
+
+    def _take_worker_devices_offline(self) -> None:
+        from server.labs.local import take_local_devices_offline
+        from workers.agent import default_worker_name
+
+        name = default_worker_name()
+        left = take_local_devices_offline(name, f"worker {name!r} stopped with latencylab up")
+        if left:
+            print(
+                f"up: the worker left device(s) {', '.join(f'#{pk}' for pk in left)} online; taken offline",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def wait(self) -> int:
         """Keep the children running until SIGINT or SIGTERM; then stop them all."""

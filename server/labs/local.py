@@ -7,6 +7,7 @@ from django.db import transaction
 
 from server.labs.models import LabMachine
 from server.labs.services import add_lab_machine
+from server.profiling.services import take_devices_offline
 
 
 @transaction.atomic
@@ -22,3 +23,14 @@ def local_lab_token(name: str) -> str:
     lab.revoked_reason = ""
     lab.save(update_fields=["key_hash", "revoked_at", "revoked_reason"])
     return key
+
+
+def take_local_devices_offline(name: str, reason: str) -> list[int]:
+    """Devices of the local lab machine ``name`` still online once its worker has stopped (it was
+    killed, died, or could not reach the web server on its way out) go offline now with
+    ``reason``, as the worker's own stop does; returns their ids."""
+    lab = LabMachine.objects.filter(name=name).first()
+    if lab is None:
+        return []
+    still = list(lab.devices().online().values_list("pk", flat=True))
+    return take_devices_offline(dict.fromkeys(still, reason))

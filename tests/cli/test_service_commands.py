@@ -96,4 +96,4 @@ def test_up_serves_the_api_with_a_registered_worker_and_stops_on_ctrl_c(tmp_path
         .execute("select count(*) from devices_device where status != 'offline'")
         .fetchone()
     )
-    assert left == 0
+    assert left == 0, out[-4000:]

@@ -167,6 +167,17 @@ def test_sigterm_stops_up_and_a_killed_worker_is_started_again(start_up: type[Up
     assert _gone(children, 30) == []
 
 
+def test_devices_of_a_worker_that_died_go_offline_when_up_stops(start_up: type[Up]) -> None:
+    up = start_up()
+    up.wait_serving()
+    up.child("worker").kill()  # dead before it could take its devices offline
+    up.proc.send_signal(signal.SIGTERM)  # within up's 1 s back-off: no worker runs at the stop
+    assert up.proc.wait(timeout=90) == 0, up.tail()
+    assert up.online_cpus() == 0, up.tail()
+    left = sqlite3.connect(up.db).execute("select count(*) from devices_device where status != 'offline'")
+    assert left.fetchone()[0] == 0, up.tail()
+
+
 def test_a_killed_up_leaves_no_orphan(start_up: type[Up]) -> None:
     up = start_up()
     up.wait_serving()
