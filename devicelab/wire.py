@@ -256,7 +256,7 @@ def _reader(hint: Any) -> Reader:
     if is_typeddict(hint):
         return functools.partial(_read_shape, hint)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return functools.partial(_read_record, hint)
+        return _record_reader(hint)
 
     def unreadable(value: object, where: Where) -> Any:
         raise TypeError(f"{_path(where)}: the wire codec does not read {hint!r}")
@@ -309,11 +309,19 @@ def _union_reader(options: tuple[Any, ...]) -> Reader:
     nullable = type(None) in options
     others = [o for o in options if o is not type(None)]
 
+    if len(others) == 1:
+        only = _reader(others[0])
+
+        def read_one(value: object, where: Where) -> Any:
+            if value is None and nullable:
+                return None
+            return only(value, where)
+
+        return read_one
+
     def read(value: object, where: Where) -> Any:
         if value is None and nullable:
             return None
-        if len(others) == 1:
-            return _reader(others[0])(value, where)
         for option in others:
             try:
                 return _reader(option)(value, where)
@@ -347,12 +355,8 @@ def _array_reader(hint: Any, origin: type) -> Reader:
             raise _bad(_path(where), "a list", value)
         if kinds is not None and all(type(v) is kinds for v in value):
             return tuple(value) if origin is tuple else list(value)
-        if (
-            inner is not None
-            and origin is list
-            and all(type(row) is list and all(type(v) is inner for v in row) for row in value)
-        ):
-            return [list(row) for row in value]  # a list of lists of plain scalars (shapes)
+        if inner is not None and origin is list and (rows := _plain_rows(value, inner)) is not None:
+            return rows  # a list of lists of plain scalars (shapes)
         if fixed:
             if len(value) != len(args):
                 raise _bad(_path(where), f"a list of {len(args)} items", value)
@@ -362,6 +366,19 @@ def _array_reader(hint: Any, origin: type) -> Reader:
         return tuple(items) if origin is tuple else items
 
     return read
+
+
+def _plain_rows(value: list[Any] | tuple[Any, ...], kind: type) -> list[list[Any]] | None:
+    """Copies of ``value``'s rows when every row is a list of exactly ``kind``; None otherwise."""
+    rows = []
+    for row in value:
+        if row.__class__ is not list:
+            return None
+        for v in row:
+            if v.__class__ is not kind:
+                return None
+        rows.append(row.copy())
+    return rows
 
 
 def _read_shape(shape: type, value: object, where: Where) -> JsonDict:
@@ -452,6 +469,59 @@ def _read_record(cls: type, value: object, where: Where) -> Any:
     if check is not None:
         check(_path(where))
     return record
+
+
+_ABSENT = object()
+
+
+@functools.cache
+def _record_reader(cls: type) -> Reader:
+    """The reader of a dataclass: for a plain one, a function compiled for its fields (one
+    statement per field, no loop, no per-value lookups), which hands the payload to
+    ``_read_record`` at the first thing it does not expect (a key missing, an unknown one, not
+    an object), so every refusal is ``_read_record``'s, with its message. Reading a 300-operator
+    profile is a loop over 500 records, and the loop's own work was most of it."""
+    slow = functools.partial(_read_record, cls)
+    makers = _plain_init(cls)
+    if makers is None:
+        return slow
+    fields = _record_fields(cls)
+    hints = _hints(cls)
+    scope: dict[str, Any] = {"slow": slow, "new": object.__new__, "cls": cls, "ABSENT": _ABSENT, "path": _path}
+
+    def resolver(i: int, hint: Any) -> Reader:
+        # a field's reader is made at its first use (a record may name its own type in a field),
+        # and then put in the compiled function's globals in place of this
+        def read(value: object, where: Where) -> Any:
+            scope[f"read{i}"] = made = _reader(hint)
+            return made(value, where)
+
+        return read
+
+    body = ["if value.__class__ is not dict:", "    return slow(value, where)", "get = value.get"]
+    body.append(f"present = {sum(required for _, _, required, _ in fields)}")
+    for i, ((name, _, required, as_is), (_, make)) in enumerate(zip(fields, makers, strict=True)):
+        scope[f"read{i}"], scope[f"as_is{i}"], scope[f"make{i}"] = resolver(i, hints[name]), as_is, make
+        body += [f"v{i} = get({name!r}, ABSENT)", f"if v{i} is ABSENT:"]
+        body.append("    return slow(value, where)" if required else f"    v{i} = make{i}()")
+        body.append("else:")
+        if not required:
+            body.append("    present += 1")
+        if as_is is not None:
+            body.append(f"    if v{i}.__class__ not in as_is{i}:")
+            body.append(f"        v{i} = read{i}(v{i}, (where, {name!r}))")
+        else:
+            body.append(f"    v{i} = read{i}(v{i}, (where, {name!r}))")
+    body.append("if len(value) != present:")
+    body.append("    return slow(value, where)")
+    body.append("record = new(cls)")
+    body.append("record.__dict__.update({" + ", ".join(f"{name!r}: v{i}" for i, (name, *_) in enumerate(fields)) + "})")
+    if hasattr(cls, "_check_json"):
+        body.append("record._check_json(path(where))")
+    body.append("return record")
+    source = "def read(value, where):\n" + "".join(f"    {line}\n" for line in body)
+    exec(compile(source, f"<wire reader of {cls.__qualname__}>", "exec"), scope)  # noqa: S102
+    return cast(Reader, scope["read"])
 
 
 @functools.cache

@@ -208,3 +208,53 @@ def test_a_record_checks_what_its_types_cannot_say() -> None:
         Checked.from_dict({"low": 3, "high": 2})
     with pytest.raises(PayloadError, match=r"^outer\[0\].low must not exceed high"):
         from_json(tuple[Checked, ...], [{"low": 3, "high": 2}], "outer")  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Node(JsonRecord):
+    """A record that names its own type (a tree): its readers are made at their first use."""
+
+    label: str
+    children: tuple[Node, ...] = ()
+    parent_label: str | None = None
+
+
+def test_a_record_may_contain_its_own_type() -> None:
+    tree = Node.from_dict({"label": "a", "children": [{"label": "b", "children": [{"label": "c"}]}]})
+    assert tree == Node("a", (Node("b", (Node("c"),)),))
+    with pytest.raises(PayloadError, match=r"^Node.children\[0\].children\[0\].label must be a string, got int 1"):
+        Node.from_dict({"label": "a", "children": [{"label": "b", "children": [{"label": 1}]}]})
+
+
+@dataclass
+class Counted:
+    """A record whose ``__post_init__`` must run when it is read (it is built by its ``__init__``)."""
+
+    n: int
+    twice: int = 0
+
+    def __post_init__(self) -> None:
+        self.twice = 2 * self.n
+
+
+def test_a_record_with_its_own_initialisation_is_built_by_it() -> None:
+    assert from_json(Counted, {"n": 3}, "counted").twice == 6
+
+
+def test_a_mapping_that_is_not_a_dict_reads_as_a_dict_does() -> None:
+    from types import MappingProxyType
+
+    assert Part.from_dict(MappingProxyType({"label": "p", "value": 1})) == Part("p", 1.0)
+    with pytest.raises(PayloadError, match="^Part has unknown key"):
+        Part.from_dict(MappingProxyType({"label": "p", "value": 1, "extra": 0}))
+
+
+def test_the_refusals_name_the_same_key_whichever_way_the_record_is_read() -> None:
+    # the compiled reader hands anything unexpected to the field-by-field one: a missing key
+    # after good ones, an unknown key, a bad value after a missing one's place
+    with pytest.raises(PayloadError, match="^Part.value is missing"):
+        Part.from_dict({"label": "p"})
+    with pytest.raises(PayloadError, match=r"^Part has unknown key\(s\) \['x'\]"):
+        Part.from_dict({"label": "p", "value": 1.0, "x": 1})
+    with pytest.raises(PayloadError, match="^Part.label must be a string, got int 3"):
+        Part.from_dict({"label": 3})

@@ -14,6 +14,13 @@ from server.labs.models import LabMachine
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _on_the_server_host(monkeypatch: Any, settings: Any) -> None:
+    """The commands run on the server host, whose var folder is the test settings' (the guard of
+    server-host commands finds no embedded database file in a fresh checkout without it)."""
+    monkeypatch.setenv("LATENCYLAB_VAR_DIR", str(settings.VAR_DIR))
+
+
 def test_add_prints_the_token_once_and_what_to_run_on_the_lab_machine(capsys: Any) -> None:
     assert main(["lab", "add", "gpu-box", "--url", "https://lab.example.org/"]) == 0
     out = capsys.readouterr().out
@@ -73,7 +80,7 @@ def test_revoke_takes_the_devices_offline_and_says_so(
 
 
 def test_off_the_server_host_the_commands_refuse_to_open_a_database(capsys: Any, monkeypatch: Any) -> None:
-    monkeypatch.delenv("DATABASE_URL")
+    monkeypatch.delenv("DATABASE_URL", raising=False)
     monkeypatch.setenv("LATENCYLAB_URL", "https://lab.example.org")
     assert main(["lab", "add", "gpu-box"]) == 2
     assert "runs on the server host" in capsys.readouterr().err
