@@ -83,6 +83,15 @@ class LabServer:
         self.timeout = timeout
         self.session = session or requests.Session()
         self.session.headers.update({"Authorization": f"{wire.AUTH_KEYWORD} {token}", "Accept": "application/json"})
+        # The environment's proxies (HTTPS_PROXY, NO_PROXY, ...) and CA bundle are read once, here:
+        # with trust_env requests reads them and ~/.netrc again on every call (half a millisecond
+        # of each), and a ~/.netrc entry for the server's host would replace the lab token by its
+        # login.
+        self.session.trust_env = False
+        self.session.proxies.update(requests.utils.get_environ_proxies(self.url))
+        bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+        if bundle and self.session.verify is True:
+            self.session.verify = bundle
 
     def __repr__(self) -> str:
         return f"<LabServer {self.url}>"

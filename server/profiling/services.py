@@ -416,7 +416,9 @@ def ingest_result(
     the job's row, already locked by the caller's transaction (``lock_job``).
     """
     record = result if isinstance(result, ProfileRecord) else ProfileRecord.of(result)
-    with transaction.atomic():
+    # Inside the caller's transaction when it locked the job: no savepoint of its own (two round
+    # trips per result), an error rolls the caller's transaction back whole.
+    with transaction.atomic(savepoint=locked is None):
         # The row lock makes two concurrent ingests of one job take turns (SQLite: the
         # IMMEDIATE transaction does the same for the whole database).
         job = locked if locked is not None else ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
