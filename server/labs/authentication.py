@@ -61,7 +61,7 @@ class LabTokenAuthentication(authentication.BaseAuthentication):
         if key is None:
             return None
         refuse_locked_out_address(request, "lab tokens")
-        lab = LabMachine.objects.with_key(key).first()
+        lab = LabMachine.objects.holding_key(key)
         if lab is None:
             count_bad_token(request)
             raise exceptions.AuthenticationFailed("invalid lab token")

@@ -60,3 +60,17 @@ def test_the_user_who_added_it_is_kept(make_member: Callable[..., Any]) -> None:
     admin = make_member()
     lab, _ = add_lab_machine("  host.lab-2_b  ", by=admin.user)
     assert lab.name == "host.lab-2_b" and lab.created_by == admin.user
+
+
+@pytest.mark.django_db
+def test_a_token_finds_its_machine_with_every_field_as_the_orm_reads_it(add_lab: Callable[..., Any]) -> None:
+    lab, token = add_lab("gpu-box-3")
+    other, _ = add_lab("gpu-box-4")
+    revoke_lab_machine(lab, "moved to another building")
+    found = LabMachine.objects.holding_key(token)
+    expected = LabMachine.objects.get(pk=lab.pk)
+    assert found is not None and found.pk == lab.pk != other.pk
+    fields = [f.attname for f in LabMachine._meta.concrete_fields]
+    assert {f: getattr(found, f) for f in fields} == {f: getattr(expected, f) for f in fields}
+    assert found.is_revoked and found.revoked_at is not None and found.revoked_at.tzinfo is not None
+    assert LabMachine.objects.holding_key(token + "x") is None
