@@ -24,3 +24,14 @@ graceful_timeout = 30
 # on one machine (two installations, a benchmark, the tests) would take it from each other, and
 # nothing here uses it. Older gunicorns ignore the name.
 control_socket_disable = True
+
+
+def post_worker_init(worker: object) -> None:
+    """Once a worker has loaded the application, the objects it made (Django, the models, the
+    libraries: about 185,000) are moved out of the garbage collector's sight: they live as long
+    as the process, and every full collection scanned them all, 150 ms stolen from whichever
+    request was running (17 ms once frozen; measured in-process over 120 lab calls posting
+    300-operator results)."""
+    import gc
+
+    gc.freeze()
