@@ -507,7 +507,19 @@ def _record_reader(cls: type) -> Reader:
         body.append("else:")
         if not required:
             body.append("    present += 1")
-        if as_is is not None:
+        hint = hints[name]
+        rows, optional = _rows_kind(hint), _optional_record(hint)
+        if rows is not None:  # shapes: rows of plain scalars checked in one call
+            scope[f"kind{i}"], scope["plain_rows"] = rows, _plain_rows
+            body.append(f"    if v{i}.__class__ is list and (r := plain_rows(v{i}, kind{i})) is not None:")
+            body.append(f"        v{i} = r")
+            body.append("    else:")
+            body.append(f"        v{i} = read{i}(v{i}, (where, {name!r}))")
+        elif optional is not None:  # a record or null: the record's own reader, called directly
+            scope[f"read{i}"] = resolver(i, optional)
+            body.append(f"    if v{i} is not None:")
+            body.append(f"        v{i} = read{i}(v{i}, (where, {name!r}))")
+        elif as_is is not None:
             body.append(f"    if v{i}.__class__ not in as_is{i}:")
             body.append(f"        v{i} = read{i}(v{i}, (where, {name!r}))")
         else:
@@ -522,6 +534,27 @@ def _record_reader(cls: type) -> Reader:
     source = "def read(value, where):\n" + "".join(f"    {line}\n" for line in body)
     exec(compile(source, f"<wire reader of {cls.__qualname__}>", "exec"), scope)  # noqa: S102
     return cast(Reader, scope["read"])
+
+
+def _rows_kind(hint: Any) -> type | None:
+    """For ``list[list[X]]`` with X a plain scalar type (shapes): X; None for any other type."""
+    if get_origin(hint) is not list or not get_args(hint):
+        return None
+    row = get_args(hint)[0]
+    if get_origin(row) is not list or not get_args(row):
+        return None
+    return _PLAIN_ITEMS.get(get_args(row)[0])
+
+
+def _optional_record(hint: Any) -> type | None:
+    """For ``R | None`` with R a dataclass: R; None for any other type."""
+    if get_origin(hint) is not Union and get_origin(hint) is not types.UnionType:
+        return None
+    options = [a for a in get_args(hint) if a is not type(None)]
+    if len(options) != 1 or len(get_args(hint)) != 2:
+        return None
+    record = options[0]
+    return record if isinstance(record, type) and dataclasses.is_dataclass(record) else None
 
 
 @functools.cache

@@ -258,3 +258,35 @@ def test_the_refusals_name_the_same_key_whichever_way_the_record_is_read() -> No
         Part.from_dict({"label": "p", "value": 1.0, "x": 1})
     with pytest.raises(PayloadError, match="^Part.label must be a string, got int 3"):
         Part.from_dict({"label": 3})
+
+
+@dataclass(frozen=True)
+class Shaped(JsonRecord):
+    """A record with rows of integers (shapes) and an optional record, read without the
+    general list and union readers."""
+
+    shapes: list[list[int]]
+    part: Part | None = None
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"shapes": [[1, "x"]]}, r"^Shaped.shapes\[0\]\[1\] must be an integer, got str 'x'"),
+        ({"shapes": [[1, True]]}, r"^Shaped.shapes\[0\]\[1\] must be an integer, got bool True"),
+        ({"shapes": [5]}, r"^Shaped.shapes\[0\] must be a list, got int 5"),
+        ({"shapes": "no"}, "^Shaped.shapes must be a list, got str 'no'"),
+        ({"shapes": [], "part": 5}, "^Shaped.part must be a JSON object, got int 5"),
+        ({"shapes": [], "part": {"label": 1, "value": 1}}, "^Shaped.part.label must be a string, got int 1"),
+    ],
+)
+def test_shapes_and_optional_records_are_checked_as_every_field_is(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(PayloadError, match=message):
+        Shaped.from_dict(data)
+
+
+def test_shapes_and_optional_records_read_back_as_written() -> None:
+    shaped = Shaped([[1, 3, 224, 224], []], Part("p", 2.0))
+    again = Shaped.from_dict(shaped.as_dict())
+    assert again == shaped and again.shapes is not shaped.shapes
+    assert Shaped.from_dict({"shapes": [[1]], "part": None}) == Shaped([[1]])
