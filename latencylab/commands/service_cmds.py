@@ -328,21 +328,60 @@ class Service:
             self.stop()
 
 
-def _wait_for_http(host: str, port: int, timeout: float = 60, service: Service | None = None) -> None:
+# A probe's answer may queue behind a busy server's requests (a demo's uploads and predictions):
+# a slow answer is still an answer. The deadline, not one probe, decides that the server is down.
+HEALTH_PROBE_TIMEOUT_SECONDS = 30.0
+
+
+def _health_answers(url: str, timeout: float) -> bool:
+    """Whether the web server at ``url`` answers: 200, or any error but 503 (the database is not
+    reachable yet) from a server that answers all the same (a proxy's 4xx, an older server)."""
     import urllib.error
     import urllib.request
 
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (our own server)
+            response.read()
+        return True
+    except urllib.error.HTTPError as exc:
+        return exc.code != 503
+    except OSError:
+        return False
+
+
+def _probe_into(url: str, timeout: float, answers: list[bool], done: threading.Event) -> None:
+    """``_health_answers`` in a thread: its answer appended to ``answers``, then ``done`` set."""
+    try:
+        answers.append(_health_answers(url, timeout))
+    finally:
+        done.set()
+
+
+def _wait_for_http(host: str, port: int, timeout: float = 120, service: Service | None = None) -> None:
+    """Until the web server answers its health check (``/api/health/``: a few bytes, one
+    ``SELECT 1``); ``RuntimeError`` after ``timeout`` seconds, ``Interrupted`` on a stop request.
+
+    Each probe runs in a thread of its own, so that a stop asked for during a slow probe is
+    heeded at once rather than after the probe's generous timeout."""
+    url = f"http://{host}:{port}/api/health/"
     deadline = time.monotonic() + timeout
     while True:
-        try:
-            urllib.request.urlopen(f"http://{host}:{port}/api/schema/", timeout=5).read()  # noqa: S310
+        probe_timeout = max(1.0, min(HEALTH_PROBE_TIMEOUT_SECONDS, deadline - time.monotonic()))
+        answers: list[bool] = []
+        done = threading.Event()
+        threading.Thread(
+            target=_probe_into, args=(url, probe_timeout, answers, done), name="up-health-probe", daemon=True
+        ).start()
+        while not done.wait(0.1):
+            if service is not None:
+                if service.stopping.is_set():
+                    raise Interrupted("interrupted")
+                service.supervise()
+        if answers and answers[0]:
             return
-        except urllib.error.HTTPError:
-            return  # the server answers (e.g. 401): it is up
-        except OSError:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the web server did not answer on {host}:{port} within {timeout:.0f} s") from None
-            _pause(service)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the web server did not answer on {host}:{port} within {timeout:.0f} s")
+        _pause(service)
 
 
 def _pause(service: Service | None) -> None:

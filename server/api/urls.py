@@ -13,6 +13,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.routers import APIRootView
 from rest_framework.urlpatterns import format_suffix_patterns
 
+from server.api.health import health
 from server.api.views import not_found
 
 # Each app with routes under /api/, in the order they are tried (no two take the same path).
@@ -32,6 +33,8 @@ LIST_ROUTES = {
 }
 
 urlpatterns: list[URLPattern | URLResolver] = [
+    # Probes' readiness check: a plain view outside the schema (server/api/health.py).
+    path("health/", health, name="health"),
     path(
         "schema/", SpectacularAPIView.as_view(permission_classes=[AllowAny], authentication_classes=[]), name="schema"
     ),
