@@ -237,7 +237,7 @@ class Ending(JsonRecord):
 @dataclass(frozen=True)
 class Outcome(JsonRecord):
     """What became of the job (``failed``, ``retried``, ``not-mine``), or of a device's running
-    jobs (``jobs``)."""
+    jobs (``offline``, ``ended``: retried or failed; ``jobs``)."""
 
     outcome: str
     jobs: list[int] = field(default_factory=list)

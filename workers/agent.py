@@ -234,7 +234,8 @@ class DeviceAgent:
             self._thread = None
 
     def fail_running_jobs(self, device_pk: int, reason: str) -> list[int]:
-        """Fail this run's running jobs on a device whose process died; returns their ids."""
+        """End this run's running jobs on a device whose process died (the server retries a job
+        after the first death of its measuring process, fails it after a second); their ids."""
         return self.server.fail_running(device_pk, Ending(self.token, reason)).jobs
 
     def go_offline(self) -> None:

@@ -210,7 +210,11 @@ def _supervise(
             except (ServerUnreachable, TokenRevoked) as exc:
                 log.warning("could not tell the server that device #%s's process died: %s", p.device.pk, exc)
                 failed = []
-            log.error("%s; failed jobs: %s; restarting", why.replace(" while measuring the job", ""), failed or "none")
+            log.error(
+                "%s; jobs retried or failed: %s; restarting",
+                why.replace(" while measuring the job", ""),
+                failed or "none",
+            )
             p.schedule_restart()
 
 

@@ -52,6 +52,7 @@ from server.profiling.services import (
     fail_job,
     ingest_result,
     lock_job,
+    process_died,
     report_progress,
     requeue_orphaned_jobs,
     resend_lost_jobs,
@@ -223,14 +224,15 @@ def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
     if job.state == JobState.RUNNING and job.claimed_by == claim.run:
         # One process per device takes one message at a time: the same run's job arriving again
         # is an attempt whose pool process died (the message came back through
-        # reject_on_worker_lost).
-        fail_job(
+        # reject_on_worker_lost). Retried the first time, failed the second.
+        attempt = job.attempts
+        outcome = process_died(
             job_id,
             claim.run,
-            f"the worker process measuring the job died during attempt {job.attempts}; "
-            "the device runtime may have crashed on this model",
+            f"the worker process measuring the job died during attempt {attempt} "
+            "(the device runtime may have crashed on this model)",
         )
-        return ClaimAnswer("lost", f"job #{job_id}: its attempt {job.attempts} died on this machine; failed")
+        return ClaimAnswer("lost", f"job #{job_id}: its attempt {attempt} died on this machine; {outcome}")
     if job.state != JobState.QUEUED:
         return ClaimAnswer("not-queued", f"job #{job_id} is {job.state}")
     if device.status == DeviceStatus.OFFLINE:
@@ -286,11 +288,15 @@ def retry_for_lab(lab: LabMachine, job_id: int, ending: Ending) -> Outcome:
 
 
 def fail_running_for_lab(lab: LabMachine, device_pk: int, ending: Ending) -> Outcome:
-    """The machine's process of a device died: this run's running jobs on it fail, saying why."""
+    """The machine's process of a device died: this run's running jobs on it end, saying why:
+    retried after a first death of their measuring process, failed after a second
+    (``process_died``). Answers ``ended`` with the jobs that were retried or failed."""
     _own_device(lab, device_pk)
     running = ProfilingJob.objects.running().on_device(device_pk).filter(claimed_by=ending.run)
-    failed = [pk for pk in running.values_list("pk", flat=True) if fail_job(pk, ending.run, ending.reason)]
-    return Outcome("failed", failed)
+    ended = [
+        pk for pk in running.values_list("pk", flat=True) if process_died(pk, ending.run, ending.reason) != "not-mine"
+    ]
+    return Outcome("ended", ended)
 
 
 # -- results ----------------------------------------------------------------------------------------

@@ -174,6 +174,11 @@ class ProfilingJob(models.Model):
     progress_message = models.CharField(max_length=200, blank=True)
     progress_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    process_deaths = models.PositiveSmallIntegerField(
+        default=0,
+        help_text="How many of its attempts ended with the measuring process dead (killed, crashed): "
+        "the first is retried as the machine's failure, a second fails the job as the model's.",
+    )
     claimed_by = models.CharField(max_length=100, blank=True, help_text="Run token of the worker that claimed it.")
     failure_reason = models.TextField(blank=True)
     moved_from = models.TextField(blank=True, help_text="Why and from where the job was re-routed, if it was.")

@@ -258,25 +258,65 @@ def retry_job(job_id: int, worker_token: str, reason: str) -> str:
     ``MAX_ATTEMPTS`` attempts it fails saying why. Returns ``"retried"``, ``"failed"`` or
     ``"not-mine"`` (cancelled, or taken over)."""
     with transaction.atomic():
-        job = ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
-        if job is None or job.state != JobState.RUNNING or job.claimed_by != worker_token:
+        job = _attempt_of(job_id, worker_token)
+        if job is None:
             return "not-mine"
-        note = f"attempt {job.attempts} lost: {reason}"
-        if job.attempts >= MAX_ATTEMPTS:
+        outcome = _retry_or_fail(job, worker_token, reason)
+    release_device(job.device_id)
+    return outcome
+
+
+# The deaths of the measuring process that fail a job: one may be the machine's (an out-of-memory
+# kill of a neighbour's making, an operator's kill -9); the same job killing it again is the model's.
+PROCESS_DEATHS_TO_FAIL = 2
+
+
+def process_died(job_id: int, worker_token: str, reason: str) -> str:
+    """The process measuring this run's attempt died (killed, out of memory, a runtime crash).
+    A first death is retried as the machine's failure (``retry_job``); a second death of the same
+    job fails it as the model's, saying so. Returns ``"retried"``, ``"failed"`` or
+    ``"not-mine"``."""
+    with transaction.atomic():
+        job = _attempt_of(job_id, worker_token)
+        if job is None:
+            return "not-mine"
+        deaths = job.process_deaths + 1
+        ProfilingJob.objects.filter(pk=job_id).update(process_deaths=deaths)
+        if deaths >= PROCESS_DEATHS_TO_FAIL:
             job.fail(
-                f"{reason}; the job was attempted {job.attempts} times (limit {MAX_ATTEMPTS}), so it is not retried",
+                f"{reason}; the process measuring this job died in {deaths} of its attempts, so the model is "
+                "taken to crash the runtime (one death is retried as the machine's failure)",
                 token=worker_token,
             )
             outcome = "failed"
         else:
-            job.requeue(worker_token)
-            ProfilingJob.objects.filter(pk=job_id).update(
-                moved_from=f"{job.moved_from}; {note}" if job.moved_from else note
-            )
-            _enqueue_on_commit(job_id)
-            outcome = "retried"
+            outcome = _retry_or_fail(job, worker_token, f"{reason} (retried: one death may be the machine's)")
     release_device(job.device_id)
     return outcome
+
+
+def _attempt_of(job_id: int, worker_token: str) -> ProfilingJob | None:
+    """The job, locked, while it runs under ``worker_token``; None otherwise."""
+    job = ProfilingJob.objects.select_for_update().filter(pk=job_id).first()
+    if job is None or job.state != JobState.RUNNING or job.claimed_by != worker_token:
+        return None
+    return job
+
+
+def _retry_or_fail(job: ProfilingJob, worker_token: str, reason: str) -> str:
+    """Inside the transaction that locked the running ``job``: back to the queue with a note
+    (``"retried"``), or failed past ``MAX_ATTEMPTS`` (``"failed"``)."""
+    note = f"attempt {job.attempts} lost: {reason}"
+    if job.attempts >= MAX_ATTEMPTS:
+        job.fail(
+            f"{reason}; the job was attempted {job.attempts} times (limit {MAX_ATTEMPTS}), so it is not retried",
+            token=worker_token,
+        )
+        return "failed"
+    job.requeue(worker_token)
+    ProfilingJob.objects.filter(pk=job.pk).update(moved_from=f"{job.moved_from}; {note}" if job.moved_from else note)
+    _enqueue_on_commit(job.pk)
+    return "retried"
 
 
 # COPY's text format: backslash, tab, newline and carriage return are escaped; NULL is \N.
@@ -589,8 +629,10 @@ def fail_jobs_waiting_too_long(now: datetime | None = None) -> list[int]:
 
 
 def sweep_lab(now: datetime | None = None) -> list[Device]:
-    """The lab-wide sweep, run by one owner (every live device agent on its beat): devices that
-    stopped heart-beating go offline; jobs waiting on offline devices move to an equivalent that
+    """The lab-wide sweep, run by the trainer every heartbeat interval (``server.trainer``; the
+    owner when no lab machine is alive) and on every lab machine's heartbeat; its writes are
+    conditional, so two sweeps at once do the work once. Devices that stopped heart-beating go
+    offline; jobs waiting on offline devices move to an equivalent that
     is online now, or fail once they waited longer than their team allows. Returns the devices
     marked offline in this sweep."""
     now = now or timezone.now()

@@ -289,3 +289,48 @@ def e2e_api(make_member: Callable[..., Any], client_for: Callable[[Any], Any]) -
     client = client_for(member)
     client.member = member
     return client
+
+
+@pytest.fixture
+def start_trainer(transactional_db: None, queue_prefix: str, tmp_path: Path) -> Iterator[Callable[[], Any]]:
+    """Factory: start a trainer process on this session's queues; killed (and its log shown) at teardown."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "server.settings",
+            "DATABASE_URL": database_url(),
+            "LATENCYLAB_QUEUE_PREFIX": queue_prefix,
+            "LATENCYLAB_TASK_TIME_LIMIT": str(TASK_TIME_LIMIT),
+            "LATENCYLAB_RESEND_AFTER_SECONDS": str(RESEND_AFTER_SECONDS),
+            # the lab's clocks, as the live server of these tests has them (the trainer sweeps the lab)
+            "LATENCYLAB_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS),
+            "LATENCYLAB_OFFLINE_AFTER_SECONDS": str(OFFLINE_AFTER_SECONDS),
+            # The NB201 table takes minutes of CPU; the API tests cover it.
+            "LATENCYLAB_PREDICT_NB201_TABLE": "0",
+            "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        }
+    )
+    log_path = tmp_path / "trainer.log"
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start() -> subprocess.Popen[bytes]:
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "server.trainer", "--loglevel", "INFO"],
+                cwd=REPO,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=30)
+    print("----- trainer log -----\n" + (log_path.read_text(errors="replace")[-6000:] if log_path.exists() else ""))

@@ -13,7 +13,6 @@ import pytest
 
 from tests.brokers import broker
 from tests.e2e.helpers import RESEND_AFTER_SECONDS
-from tests.e2e.test_predictor_trainer import start_trainer  # noqa: F401 - the trainer process fixture
 from tests.server.big_graphs import relu_chain_json
 from tests.waiting import wait_for
 
@@ -38,7 +37,7 @@ def _finished(api: Any, pk: int, trainer: Any) -> Any:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_big_upload_is_answered_at_once_and_made_ready_by_the_trainer(
-    start_trainer: Any,  # noqa: F811
+    start_trainer: Any,
     e2e_api: Any,
     settings: Any,
 ) -> None:
@@ -48,7 +47,8 @@ def test_a_big_upload_is_answered_at_once_and_made_ready_by_the_trainer(
     trainer = start_trainer()
     resp, seconds = _post(e2e_api, data, "big chain")
     assert resp.status_code == 202, resp.content
-    assert resp.json()["state"] == "parsing" and seconds < 5, f"answered in {seconds:.1f} s"
+    # "parsing" says the request did not parse it; the bound is for a loaded 2-core machine
+    assert resp.json()["state"] == "parsing" and seconds < 30, f"answered in {seconds:.1f} s"
     body = _finished(e2e_api, resp.json()["id"], trainer)
     assert (body["state"], body["num_operators"], body["name"]) == ("ready", BIG_OPS, "big chain")
     # Over LATENCYLAB_OPERATOR_TABLE_MAX the detail leaves the table out; with the limit raised it is whole.
@@ -61,7 +61,7 @@ def test_a_big_upload_is_answered_at_once_and_made_ready_by_the_trainer(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_big_bad_upload_ends_failed_naming_the_node(start_trainer: Any, e2e_api: Any) -> None:  # noqa: F811
+def test_a_big_bad_upload_ends_failed_naming_the_node(start_trainer: Any, e2e_api: Any) -> None:
     from server.networks.models import NetworkModel
 
     trainer = start_trainer()
@@ -76,7 +76,7 @@ def test_a_big_bad_upload_ends_failed_naming_the_node(start_trainer: Any, e2e_ap
 
 @pytest.mark.django_db(transaction=True)
 def test_a_parse_whose_message_was_lost_is_sent_again_when_the_trainer_starts(
-    start_trainer: Any,  # noqa: F811
+    start_trainer: Any,
     e2e_api: Any,
     settings: Any,
     monkeypatch: pytest.MonkeyPatch,
@@ -94,7 +94,7 @@ def test_a_parse_whose_message_was_lost_is_sent_again_when_the_trainer_starts(
 
 @pytest.mark.django_db(transaction=True)
 def test_the_client_waits_for_a_big_upload_and_raises_the_reason_it_failed(
-    start_trainer: Any,  # noqa: F811
+    start_trainer: Any,
     live_server: Any,
     make_member: Any,
     settings: Any,
@@ -120,7 +120,7 @@ def test_the_client_waits_for_a_big_upload_and_raises_the_reason_it_failed(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_parse_whose_message_was_lost_while_the_trainer_runs_is_sent_again_when_it_is_idle(
-    start_trainer: Any,  # noqa: F811
+    start_trainer: Any,
     e2e_api: Any,
     settings: Any,
     monkeypatch: pytest.MonkeyPatch,

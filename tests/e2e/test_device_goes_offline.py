@@ -1,6 +1,7 @@
 """A worker that stops heart-beating: after LATENCYLAB_OFFLINE_AFTER_SECONDS its device is marked
-offline by a live agent's sweep, and its queued jobs move to an equivalent online device, or wait
-for it (failing with the reason once they waited longer than their team allows)."""
+offline by the lab's sweep (on every live agent's heartbeat, and in the trainer when no agent is
+left), and its queued jobs move to an equivalent online device, or wait for it (failing with the
+reason once they waited longer than their team allows)."""
 
 from __future__ import annotations
 
@@ -41,11 +42,9 @@ def test_queued_jobs_move_to_an_equivalent_online_device(start_worker: Any, e2e_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_queued_job_waits_for_its_offline_device_then_fails_past_the_team_limit(
-    start_worker: Any, e2e_api: Any
+def test_with_no_agent_alive_the_trainer_sweeps_a_waiting_job_fails_past_the_team_limit(
+    start_worker: Any, start_trainer: Any, e2e_api: Any
 ) -> None:
-    from server.profiling.services import sweep_lab
-
     team = e2e_api.member.team
     team.offline_wait_seconds = OFFLINE_AFTER_SECONDS + 3
     team.save(update_fields=["offline_wait_seconds"])
@@ -53,21 +52,17 @@ def test_a_queued_job_waits_for_its_offline_device_then_fails_past_the_team_limi
     device = worker.device()
     worker.freeze()
     job_id = submit(e2e_api, upload(e2e_api, tiny_graph("stranded")), device.pk, QUICK)
+    start_trainer()  # no live agent is left: the server's own sweeper (in the trainer) is the owner
 
-    # No live agent is left to sweep: this process sweeps as an agent's beat would.
-    def offline() -> bool:
-        sweep_lab()
-        return job_row(job_id).device.status == "offline"
-
-    wait_for(offline, OFFLINE_AFTER_SECONDS + 15, "the silent device to be marked offline", interval=0.5)
-    sweep_lab()
+    wait_for(
+        lambda: job_row(job_id).device.status == "offline",
+        OFFLINE_AFTER_SECONDS + 30,
+        "the silent device to be marked offline",
+        interval=0.5,
+    )
     assert job_row(job_id).state == "queued", "a job must wait for its device, not fail at once"
 
-    def swept() -> bool:
-        sweep_lab()
-        return job_row(job_id).is_finished
-
-    wait_for(swept, team.offline_wait_seconds + 15, "the stranded job to be failed", interval=0.5)
+    wait_for(lambda: job_row(job_id).is_finished, team.offline_wait_seconds + 30, "the stranded job to be failed")
     job = job_row(job_id)
     assert job.state == "failed"
     assert "has been offline since" in job.failure_reason

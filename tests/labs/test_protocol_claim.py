@@ -137,7 +137,7 @@ def test_a_job_of_an_offline_device_waits(
     assert _state(job) == (JobState.QUEUED, "")
 
 
-def test_the_same_runs_running_job_delivered_again_was_lost_and_fails(
+def test_the_same_runs_running_job_delivered_again_was_lost_retried_once_then_failed(
     rack: Any, member: Any, make_device: Callable[..., Any], make_job: Callable[..., Any]
 ) -> None:
     _, client = rack
@@ -145,12 +145,21 @@ def test_the_same_runs_running_job_delivered_again_was_lost_and_fails(
     job = make_job(member.team, device=device)
     assert claim(client, job.pk, "run-1", device.pk).json()["outcome"] == "claimed"
 
-    answer = claim(client, job.pk, "run-1", device.pk).json()
+    answer = claim(client, job.pk, "run-1", device.pk).json()  # its pool process died: retried
 
-    assert answer["outcome"] == "lost" and "attempt 1 died" in answer["message"]
+    assert answer["outcome"] == "lost" and "attempt 1 died" in answer["message"] and "retried" in answer["message"]
     job.refresh_from_db()
-    assert job.state == JobState.FAILED
-    assert job.failure_reason.startswith("the worker process measuring the job died during attempt 1")
+    assert (job.state, job.process_deaths) == (JobState.QUEUED, 1)
+    assert "attempt 1 lost: the worker process measuring the job died during attempt 1" in job.moved_from
+
+    assert claim(client, job.pk, "run-1", device.pk).json()["outcome"] == "claimed"  # attempt 2
+    answer = claim(client, job.pk, "run-1", device.pk).json()  # and it died again: the model's
+
+    assert answer["outcome"] == "lost" and "attempt 2 died" in answer["message"] and "failed" in answer["message"]
+    job.refresh_from_db()
+    assert (job.state, job.attempts, job.process_deaths) == (JobState.FAILED, 2, 2)
+    assert job.failure_reason.startswith("the worker process measuring the job died during attempt 2")
+    assert "died in 2 of its attempts, so the model is taken to crash the runtime" in job.failure_reason
 
 
 def test_a_job_of_another_machines_device_is_refused_and_not_claimed(

@@ -1,6 +1,7 @@
 """A claimed job's progress and its other ends over the lab API: ``progress`` tells the run to go
 on until the job is cancelled, ``fail`` records the reason, ``retry`` queues it again, and
-``fail-running`` fails the run's running jobs on a device whose process died."""
+``fail-running`` ends the run's running jobs on a device whose process died (retried after a
+first death, failed after a second)."""
 
 from __future__ import annotations
 
@@ -74,25 +75,35 @@ def test_retry_queues_the_job_again(claimed: Any) -> None:
     assert claim(client, job.pk, "run-1", job.device_id).json()["job"]["attempt"] == 2
 
 
-def test_fail_running_fails_this_runs_running_jobs_on_the_device(
+def test_fail_running_retries_this_runs_running_jobs_then_fails_them_at_a_second_death(
     claimed: Any, member: Any, make_job: Callable[..., Any]
 ) -> None:
     client, job = claimed
     queued = make_job(member.team, device=job.device)
+    died = Ending("run-1", "the Celery process of device #1 was killed by SIGKILL while measuring the job")
 
-    answer = post(client, f"/api/lab/devices/{job.device_id}/fail-running", Ending("run-1", "the device process died"))
+    answer = post(client, f"/api/lab/devices/{job.device_id}/fail-running", died)
 
-    assert answer.status_code == 200 and answer.json() == {"outcome": "failed", "jobs": [job.pk]}
+    assert answer.status_code == 200 and answer.json() == {"outcome": "ended", "jobs": [job.pk]}
     job.refresh_from_db()
-    assert (job.state, job.failure_reason) == (JobState.FAILED, "the device process died")
+    assert (job.state, job.process_deaths) == (JobState.QUEUED, 1)
+    assert "attempt 1 lost: the Celery process of device #1 was killed by SIGKILL" in job.moved_from
     queued.refresh_from_db()
     assert queued.state == JobState.QUEUED
+
+    assert claim(client, job.pk, "run-1", job.device_id).json()["outcome"] == "claimed"
+    answer = post(client, f"/api/lab/devices/{job.device_id}/fail-running", died)
+    assert answer.json() == {"outcome": "ended", "jobs": [job.pk]}
+    job.refresh_from_db()
+    assert (job.state, job.process_deaths) == (JobState.FAILED, 2)
+    assert job.failure_reason.startswith("the Celery process of device #1 was killed by SIGKILL")
+    assert "died in 2 of its attempts, so the model is taken to crash the runtime" in job.failure_reason
 
 
 def test_fail_running_leaves_another_runs_jobs(claimed: Any) -> None:
     client, job = claimed
     answer = post(client, f"/api/lab/devices/{job.device_id}/fail-running", Ending("run-0", "an older run died"))
-    assert answer.json() == {"outcome": "failed", "jobs": []}
+    assert answer.json() == {"outcome": "ended", "jobs": []}
     job.refresh_from_db()
     assert job.state == JobState.RUNNING
 
