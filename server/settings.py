@@ -352,6 +352,8 @@ else:
     # The transport has no host, but kombu warns "No hostname was supplied" on every connection
     # made from a URL without one (each worker start, each pooled connection): name localhost.
     CELERY_BROKER_URL = "filesystem://localhost/"
+    # kombu's transport with messages written whole (a consumer read half of one): devicelab/fsbroker.py.
+    CELERY_BROKER_TRANSPORT = "devicelab.fsbroker:Transport"
     # One settings module serves producer and consumer alike, so the folder messages are
     # written to must be the folder they are read from.
     CELERY_BROKER_TRANSPORT_OPTIONS = {

@@ -15,6 +15,7 @@ from typing import Any
 
 from celery import Celery
 
+from devicelab.fsbroker import TRANSPORT as FILESYSTEM_TRANSPORT
 from workers.context import WorkerContext
 from workers.lab_settings import BROKER_DIR_ENV, BROKER_ENV
 
@@ -27,6 +28,8 @@ def broker_options(url: str, task_time_limit: int, broker_dir: str | None) -> di
     conf: dict[str, Any] = {"broker_url": url, "broker_connection_retry_on_startup": True}
     if url.startswith("filesystem:"):
         folder = broker_dir or ""
+        # kombu's transport with messages written whole (a consumer read half of one).
+        conf["broker_transport"] = FILESYSTEM_TRANSPORT
         conf["broker_transport_options"] = {
             "data_folder_in": os.path.join(folder, "queue"),
             "data_folder_out": os.path.join(folder, "queue"),
