@@ -123,8 +123,8 @@ AXES_COOLOFF_TIME = env_int("LATENCYLAB_LOCKOUT_MINUTES", 15, minimum=1) / 60  #
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
-# Token authentication: an address that sent this many bad API tokens within the window gets 429
-# for the rest of the window, whatever token it sends (server/accounts/authentication.py).
+# Token authentication: past this many bad tokens from one address within the window, its further
+# bad tokens get 429 for the rest of the window; valid tokens always work (server/accounts/authentication.py).
 LATENCYLAB_TOKEN_FAILURE_LIMIT = env_int("LATENCYLAB_TOKEN_FAILURE_LIMIT", 20, minimum=1)
 LATENCYLAB_TOKEN_LOCKOUT_SECONDS = env_int("LATENCYLAB_TOKEN_LOCKOUT_SECONDS", 900, minimum=1)
 
@@ -238,14 +238,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # -- cache -----------------------------------------------------------------------------------
 
-# Rate limits and lockouts count here. Redis (its own database, never the broker's: tests clear
-# the cache) shares the counts between web processes; unset, each process counts on its own.
-if is_set("LATENCYLAB_CACHE_URL"):
+# Rate limits and lockouts count here, in Redis so that every web process sees the same counts:
+# LATENCYLAB_CACHE_URL, else the broker's Redis when the broker is Redis (its database, under keys
+# of their own, which clearing the cache leaves alone: server/cache.py), else each process's
+# memory (each counts on its own). Parallel test processes (pytest-xdist) share the broker and
+# each clears the cache as its tests start, so each counts under a prefix of its own.
+_CACHE_KEY_PREFIX = "latencylab-cache" + env_str("PYTEST_XDIST_WORKER", "")
+_BROKER_URL = env_str("CELERY_BROKER_URL", "")
+if is_set("LATENCYLAB_CACHE_URL") or _BROKER_URL.startswith(("redis://", "rediss://")):
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": env_str("LATENCYLAB_CACHE_URL", ""),
-            "KEY_PREFIX": "latencylab",
+            "BACKEND": "server.cache.PrefixedRedisCache",
+            "LOCATION": env_str("LATENCYLAB_CACHE_URL", _BROKER_URL),
+            "KEY_PREFIX": _CACHE_KEY_PREFIX,
         }
     }
 else:
@@ -399,7 +404,8 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["server.api.permissions.IsTeamMember"],
     "DEFAULT_PAGINATION_CLASS": "server.api.pagination.Pagination",
-    # Requests without a (valid) token are rate-limited per address; a NAS loop's token is not.
+    # Requests without a (valid) token are rate-limited per address; a NAS loop's token is not. The
+    # refused ones count too (server/api/exceptions.py): DRF checks permissions before throttles.
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.AnonRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"anon": env_str("LATENCYLAB_ANON_RATE", "300/min")},
     # Each list view's query parameters are a FilterSet of its app's api/filters.py (on server/api/filters.py's).

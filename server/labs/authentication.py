@@ -15,7 +15,7 @@ from rest_framework import authentication, exceptions
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from server.accounts.authentication import client_address, count_bad_token, header_key, refuse_locked_out_address
+from server.accounts.authentication import client_address, header_key, refuse_bad_token
 from server.labs.models import LabMachine
 from server.labs.services import record_contact
 
@@ -60,11 +60,9 @@ class LabTokenAuthentication(authentication.BaseAuthentication):
         key = header_key(request, self.keyword)
         if key is None:
             return None
-        refuse_locked_out_address(request, "lab tokens")
         lab = LabMachine.objects.holding_key(key)
         if lab is None:
-            count_bad_token(request)
-            raise exceptions.AuthenticationFailed("invalid lab token")
+            refuse_bad_token(request, "invalid lab token", "lab tokens")
         if lab.is_revoked:
             raise exceptions.AuthenticationFailed(lab.revocation_message())
         record_contact(lab, client_address(request))

@@ -78,9 +78,9 @@ def test_an_address_that_guesses_tokens_is_locked_out(client: Any, settings: Any
     locked = client.get("/api/jobs/", HTTP_AUTHORIZATION="Token guess-5")
     assert locked.status_code == 429 and "Too many bad API tokens" in locked.json()["detail"]
     assert int(locked["Retry-After"]) > 0
-    # Locked out whatever it sends, for the window; another address is not.
-    assert client.get("/api/jobs/", HTTP_AUTHORIZATION=f"Token {member.key}").status_code == 429
-    assert client.get("/api/jobs/", HTTP_AUTHORIZATION=f"Token {member.key}", REMOTE_ADDR="10.9.8.7").status_code == 200
+    # Its bad tokens are refused for the window, a valid token from the same address is not.
+    assert client.get("/api/jobs/", HTTP_AUTHORIZATION="Token guess-6").status_code == 429
+    assert client.get("/api/jobs/", HTTP_AUTHORIZATION=f"Token {member.key}").status_code == 200
 
 
 @pytest.mark.django_db
