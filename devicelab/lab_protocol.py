@@ -90,11 +90,14 @@ class Registered(JsonRecord):
 
 @dataclass(frozen=True)
 class Heartbeat(JsonRecord):
-    """The devices of a machine that are there now."""
+    """The devices of a machine that are there now; ``restarting``: those of them whose measuring
+    process is down, waiting out its restart back-off (nothing in their queue is lost: it waits
+    for the process, so the server sends no message of theirs again)."""
 
     worker: str
     run: str
     identities: list[str]
+    restarting: list[str] = field(default_factory=list)
 
     json_name = "heartbeat"
 

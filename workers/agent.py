@@ -92,6 +92,8 @@ class DeviceAgent:
         self.revoked = threading.Event()
         self.revoked_message = ""
         self._lock = threading.Lock()
+        # row identities of devices whose measuring process is down, waiting to be restarted
+        self.restarting: set[str] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -188,7 +190,9 @@ class DeviceAgent:
         """One heartbeat for this worker's devices (the server sweeps the lab and sends again the
         messages of this machine's queued jobs that went missing), and a round of posting the
         results waiting on the disk when one is due."""
-        self.server.heartbeat(Heartbeat(self.worker_name, self.token, self.identities))
+        with self._lock:
+            restarting = sorted(self.restarting)
+        self.server.heartbeat(Heartbeat(self.worker_name, self.token, self.identities, restarting))
         if self.outbox is not None and self.outbox.due():
             self.outbox.round(self.server)
 
@@ -232,6 +236,15 @@ class DeviceAgent:
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None
+
+    def process_down(self, identity: str, down: bool) -> None:
+        """Note that a device's measuring process is down (waiting out its restart back-off) or up
+        again; heartbeats say so, and the server sends no lost message of its again meanwhile."""
+        with self._lock:
+            if down:
+                self.restarting.add(identity)
+            else:
+                self.restarting.discard(identity)
 
     def fail_running_jobs(self, device_pk: int, reason: str) -> list[int]:
         """End this run's running jobs on a device whose process died (the server retries a job

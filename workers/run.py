@@ -200,10 +200,12 @@ def _supervise(
             if p.restart_at is not None:
                 if time.monotonic() >= p.restart_at:
                     p.start()
+                    agent.process_down(p.device.row.identity, False)
                 continue
             code = p.exited()
             if code is None:
                 continue
+            agent.process_down(p.device.row.identity, True)
             why = f"the Celery process of device #{p.device.pk} {_describe_exit(code)} while measuring the job"
             try:
                 failed = agent.fail_running_jobs(p.device.pk, why)

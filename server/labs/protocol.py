@@ -150,13 +150,17 @@ def register_lab_devices(lab: LabMachine, reg: Registration) -> Registered:
 
 def beat(lab: LabMachine, hb: Heartbeat) -> HeartbeatAnswer:
     """A heartbeat: the devices are alive; the lab is swept for devices whose machine went quiet,
-    and the machine's idle devices get the messages of queued jobs that went missing."""
+    and the machine's idle devices (not those whose process is restarting) get the messages of
+    queued jobs that went missing."""
     _check_worker(lab, hb.worker)
     n = heartbeat(hb.worker, hb.identities)
     for device in sweep_lab():
         log.warning("device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker)
-    mine = Device.objects.of_worker(hb.worker).filter(identity__in=hb.identities)
-    resend_lost_jobs(list(mine.values_list("pk", flat=True)))
+    # A device whose process is restarting is not idle: its messages wait in its queue for it.
+    consuming = (
+        Device.objects.of_worker(hb.worker).filter(identity__in=hb.identities).exclude(identity__in=hb.restarting)
+    )
+    resend_lost_jobs(list(consuming.values_list("pk", flat=True)))
     return HeartbeatAnswer(devices=n)
 
 

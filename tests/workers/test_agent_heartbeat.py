@@ -75,3 +75,26 @@ def test_heartbeat_thread_beats_until_stopped(make_agent: Callable[..., Any]) ->
     last = Device.objects.get(worker="threaded").last_heartbeat
     time.sleep(0.3)
     assert Device.objects.get(worker="threaded").last_heartbeat == last
+
+
+def test_a_device_whose_process_is_down_is_named_restarting_in_the_heartbeats(
+    make_agent: Callable[..., Any],
+) -> None:
+    import orjson
+
+    agent = make_agent("restarts")
+    agent.start([fake_cpu(3)])
+    identity = agent.identities[0]
+    beats: list[dict[str, Any]] = []
+
+    def record(request: Any) -> None:
+        if request.url.endswith("/api/lab/heartbeat"):
+            beats.append(orjson.loads(request.body))
+
+    agent.machine.adapter.before = record
+    agent.process_down(identity, True)
+    agent.beat()
+    agent.process_down(identity, False)
+    agent.beat()
+    assert [b["restarting"] for b in beats] == [[identity], []]
+    assert all(b["identities"] == [identity] for b in beats)
