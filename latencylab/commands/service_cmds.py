@@ -167,6 +167,57 @@ def _die_with_parent() -> None:
     set_pdeathsig(signal.SIGTERM)
 
 
+def _kill_session(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL every process left in ``proc``'s session, ``proc`` included, and reap ``proc``.
+
+    Each child leads a session of its own (``_die_with_parent``), so its process group id is its
+    pid: gunicorn's workers are the master's children, and one that ignored SIGTERM (or was
+    stopped) outlived a killed master, holding the port and answering nothing."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # the session is empty: everything in it stopped in time
+    proc.wait()
+
+
+def _port_taken(host: str, port: int) -> str | None:
+    """Why ``up`` cannot serve on ``host:port`` (another process listens there), or None.
+
+    Checked before anything starts: gunicorn would otherwise retry "Connection in use" and exit,
+    and be started again after every back-off, for ever."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # As gunicorn binds: a connection of an earlier server in TIME_WAIT is no obstacle.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+            return None
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+    return f"port {port} on {host} is taken ({reason}){_port_holder(port)}; stop it or choose another with --port"
+
+
+def _port_holder(port: int) -> str:
+    """``: held by NAME (pid N, COMMAND)`` for the process listening on ``port``, if psutil can tell."""
+    import psutil
+
+    try:
+        connections = psutil.net_connections(kind="inet")
+    except psutil.Error:
+        return ""
+    for conn in connections:
+        if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
+            try:
+                process = psutil.Process(conn.pid)
+                command = " ".join(" ".join(process.cmdline()).split())[:120]
+                return f": held by {process.name()} (pid {conn.pid}, {command})"
+            except psutil.Error:
+                return f": held by pid {conn.pid}"
+    return ""
+
+
 class Service:
     """The web server, one worker and the trainer as child processes, stopped together.
 
@@ -284,10 +335,16 @@ class Service:
             self._restart_at[name] = now + delay
             self._delay[name] = min(delay * 2, self.RESTART_DELAY_SECONDS[1])
 
+    # Seconds a child has to stop after its SIGTERM (the worker's own grace for a job is 15 s).
+    # gunicorn's graceful_timeout is longer (server/gunicorn_conf.py): a worker that ignores its
+    # master's SIGTERM is killed here, with the master's whole session.
+    STOP_GRACE_SECONDS = 20.0
+
     def stop(self) -> None:
         """SIGTERM the worker and wait for it (it finishes its job and takes its devices offline
-        through the web server), then the web server and the trainer; SIGKILL whatever has not
-        stopped 20 s after its SIGTERM. Devices the worker left online (it was dead, killed, or
+        through the web server), then the web server and the trainer; once each child has exited
+        or 20 s have passed since its SIGTERM, SIGKILL whatever is left of its session (gunicorn's
+        workers, a device process). Devices the worker left online (it was dead, killed, or
         the web server did not answer its last call) go offline here, so none is shown online
         once ``up`` has stopped."""
         for group in (["worker"], [name for name in self.procs if name != "worker"]):
@@ -295,13 +352,14 @@ class Service:
             for p in procs:
                 if p.poll() is None:
                     p.send_signal(signal.SIGTERM)
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + self.STOP_GRACE_SECONDS
             for p in procs:
                 try:
                     p.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+                    pass
+            for p in procs:
+                _kill_session(p)
             if group == ["worker"] and "worker" in self.procs:
                 self._take_worker_devices_offline()
 
@@ -409,6 +467,8 @@ def _get_json(url: str, token: str) -> Any:
 
 def up(args: argparse.Namespace) -> int:
     """``latencylab up``: migrate, then serve the web app and run one worker and the trainer in the foreground."""
+    if (taken := _port_taken(args.host, args.port)) is not None:
+        return fail(taken, 1)
     setup_django()
     migrate()
     service = Service(args.host, args.port)
@@ -474,6 +534,8 @@ def demo(args: argparse.Namespace) -> int:
     """``latencylab demo``: ``up`` plus a demo user and an admin, real profiles of a few zoo models on
     this CPU, the qed phones as dataset devices and a predictor for one of them training in the
     background (``demo_showcase``)."""
+    if (taken := _port_taken(args.host, args.port)) is not None:
+        return fail(taken, 1)
     setup_django()
     from django.utils import timezone
 
