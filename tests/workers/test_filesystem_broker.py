@@ -8,6 +8,8 @@ import hashlib
 import json
 import multiprocessing
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from queue import Empty
@@ -122,3 +124,16 @@ def test_the_lab_worker_uses_it_on_the_filesystem_broker(folder: Path) -> None:
     app = make_app({"CELERY_BROKER_URL": "filesystem://localhost/", "LATENCYLAB_BROKER_DIR": str(folder)})
     with app.connection_for_write() as conn:
         assert isinstance(conn.default_channel, Channel)
+
+
+def test_the_server_uses_it_on_its_embedded_defaults(tmp_path: Path) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "LATENCYLAB_QUEUE_PREFIX", "DJANGO_SETTINGS_MODULE")
+    }
+    env["LATENCYLAB_VAR_DIR"] = str(tmp_path / "var")
+    code = "from server.taskqueue import app\nwith app.connection_for_write() as c: print(type(c.default_channel))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "devicelab.fsbroker.Channel" in done.stdout
