@@ -10,7 +10,8 @@ more than 1,024 levels itself; a body of up to ``DEPTH_CHECKED_BYTES`` is also w
 without recursion) and refused past ``MAX_JSON_DEPTH`` levels, which no document of ours comes
 near. Bigger bodies (prediction batches, graph uploads) are not walked, as that would cost a
 fifth of a 1,000-architecture request; their readers check types level by level, and the API
-answers a ``RecursionError`` with a 400 as a last resort.
+answers a ``RecursionError`` with a 400 as a last resort. Every refusal for depth names
+``MAX_JSON_DEPTH``, the limit a client must keep (not orjson's, nor Python's).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from rest_framework.parsers import JSONParser
 
 MAX_JSON_DEPTH = 64
 DEPTH_CHECKED_BYTES = 1 << 20
+TOO_DEEP = f"JSON parse error - the body nests more than {MAX_JSON_DEPTH} levels deep"
+# How orjson's message starts when a document nests past its own limit of 1,024 levels.
+ORJSON_DEPTH_ERROR = "depth limit exceeded"
 
 
 def json_depth_exceeds(doc: Any, limit: int) -> bool:
@@ -49,9 +53,12 @@ class FastJSONParser(JSONParser):
         try:
             doc = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
+            if str(exc).startswith(ORJSON_DEPTH_ERROR):
+                # orjson's own limit (1,024) is not the API's: the client is told the one it must keep.
+                raise ParseError(TOO_DEEP) from None
             raise ParseError(f"JSON parse error - {exc}") from None
         if len(raw) <= self.depth_checked_bytes and json_depth_exceeds(doc, MAX_JSON_DEPTH):
-            raise ParseError(f"JSON parse error - the body nests more than {MAX_JSON_DEPTH} levels deep")
+            raise ParseError(TOO_DEEP)
         return doc
 
 

@@ -20,12 +20,27 @@ SELECT_FIELDS = {"device", "models", "sla_ms", "input_ms", "network_profile", "i
 DEFAULT_INPUT_BYTES = 330_000  # the paper's preprocessed image (section 5.2)
 
 
-def _number(raw: Mapping[str, Any], key: str, *, minimum: float = 0.0, default: float | None = None) -> float:
+def _number(
+    raw: Mapping[str, Any],
+    key: str,
+    *,
+    minimum: float = 0.0,
+    maximum: float = float("inf"),
+    default: float | None = None,
+) -> float:
+    """``raw[key]`` as a finite number in [minimum, maximum]; ``ValidationError`` naming ``key``
+    when it is missing, null, not a number or out of range."""
     value = raw.get(key, default)
     if value is None:
         raise ValidationError({key: f"{key} is required"})
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < minimum:
-        raise ValidationError({key: f"{key} must be a number >= {minimum:g}, got {value!r}"})
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not np.isfinite(value)
+        or not minimum <= value <= maximum
+    ):
+        bounds = f">= {minimum:g}" if maximum == float("inf") else f"between {minimum:g} and {maximum:g}"
+        raise ValidationError({key: f"{key} must be a number {bounds}, got {value!r}"})
     return float(value)
 
 
@@ -95,11 +110,20 @@ def select_for_request(team: Team, raw: Any) -> dict[str, Any]:
 
 PROFILE_FIELDS = {"name", "latency_ms", "throughput_mbps", "cv", "transfers", "source"}
 MAX_TRANSFERS = 10_000
+# Bounds of a custom profile: past them a number describes no network, and an absurd one (1e30 ms)
+# would only turn every selection's input time into noise or an overflow. A latency over an hour
+# per transfer is not a measurement; 1 Tbit/s is beyond any link a phone or a server has; a
+# spread of ten times the mean is beyond any network's jitter.
+MAX_LATENCY_MS = 3_600_000.0
+MAX_THROUGHPUT_MBPS = 1_000_000.0
+MAX_CV = 10.0
 
 
 def store_network_profile(team: Team, raw: Any) -> StoredNetworkProfile:
     """A team's network profile: recorded (``transfers``: [bytes, seconds] pairs the lab measured)
-    or custom (``latency_ms``, ``throughput_mbps``, ``cv``); ``ValidationError`` naming the field."""
+    or custom (``latency_ms`` up to an hour, ``throughput_mbps`` up to 1 Tbit/s or null for
+    unlimited, ``cv`` up to 10: the bounds of any real network, see ``MAX_LATENCY_MS``);
+    ``ValidationError`` naming the field."""
     from django.db import IntegrityError, transaction
 
     if not isinstance(raw, Mapping):
@@ -131,9 +155,13 @@ def store_network_profile(team: Team, raw: Any) -> StoredNetworkProfile:
         else:
             profile = NetworkProfile.user(
                 name,
-                latency_ms=_number(raw, "latency_ms"),
-                throughput_mbps=None if raw.get("throughput_mbps") is None else _number(raw, "throughput_mbps"),
-                cv=_number(raw, "cv", default=0.0),
+                latency_ms=_number(raw, "latency_ms", maximum=MAX_LATENCY_MS),
+                throughput_mbps=(
+                    None
+                    if raw.get("throughput_mbps") is None
+                    else _number(raw, "throughput_mbps", maximum=MAX_THROUGHPUT_MBPS)
+                ),
+                cv=_number(raw, "cv", maximum=MAX_CV, default=0.0),
                 source=source or "user-defined",
             )
             kind = "custom"

@@ -485,12 +485,14 @@ class SideBySideRequestSerializer(ObjectRequestSerializer):
     # ``validated_data`` is a ``SideBySideRequest``.
 
     device = IdField("device", help_text="A device; with a phone, every phone of its model (measured or qed) too.")
+    # Left out means "no predictions"; null is refused like any other value that is not a list, so
+    # that a client's bug (a variable that was never filled) is not answered as a different question.
     architectures = SideBySideArchitecturesField(
         required=False,
-        allow_null=True,
         default=None,
         help_text="As for POST /api/predict/, at most 100 (maxItems); left out: only which predictor would answer "
         "for each device.",
+        error_messages={"null": "architectures must be a non-empty list, or left out (not null)"},
     )
     method = serializers.ChoiceField(
         choices=PredictorMethod.choices,
