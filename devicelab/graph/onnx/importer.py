@@ -30,10 +30,12 @@ from devicelab.graph.onnx.mappers import MAPPERS
 from devicelab.graph.onnx.prepare import (
     DTYPES,
     FLOAT_TYPES,
+    MAX_SHAPE_OPERAND,
+    check_self_contained,
     check_size,
     check_vocabulary,
     default_opset,
-    infer_shapes,
+    infer_node_shape,
     node_names,
     read_inputs,
     topological_order,
@@ -81,6 +83,7 @@ def import_onnx_model(
     if len(model.graph.node) == 0:
         raise GraphError("the ONNX graph has no nodes")
     check_size(model, limits)
+    check_self_contained(model)
     return _Importer(working_copy(model), model.graph.initializer, name, limits).run()
 
 
@@ -107,7 +110,7 @@ class _Importer:
         self.ops: list[Operator] = []
         self.sources: dict[str, list[str]] = {}
         self.node_map: dict[str, str | None] = {}
-        self.onnx_shapes: dict[str, tuple[int, ...]] = {}
+        self.reading: onnx.NodeProto | None = None  # the node the walk is at, for ``inferred``
 
     def run(self) -> OnnxImport:
         """Convert the whole model."""
@@ -126,8 +129,8 @@ class _Importer:
             self.tensors[tensor.name] = tensor
             self.inputs.append(tensor.name)
         order = topological_order(self.g, self.inits, nodes, names)
-        self.onnx_shapes = infer_shapes(self.model)
         for i in order:
+            self.reading = nodes[i]
             try:
                 self._node(nodes[i], names[i])
             except GraphError:
@@ -348,8 +351,34 @@ class _Importer:
         return self.const(ins[i], name, op, max_values)
 
     def inferred(self, t: str, name: str, op: str, why: str) -> tuple[int, ...]:
-        """The output shape from ONNX shape inference, or an error saying it cannot be resolved."""
-        shape = self.onnx_shapes.get(t)
+        """The output shape from ONNX's inference rule for the node being read (its inputs declared
+        with the shapes this walk found; see ``prepare.infer_node_shape``), or an error saying it
+        cannot be resolved."""
+        node = self.reading
+        shape = None
+        if node is not None and t in node.output:
+            inputs: list[tuple[str, int, tuple[int, ...]]] = []
+            constants: dict[str, onnx.TensorProto] = {}
+            for raw in node.input:
+                if not raw:
+                    continue
+                src = self._resolve(raw)
+                if src in self.tensors:
+                    tensor = self.tensors[src]
+                    inputs.append((raw, _ONNX_TYPES[tensor.dtype], tensor.shape))
+                elif self.is_const(src):
+                    dims = self.const_shape(src)
+                    if math.prod(dims) <= MAX_SHAPE_OPERAND:
+                        value = self.const(src, name, op)
+                        constants[raw] = numpy_helper.from_array(value, raw)
+                        inputs.append((raw, constants[raw].data_type, dims))
+                    else:
+                        inputs.append((raw, onnx.TensorProto.FLOAT, dims))
+            shape = infer_node_shape(node, self.model.opset_import, inputs, constants)
         if shape is None:
             raise GraphError(f"{why}, and ONNX shape inference could not resolve the shape of {t!r}", node=name, op=op)
         return shape
+
+
+# IR dtype names -> ONNX element types, to declare an activation to onnx's inference.
+_ONNX_TYPES = {name: elem_type for elem_type, name in DTYPES.items()}

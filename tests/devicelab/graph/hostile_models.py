@@ -156,3 +156,167 @@ def import_in_subprocess(data: bytes, tmp: Path, address_space: int = 2 * 1024**
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+# -- issue 32: a generated family, each operator that can grow a tensor followed by each cheap one --
+#
+# The grower writes ``g`` of 2**28 elements (2 GiB of int64, 1 GiB of float32) from a file of a
+# few hundred bytes; the follower reads ``g`` and writes ``y``. Before issue 32 the importer ran
+# onnx's whole-model shape inference with data propagation first, which makes one protobuf message
+# per element of a 1-D value of known length read by Cast, Add, Mul, Concat...: Range -> Cast ->
+# Add took a web worker to 10.7 GB. Every member must now be refused at the grower.
+
+BIG = 2**28
+SIDE = 2**14  # SIDE * SIDE == BIG
+
+
+def f32(name: str, value: Any) -> onnx.TensorProto:
+    """A float32 initializer."""
+    return numpy_helper.from_array(np.array(value, dtype=np.float32), name)
+
+
+# grower -> (its nodes writing "g", initializers, input shape, opset)
+Grower = tuple[list[onnx.NodeProto], list[onnx.TensorProto], list[int], int]
+
+
+def _grow(op: str, inputs: list[str], **attrs: Any) -> onnx.NodeProto:
+    return helper.make_node(op, inputs, ["g"], name="grow", **attrs)
+
+
+GROWERS: dict[str, Callable[[], Grower]] = {
+    "Range": lambda: (
+        [_grow("Range", ["start", "limit", "delta"])],
+        [i64("start", 0), i64("limit", BIG), i64("delta", 1)],
+        [1],
+        OPSET,
+    ),
+    "ConstantOfShape": lambda: ([_grow("ConstantOfShape", ["shape"])], [i64("shape", [BIG])], [1], OPSET),
+    "ConstantOfShape of a folded shape": lambda: (
+        [
+            helper.make_node("Shape", ["x"], ["s"], name="shape"),
+            helper.make_node("Mul", ["s", "k"], ["target"], name="scale"),
+            _grow("ConstantOfShape", ["target"]),
+        ],
+        [i64("k", [BIG])],
+        [1],
+        OPSET,
+    ),
+    "Expand of a constant": lambda: (
+        [_grow("Expand", ["one", "target"])],
+        [f32("one", [1.0]), i64("target", [BIG])],
+        [1],
+        OPSET,
+    ),
+    "Expand of the input": lambda: ([_grow("Expand", ["x", "target"])], [i64("target", [BIG])], [1], OPSET),
+    "Tile": lambda: ([_grow("Tile", ["x", "repeats"])], [i64("repeats", [BIG])], [1], OPSET),
+    "Pad": lambda: ([_grow("Pad", ["x", "pads"], mode="constant")], [i64("pads", [0, BIG])], [1], OPSET),
+    "Resize": lambda: (
+        [_grow("Resize", ["x", "", "", "sizes"], mode="nearest")],
+        [i64("sizes", [1, 1, SIDE, SIDE])],
+        [1, 1, 1, 1],
+        OPSET,
+    ),
+    "Upsample": lambda: (
+        [_grow("Upsample", ["x", "scales"], mode="nearest")],
+        [f32("scales", [1, 1, SIDE, SIDE])],
+        [1, 1, 1, 1],
+        9,
+    ),
+}
+
+# follower -> its nodes reading "g" and writing "y"
+FOLLOWERS: dict[str, Callable[[], list[onnx.NodeProto]]] = {
+    "Cast": lambda: [helper.make_node("Cast", ["g"], ["y"], name="then", to=TensorProto.FLOAT)],
+    "Cast->Add": lambda: [
+        helper.make_node("Cast", ["g"], ["c"], name="then", to=TensorProto.FLOAT),
+        helper.make_node("Add", ["c", "x"], ["y"], name="add"),
+    ],
+    "Add": lambda: [helper.make_node("Add", ["g", "x"], ["y"], name="then")],
+    "Mul": lambda: [helper.make_node("Mul", ["g", "g"], ["y"], name="then")],
+    "Relu": lambda: [helper.make_node("Relu", ["g"], ["y"], name="then")],
+    "Identity": lambda: [helper.make_node("Identity", ["g"], ["y"], name="then")],
+    "Concat": lambda: [helper.make_node("Concat", ["g", "g"], ["y"], name="then", axis=0)],
+}
+
+# grower -> (the op type the refusal names, the ImportLimits field, or None and words of the reason)
+GROWER_REFUSALS: dict[str, tuple[str, str | None, str]] = {
+    "Range": ("Range", "max_folded_elements", f"would fold {BIG} elements"),
+    "ConstantOfShape": ("ConstantOfShape", "max_folded_elements", f"would fold {BIG} elements"),
+    "ConstantOfShape of a folded shape": ("ConstantOfShape", "max_folded_elements", f"would fold {BIG} elements"),
+    "Expand of a constant": ("Expand", "max_folded_elements", f"would fold {BIG} elements"),
+    "Expand of the input": ("Expand", None, "not in the vocabulary"),
+    "Tile": ("Tile", None, "not in the LatencyLab operator vocabulary"),
+    "Pad": ("Pad", "max_tensor_elements", f"{BIG + 1} elements"),
+    "Resize": ("Resize", "max_tensor_elements", f"{BIG} elements"),
+    "Upsample": ("Upsample", "max_tensor_elements", f"{BIG} elements"),
+}
+
+
+def family_member(grower: str, follower: str) -> bytes:
+    """The model of ``grower`` followed by ``follower``, serialized."""
+    nodes, inits, input_shape, opset = GROWERS[grower]()
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, input_shape)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([*nodes, *FOLLOWERS[follower]()], "hostile", [x], [y], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()  # type: ignore[no-any-return]
+
+
+def reshape_to_a_long_runtime_target() -> bytes:
+    """Reshape whose target is an activation of 2**26 values: onnx's rank inference made one
+    message per value (3 GB) before the importer said the target is computed at run time."""
+    nodes = [
+        helper.make_node("Pad", ["x", "pads"], ["long"], name="pad", mode="constant"),
+        helper.make_node("Reshape", ["x", "long"], ["y"], name="reshape"),
+    ]
+    return onnx_model(nodes, [i64("pads", [0, 2**26 - 1])], input_shape=[1])
+
+
+# (case, bytes) of the whole family, grower x follower
+FAMILY: list[tuple[str, str, str]] = [(f"{g} -> {f}", g, f) for g in GROWERS for f in FOLLOWERS]
+
+_FAMILY_CHILD = textwrap.dedent(
+    """
+    import json, resource, sys, time
+    cap = int(sys.argv[2])
+    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    from devicelab.graph import GraphError, LimitExceeded, load_graph
+    cases = json.loads(open(sys.argv[1]).read())
+    results = {}
+    for case, path in cases.items():
+        data = open(path, "rb").read()
+        started = time.perf_counter()
+        out = {"refused": False}
+        try:
+            load_graph(data, filename="hostile.onnx")
+        except GraphError as exc:
+            out = {"refused": True, "node": exc.node, "op": exc.op, "message": str(exc),
+                   "limit": exc.limit if isinstance(exc, LimitExceeded) else None}
+        out["seconds"] = time.perf_counter() - started
+        results[case] = out
+    status = open("/proc/self/status").read()
+    print(json.dumps({"cases": results, "maxrss_kb": int(status.split("VmHWM:")[1].split()[0])}))
+    """
+)
+
+
+def import_many_in_subprocess(files: dict[str, bytes], tmp: Path, address_space: int = 2 * 1024**3) -> dict[str, Any]:
+    """Import every file of ``files`` (case -> bytes) in one fresh interpreter, its address space
+    capped at ``address_space``: each case's refusal and time, and the process's peak RSS in kB."""
+    paths = {}
+    for i, (case, data) in enumerate(files.items()):
+        path = tmp / f"case{i}.onnx"
+        path.write_bytes(data)
+        paths[case] = str(path)
+    listing = tmp / "cases.json"
+    listing.write_text(json.dumps(paths))
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.run(
+        [sys.executable, "-c", _FAMILY_CHILD, str(listing), str(address_space)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]

@@ -675,13 +675,14 @@ def external(name: str, dims: Sequence[int], elem: int = FLOAT) -> onnx.TensorPr
     return t
 
 
-def test_weights_in_external_data_need_no_data() -> None:
-    # Weights only give their shape to the IR, so a model saved with external data still reads.
-    g = one_op("Conv", [1, 2, 5, 5], extra_inputs=["w", "b"], inits=[external("w", (3, 2, 3, 3)), external("b", (3,))])
-    assert g.operators[0].attrs["out_channels"] == 3 and g.operators[0].attrs["bias"] is True
+def test_weights_in_external_data_are_refused() -> None:
+    # An upload is one file: weights in a file beside it are not part of it (issue 32, item 8).
+    with pytest.raises(GraphError, match="external file") as err:
+        one_op("Conv", [1, 2, 5, 5], extra_inputs=["w", "b"], inits=[external("w", (3, 2, 3, 3)), external("b", (3,))])
+    assert err.value.node == "w" and "save_as_external_data=False" in err.value.reason
 
 
 def test_a_reshape_target_in_external_data_is_refused() -> None:
     with pytest.raises(GraphError, match="external file") as err:
         one_op("Reshape", [1, 6], extra_inputs=["s"], inits=[external("s", (2,), TensorProto.INT64)])
-    assert err.value.node == "node"
+    assert err.value.node == "s"
