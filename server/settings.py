@@ -313,6 +313,10 @@ LATENCYLAB_TASK_TIME_LIMIT = env_int("LATENCYLAB_TASK_TIME_LIMIT", 3600, minimum
 # the device's agent (its message was lost: a broker restarted without persistence, a device
 # process killed after it took the message). Re-sending is harmless: the claim is conditional.
 LATENCYLAB_RESEND_AFTER_SECONDS = env_int("LATENCYLAB_RESEND_AFTER_SECONDS", 60, minimum=1)
+# A predictor in training holds a lease this long, renewed by its trainer every quarter of it: a
+# lease that ran out means the trainer was lost (killed, out of memory, restarted), and the
+# trainers' sweeper queues the training again, or fails it after MAX_TRAINING_ATTEMPTS.
+LATENCYLAB_TRAINING_LEASE_SECONDS = env_int("LATENCYLAB_TRAINING_LEASE_SECONDS", 60, minimum=4)
 # Prepended to every device queue name (server.taskqueue.device_queue), so that installations or
 # test sessions sharing one broker never consume each other's messages.
 LATENCYLAB_QUEUE_PREFIX = env_str("LATENCYLAB_QUEUE_PREFIX", "")

@@ -17,10 +17,12 @@ while it runs, whenever it has been idle (no task in hand) it sends again the pa
 and the training of every predictor pending for longer than ``LATENCYLAB_RESEND_AFTER_SECONDS``:
 an idle trainer would have taken their messages, so they were lost.
 
-It also sweeps the lab every ``LATENCYLAB_HEARTBEAT_SECONDS`` (``sweep_lab``): devices whose lab
-machine stopped heart-beating go offline and their jobs move or wait, even when no machine is left
-to heart-beat (each lab heartbeat sweeps too; the sweep's writes are conditional, so two sweeps at
-once do the work once).
+It also sweeps every ``LATENCYLAB_HEARTBEAT_SECONDS``, whatever it is doing: the lab
+(``sweep_lab``: devices whose lab machine stopped heart-beating go offline and their jobs move or
+wait, even when no machine is left to heart-beat; each lab heartbeat sweeps too) and the trainings
+whose lease ran out (``sweep_lost_trainings``: a trainer killed mid-training leaves its predictor
+``training`` with a lease nobody renews; it is queued again, or failed after its attempts). The
+sweeps' writes are conditional, so two sweeps at once do the work once.
 """
 
 from __future__ import annotations
@@ -85,14 +87,16 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
         os.nice(max(0, min(19, nice)))
     from server.celery_app import app
     from server.networks.services import resend_parsing_models
+    from server.predictors.services import sweep_lost_trainings
     from server.taskqueue import models_queue, trainer_queue
 
     node = name or f"trainer.{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     node = re.sub(r"[^A-Za-z0-9_.@-]", "-", node)
     resend_parsing_models()
+    sweep_lost_trainings()
     stop = threading.Event()
     threading.Thread(target=_reconcile_while_idle, args=(stop,), name="reconciler", daemon=True).start()
-    threading.Thread(target=_sweep_lab_forever, args=(stop,), name="lab-sweeper", daemon=True).start()
+    threading.Thread(target=_sweep_forever, args=(stop,), name="sweeper", daemon=True).start()
     try:
         app.worker_main(celery_argv(f"{trainer_queue()},{models_queue()}", node, loglevel))
     finally:
@@ -100,11 +104,13 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
     return 0
 
 
-def _sweep_lab_forever(stop: threading.Event) -> None:
-    """Sweep the lab every heartbeat interval, whatever the lab machines do."""
+def _sweep_forever(stop: threading.Event) -> None:
+    """Sweep the lab and the lost trainings every heartbeat interval, whatever the lab machines
+    and this trainer's task do."""
     from django.conf import settings
     from django.db import close_old_connections
 
+    from server.predictors.services import sweep_lost_trainings
     from server.profiling.services import sweep_lab
 
     while not stop.wait(float(settings.LATENCYLAB_HEARTBEAT_SECONDS)):
@@ -113,6 +119,7 @@ def _sweep_lab_forever(stop: threading.Event) -> None:
                 log.warning(
                     "device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker
                 )
+            sweep_lost_trainings()
         except Exception:  # a database hiccup must not end the sweeps: the next one retries
             log.exception("sweeping the lab failed")
         finally:

@@ -16,6 +16,7 @@ when its device has no rankable one (the answer then says so); it is never "best
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -129,6 +130,13 @@ class Predictor(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="How many times a trainer took its training.")
+    lease_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="While training: until when its trainer is known alive (renewed as it trains); past it, "
+        "the trainer was lost and the training is queued again.",
+    )
     trained_at = models.DateTimeField(null=True, blank=True)
 
     objects = PredictorQuerySet.as_manager()
@@ -191,11 +199,24 @@ class Predictor(models.Model):
             self.refresh_from_db()
         return made
 
-    def claim(self) -> bool:
-        """QUEUED -> TRAINING; False when another trainer took it first or it is no longer queued."""
+    def claim(self, lease_seconds: float) -> bool:
+        """QUEUED -> TRAINING, one attempt more, under a lease of ``lease_seconds``; False when
+        another trainer took it first or it is no longer queued."""
+        now = timezone.now()
         return self._update(
-            (PredictorState.QUEUED,), state=PredictorState.TRAINING, started_at=timezone.now(), progress_message=""
+            (PredictorState.QUEUED,),
+            state=PredictorState.TRAINING,
+            started_at=now,
+            progress_message="",
+            attempts=F("attempts") + 1,
+            lease_until=now + timedelta(seconds=lease_seconds),
         )
+
+    def renew_lease(self, lease_seconds: float) -> bool:
+        """Extend this attempt's lease; False when the attempt is over (finished, or lost and
+        queued again: another attempt's lease is not this one's)."""
+        held = Predictor.objects.filter(pk=self.pk, state=PredictorState.TRAINING, attempts=self.attempts)
+        return held.update(lease_until=timezone.now() + timedelta(seconds=lease_seconds)) == 1
 
     def report(self, message: str) -> bool:
         """Record what training is doing now; False when it is no longer training."""

@@ -10,14 +10,15 @@ stores the artifact, or fails the row saying why.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
-from django.db.models import Max
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from devicelab.backends.base import DELEGATES, UnsupportedSetting
@@ -62,6 +63,9 @@ def find_device(handle: str | int) -> Device:
 
 # A phone's delegate -> the backend of its predictors (NNAPI has none: see _phone_scenario).
 PHONE_BACKENDS = {"cpu": "tflite_cpu", "xnnpack": "tflite_cpu", "gpu": "tflite_gpu"}
+# A training whose trainer was lost this many times fails: a predictor that kills its trainer
+# (out of memory) must not take every trainer down in turn.
+MAX_TRAINING_ATTEMPTS = 3
 
 
 def _phone_scenario(device: Device, threads: int, cores: list[int], precision: str, delegate: str) -> Scenario:
@@ -321,17 +325,24 @@ def run_training(
     if row is None:
         return None
     if row.state == PredictorState.TRAINING:
-        # A second delivery of the message. Within the time limit another trainer may still be
-        # at it; past it, that trainer was killed (the limit would have stopped it otherwise).
-        limit = django_settings.CELERY_TASK_TIME_LIMIT
-        if row.started_at is not None and row.started_at < timezone.now() - timedelta(seconds=limit):
-            row.fail(
-                f"the trainer process stopped while training this predictor (killed, out of memory or restarted) "
-                f"more than {limit} s ago; request a new version"
-            )
+        # A second delivery of the message: another trainer is at it, or was lost, and then its
+        # lease runs out and the sweeper queues the training again (sweep_lost_trainings).
         return row
-    if not row.claim():
+    lease = float(django_settings.LATENCYLAB_TRAINING_LEASE_SECONDS)
+    if not row.claim(lease):
         return row
+    with LeaseKeeper(row, lease):
+        return _train(row, progress, reraise, enqueue_table)
+
+
+def _train(
+    row: Predictor,
+    progress: Callable[[str], object] | None,
+    reraise: tuple[type[BaseException], ...],
+    enqueue_table: bool | None,
+) -> Predictor:
+    """The training of a claimed predictor, to its end (ready or failed)."""
+    predictor_id = row.pk
 
     def report(message: str) -> None:
         row.report(message)
@@ -365,6 +376,69 @@ def run_training(
             then="its predictions of NB-201 cells are computed cell by cell",
         )
     return row
+
+
+class LeaseKeeper:
+    """While training runs, renews its predictor's lease every quarter of the lease, in a thread
+    of its own (training holds the main thread for minutes without a word); the lease lapses
+    when the trainer dies, which is how the sweeper knows."""
+
+    def __init__(self, row: Predictor, lease_seconds: float) -> None:
+        self.row, self.lease = row, lease_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._renew, name=f"lease-{row.pk}", daemon=True)
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _renew(self) -> None:
+        try:
+            while not self._stop.wait(self.lease / 4):
+                try:
+                    if not self.row.renew_lease(self.lease):
+                        return  # finished, or lost and queued again meanwhile
+                except DatabaseError:  # a dropped connection: the next renewal opens another
+                    log.warning("predictor %s: its lease was not renewed this time", self.row.pk, exc_info=True)
+                    connection.close()
+        finally:
+            connection.close()  # this thread's own connection
+
+
+def sweep_lost_trainings(now: datetime | None = None) -> list[int]:
+    """Predictors whose training lease ran out (their trainer was killed, ran out of memory or
+    restarted) are queued again and their training sent, or failed, saying why, after
+    ``MAX_TRAINING_ATTEMPTS`` attempts. Returns their ids. Run by every trainer's sweeper; the
+    conditional updates make two sweeps at once do the work once."""
+    now = now or timezone.now()
+    limit = django_settings.CELERY_TASK_TIME_LIMIT
+    lapsed = Predictor.objects.filter(state=PredictorState.TRAINING).filter(
+        Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - timedelta(seconds=limit))
+    )
+    swept = []
+    for row in lapsed.only("pk", "attempts", "lease_until", "started_at"):
+        held = Predictor.objects.filter(pk=row.pk, state=PredictorState.TRAINING, attempts=row.attempts)
+        lost = f"attempt {row.attempts} lost: the trainer stopped while training (killed, out of memory or restarted)"
+        if row.attempts >= MAX_TRAINING_ATTEMPTS:
+            done = held.update(
+                state=PredictorState.FAILED,
+                failure_reason=f"{lost}; it was attempted {row.attempts} times (limit {MAX_TRAINING_ATTEMPTS}), "
+                "so it is not retried: request a new version",
+                lease_until=None,
+            )
+        else:
+            done = held.update(state=PredictorState.QUEUED, progress_message=f"{lost}; queued again", lease_until=None)
+            if done:
+                _dispatch_training(row.pk)
+        if done:
+            swept.append(row.pk)
+    if swept:
+        log.warning("predictor(s) %s: their trainer was lost while training; queued again or failed", swept)
+    return swept
 
 
 def _check_artifact(artifact: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.helpers import HEARTBEAT_SECONDS, OFFLINE_AFTER_SECONDS, RESEND_AFTER_SECONDS
+from tests.e2e.helpers import HEARTBEAT_SECONDS, OFFLINE_AFTER_SECONDS, RESEND_AFTER_SECONDS, TRAINING_LEASE_SECONDS
 from tests.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -305,6 +305,7 @@ def start_trainer(transactional_db: None, queue_prefix: str, tmp_path: Path) -> 
             # the lab's clocks, as the live server of these tests has them (the trainer sweeps the lab)
             "LATENCYLAB_HEARTBEAT_SECONDS": str(HEARTBEAT_SECONDS),
             "LATENCYLAB_OFFLINE_AFTER_SECONDS": str(OFFLINE_AFTER_SECONDS),
+            "LATENCYLAB_TRAINING_LEASE_SECONDS": str(TRAINING_LEASE_SECONDS),
             # The NB201 table takes minutes of CPU; the API tests cover it.
             "LATENCYLAB_PREDICT_NB201_TABLE": "0",
             "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),

@@ -12,6 +12,7 @@ from tests.waiting import wait_for
 # The workers the tests start heart-beat every second and count as offline after 4 s of silence.
 HEARTBEAT_SECONDS = 1
 OFFLINE_AFTER_SECONDS = 4
+TRAINING_LEASE_SECONDS = 4
 # An idle device's queued job whose message went out longer ago than this is sent again.
 RESEND_AFTER_SECONDS = 3
 

@@ -1,8 +1,11 @@
 """A predictor requested through the API is trained by a real trainer process (``python -m
-server.trainer``, its own queue) and then answers predictions."""
+server.trainer``, its own queue) and then answers predictions; a trainer killed mid-training
+leaves a lease that lapses, and another trainer trains the predictor."""
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any
 
 import pytest
@@ -44,3 +47,29 @@ def test_a_requested_predictor_is_trained_by_the_trainer_process(start_trainer: 
     answer = e2e_api.post("/api/predict/", {"device": phone.pk, "architectures": [{"nb201": CELL}]}, format="json")
     assert answer.status_code == 200, answer.content
     assert answer.json()["predictor"]["id"] == pk and answer.json()["results"][0]["latency_ms"] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trainer_killed_mid_training_leaves_the_training_to_the_next_one(start_trainer: Any, e2e_api: Any) -> None:
+    from server.predictors.models import Predictor
+    from server.predictors.qed_import import import_qed
+
+    phone = next(d.device for d in import_qed().devices if d.device.name == "mi8se")
+    first = start_trainer()
+    resp = e2e_api.post("/api/predictors/", {"device": phone.pk, "method": "rf", "search": "fast"}, format="json")
+    assert resp.status_code == 202, resp.content
+    pk = resp.json()["id"]
+    wait_for(lambda: Predictor.objects.get(pk=pk).state == "training", 120, f"predictor {pk} to be in training")
+    os.killpg(first.pid, signal.SIGKILL)  # the trainer and its pool process, mid-training
+    first.wait(timeout=30)
+
+    second = start_trainer()
+
+    def finished() -> Any:
+        if second.poll() is not None:
+            raise AssertionError(f"the trainer exited with {second.returncode}")
+        row = Predictor.objects.get(pk=pk)
+        return row if row.state in ("ready", "failed") else None
+
+    row = wait_for(finished, 240, f"predictor {pk} to be trained by the second trainer")
+    assert (row.state, row.attempts) == ("ready", 2), row.failure_reason
