@@ -1,7 +1,7 @@
 """Network actions: uploading a model file, parsing it (now or in the trainer), reading back its graph.
 
-An upload up to ``LATENCYLAB_PARSE_INLINE_MAX_BYTES`` is parsed while its request waits
-(``upload_model``). A bigger one is only stored (``receive_model`` answers a row in state
+An upload up to ``LATENCYLAB_PARSE_INLINE_MAX_BYTES`` (and, for ONNX, ``PARSE_INLINE_MAX_NODES``
+nodes) is parsed while its request waits (``upload_model``). A bigger one is only stored (``receive_model`` answers a row in state
 ``parsing`` at once) and the trainer parses it (``parse_stored_model``, sent by name through
 ``server.taskqueue.send_model_parse``): parsing a 75 MB graph JSON takes half a minute of a
 core and gigabytes of memory, which a web worker must not spend while other requests wait.
@@ -46,6 +46,11 @@ log = logging.getLogger(__name__)
 
 # Multipart framing and a form's other fields ride on top of the model file itself.
 UPLOAD_FRAMING_BYTES = 64 * 1024
+# An ONNX file under LATENCYLAB_PARSE_INLINE_MAX_BYTES can still hold 10**5 nodes (4 MB), and an
+# import takes time linear in its nodes (70 us each, storing the graph as much again: 33 s of a
+# web request for 10**5): a request parses at most this many nodes, and leaves a bigger model to
+# the trainer as it does a bigger file. The inline bound is one of work, not of bytes.
+PARSE_INLINE_MAX_NODES = 10_000
 # How much of a file ``detect_format`` needs to tell the formats apart (leading whitespace of JSON).
 _HEAD_BYTES = 4096
 
@@ -219,7 +224,8 @@ def receive_model(
     check_upload_size(size)
     if size <= settings.LATENCYLAB_PARSE_INLINE_MAX_BYTES or size == 0:
         data = source if isinstance(source, bytes) else source.read()
-        return upload_model(team, user, data, filename, name=name)
+        if not _too_much_work_inline(data, filename):
+            return upload_model(team, user, data, filename, name=name)
     filename = _clean_filename(filename)
     content = ContentFile(source) if isinstance(source, bytes) else source
     hasher = hashlib.sha256()
@@ -253,6 +259,20 @@ def receive_model(
         model.file.delete(save=False)
         return NetworkModel.objects.get(team=team, sha256=digest), False
     return model, True
+
+
+def _too_much_work_inline(data: bytes, filename: str) -> bool:
+    """Whether parsing ``data`` would hold a web request too long (an ONNX model of more than
+    ``PARSE_INLINE_MAX_NODES`` nodes): the trainer parses it instead."""
+    try:
+        if detect_format(data[:_HEAD_BYTES], filename) != "onnx":
+            return False
+    except GraphError:
+        return False
+    from devicelab.graph.onnx import count_onnx_nodes  # onnx is a heavy import; only uploads need it
+
+    nodes = count_onnx_nodes(data, PARSE_INLINE_MAX_NODES)
+    return nodes is not None and nodes > PARSE_INLINE_MAX_NODES
 
 
 def dispatch_parse(model_id: int) -> bool:

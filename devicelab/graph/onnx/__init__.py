@@ -7,9 +7,11 @@ Reading goes through these phases, one module each, driven by ``importer``, with
    whose length runs past the end of the file), then parse, wrapping every parser error in a
    ``GraphError``.
 2. ``prepare``: check the model's size (nodes once local functions are inlined, initializers'
-   declared elements), the opset and the operator vocabulary, fix the graph inputs' shapes (a
-   symbolic batch dimension becomes 1, any other is an error naming the input) and run
-   ``onnx.shape_inference`` on a working copy without the large weights' data.
+   declared elements), refuse tensors whose data is in an external file, the opset and the
+   operator vocabulary, fix the graph inputs' shapes (a symbolic batch dimension becomes 1, any
+   other is an error naming the input) and order the nodes. ``onnx.shape_inference`` never runs
+   over the whole model (its data propagation allocates per element of what a file declares);
+   a mapper that needs its rule for one output runs it on a model of that one node.
 3. ``fold``: nodes whose inputs are all constants, ``Shape`` of an activation included, are
    evaluated with numpy and never become IR operators; each result's size is known, and checked
    against the model's folding budget, before it is computed. ``Identity`` and ``Dropout`` are
@@ -30,10 +32,12 @@ from devicelab.graph.onnx.importer import (
     graph_from_onnx_model,
     import_onnx_model,
 )
+from devicelab.graph.onnx.prepare import count_onnx_nodes
 from devicelab.graph.onnx.wire import parse_onnx_bytes
 
 __all__ = [
     "OnnxImport",
+    "count_onnx_nodes",
     "graph_from_onnx_bytes",
     "graph_from_onnx_model",
     "graph_to_onnx_bytes",
