@@ -129,7 +129,7 @@ def test_a_cycle_still_names_the_first_node_waiting() -> None:
 
 
 def test_count_onnx_nodes_stops_past_its_bound() -> None:
-    assert count_onnx_nodes(hostile.nested_functions(), 1000) > 1000  # 2**29 once inlined
+    assert (count_onnx_nodes(hostile.nested_functions(), 1000) or 0) > 1000  # 2**29 once inlined
     assert count_onnx_nodes(hostile.onnx_model([hostile.relu()]), 1000) == 1
     assert count_onnx_nodes(b"not a model at all", 1000) is None
 
