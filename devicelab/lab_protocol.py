@@ -161,6 +161,9 @@ class ClaimedJob(JsonRecord):
     plan_rows: list[JsonDict] | None = None  # a fusion plan's sweep rows (None: measure its own)
     import_limits: dict[str, int] = field(default_factory=dict)  # the server's model-import bounds
     claim_seconds: int = 0  # how long the claim holds: a result posted later is refused
+    # The run reports progress at least every quarter of this (again the last, when the backend
+    # says nothing new): a running job silent for longer is taken for lost and queued again.
+    lease_seconds: int = 0
 
     json_name = "claimed job"
 

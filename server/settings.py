@@ -316,6 +316,10 @@ LATENCYLAB_RESEND_AFTER_SECONDS = env_int("LATENCYLAB_RESEND_AFTER_SECONDS", 60,
 # A predictor in training holds a lease this long, renewed by its trainer every quarter of it: a
 # lease that ran out means the trainer was lost (killed, out of memory, restarted), and the
 # trainers' sweeper queues the training again, or fails it after MAX_TRAINING_ATTEMPTS.
+# A running job whose run reported no progress for this long (it reports at least every quarter
+# of it while it runs) is taken for lost, its worker alive or not, and queued again (an attempt
+# counted) by the lab's sweep.
+LATENCYLAB_JOB_LEASE_SECONDS = env_int("LATENCYLAB_JOB_LEASE_SECONDS", 60, minimum=4)
 LATENCYLAB_TRAINING_LEASE_SECONDS = env_int("LATENCYLAB_TRAINING_LEASE_SECONDS", 60, minimum=4)
 # Prepended to every device queue name (server.taskqueue.device_queue), so that installations or
 # test sessions sharing one broker never consume each other's messages.

@@ -5,6 +5,7 @@ End-to-end tests use real HTTP to a real server process instead."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,6 +42,12 @@ class DjangoTestAdapter(BaseAdapter):
             content_type=request.headers.get("Content-Type", "application/octet-stream"),
             headers=headers,
         )
+        if threading.current_thread() is not threading.main_thread():
+            # a lab machine's thread (a job's keep-alive): its Django connection ends with the call,
+            # or it would outlive the thread and hold the test database open
+            from django.db import connection
+
+            connection.close()
         resp = requests.Response()
         resp.status_code = answer.status_code
         resp.reason = answer.reason_phrase

@@ -210,6 +210,7 @@ def claimed_job(job: ProfilingJob) -> ClaimedJob:
         plan_rows=plan_rows,
         import_limits=asdict(import_limits()),
         claim_seconds=settings.LATENCYLAB_TASK_TIME_LIMIT,
+        lease_seconds=settings.LATENCYLAB_JOB_LEASE_SECONDS,
     )
 
 

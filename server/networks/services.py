@@ -39,6 +39,7 @@ from devicelab.graph import (
 )
 from devicelab.graph.limits import NO_LIMITS
 from server.accounts.models import Team
+from server.api.parsers import MAX_JSON_DEPTH
 from server.networks.models import ModelState, NetworkModel
 from server.taskqueue import send_after_commit, send_model_parse, try_send
 
@@ -132,6 +133,11 @@ def _parse(data: bytes, filename: str, reraise: tuple[type[BaseException], ...] 
         ) from None
     except GraphError as exc:
         raise BadModel(f"cannot read {filename!r} as a network: {exc}", graph_error=exc) from None
+    except RecursionError:
+        # graph JSON nested past Python's recursion limit: the API's depth limit says what to fix
+        raise BadModel(
+            f"cannot read {filename!r} as a network: it nests more than {MAX_JSON_DEPTH} levels deep"
+        ) from None
     except Exception as exc:  # noqa: BLE001 - a reader's bug must still give the uploader a 4xx
         # The readers promise GraphError for bad input; anything else is logged as their bug,
         # while the uploader still learns that the file was refused and why.

@@ -551,6 +551,31 @@ def _requeue_or_fail(job: ProfilingJob, why: str) -> bool:
     return job.requeue(job.claimed_by or None)
 
 
+def requeue_silent_jobs(now: datetime | None = None) -> list[int]:
+    """Running jobs whose run reported nothing for ``LATENCYLAB_JOB_LEASE_SECONDS`` (a run reports
+    at least every quarter of it) are lost, whatever their worker's heartbeat says (a process
+    hung, a task that ended without a word): back to the queue with an attempt counted, or failed
+    after ``MAX_ATTEMPTS``. Returns their ids."""
+    now = now or timezone.now()
+    lease = django_settings.LATENCYLAB_JOB_LEASE_SECONDS
+    silent_since = now - timedelta(seconds=lease)
+    silent = ProfilingJob.objects.running().filter(
+        Q(progress_at__lt=silent_since) | Q(progress_at__isnull=True, started_at__lt=silent_since)
+    )
+    requeued = []
+    for job in silent:
+        with transaction.atomic():
+            locked = _attempt_of(job.pk, job.claimed_by)
+            if locked is None or (locked.progress_at or locked.started_at or now) >= silent_since:
+                continue  # it ended, or reported, meanwhile
+            _retry_or_fail(locked, job.claimed_by, f"its run reported nothing for {lease} s (a hung process)")
+        release_device(job.device_id)
+        requeued.append(job.pk)
+    if requeued:
+        log.warning("job(s) %s: their run went silent; queued again or failed", requeued)
+    return requeued
+
+
 def requeue_orphaned_jobs(worker_name: str, current_token: str) -> list[ProfilingJob]:
     """For a worker that (re)started: its devices' jobs still RUNNING under an older run token
     go back to the queue and are enqueued again. Returns the re-queued jobs."""
@@ -637,6 +662,7 @@ def sweep_lab(now: datetime | None = None) -> list[Device]:
     marked offline in this sweep."""
     now = now or timezone.now()
     gone = mark_stale_devices_offline(now)
+    requeue_silent_jobs(now)
     waiting_on = Device.objects.offline().filter(profiling_jobs__state=JobState.QUEUED).distinct()
     for device in waiting_on:
         since = device.offline_since.isoformat(timespec="seconds") if device.offline_since else "?"

@@ -86,3 +86,29 @@ def test_one_kill_of_the_device_process_is_retried_and_the_job_succeeds(start_wo
     nxt = wait_finished(submit(e2e_api, upload(e2e_api, tiny_graph("after-restart")), device.pk, QUICK))
     assert nxt.state == "succeeded", nxt.failure_reason
     assert worker.proc.poll() is None  # the agent itself never stopped
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_hung_measuring_process_loses_its_attempt_and_the_job_runs_again(
+    start_worker: Any, e2e_api: Any, settings: Any
+) -> None:
+    settings.LATENCYLAB_JOB_LEASE_SECONDS = 6  # the live server's: claims give it, sweeps use it
+    worker = start_worker()
+    device = worker.device()
+    job_id = submit(e2e_api, upload(e2e_api, long_graph()), device.pk, LONG)
+    wait_running(job_id)
+
+    (pool,) = _device_process(worker).children()
+    pool.suspend()  # SIGSTOP: hung, its agent heart-beating on
+    try:
+        lost = wait_for(
+            lambda: (j := job_row(job_id)).state == "queued" and j,
+            60,
+            "the silent attempt to be taken back",
+            interval=0.5,
+        )
+        assert "attempt 1 lost: its run reported nothing for 6 s" in lost.moved_from
+    finally:
+        pool.resume()
+    job = wait_finished(job_id, timeout=120)
+    assert (job.state, job.attempts) == ("succeeded", 2), job.failure_reason

@@ -83,3 +83,17 @@ def test_a_body_nested_10000_deep_is_refused_naming_the_apis_depth_limit(api: An
     response = api.post(path, b"[" * 10_000 + b"]" * 10_000, content_type="application/json")
     assert response.status_code == 400
     assert response.json()["detail"] == f"JSON parse error - the body nests more than {MAX_JSON_DEPTH} levels deep"
+
+
+def test_a_graph_json_upload_nested_10000_deep_is_refused_naming_the_depth_limit(
+    api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    nested = b'{"name": "deep", "extra": ' + b"[" * 10_000 + b"]" * 10_000 + b"}"
+    with caplog.at_level(logging.ERROR):
+        response = api.post("/api/models/", {"file": SimpleUploadedFile("deep.json", nested)}, format="multipart")
+    assert response.status_code == 400
+    body = response.content.decode()
+    assert f"more than {MAX_JSON_DEPTH} levels deep" in body and "RecursionError" not in body
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no traceback logged

@@ -58,3 +58,31 @@ def test_an_unreachable_server_does_not_stop_the_measurement(
     assert not report.stopped
     job.refresh_from_db()
     assert job.state == "running" and job.progress == 0.0
+
+
+@pytest.mark.django_db(transaction=True)  # the keeper's thread reads the rows on a connection of its own
+def test_a_silent_backend_is_kept_alive_and_learns_of_a_cancel(
+    as_device_process: Any, agent: Any, make_job: Callable[..., Any]
+) -> None:
+    import time
+
+    from server.profiling.services import cancel_job
+
+    job = make_job()
+    token = as_device_process.token
+    claimed = agent.server.claim(job.pk, Claim(token, job.device_id))
+    assert claimed.outcome == "claimed" and claimed.job is not None and claimed.job.lease_seconds > 0
+    report = ProgressReporter(agent.server, job.pk, token, lease_seconds=0.4)
+    report(0.5, "loading the model")
+    job.refresh_from_db()
+    first = job.progress_at
+
+    with report.kept_alive():
+        time.sleep(0.8)  # the backend says nothing: the keeper reports again
+        job.refresh_from_db()
+        assert job.progress_at > first and (job.progress, job.progress_message) == (0.5, "loading the model")
+        cancel_job(job)
+        time.sleep(0.6)  # the keeper's next report learns of the cancel
+        with pytest.raises(JobStopped, match="cancelled"):
+            report(0.6, "measuring")
+    assert report.stopped

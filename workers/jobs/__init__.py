@@ -115,12 +115,13 @@ def run_claimed_job(
 ) -> str:
     """Run a claimed job by its kind and hand its outcome to the server; returns what happened,
     in a word."""
-    progress = ProgressReporter(server, job.id, token)
+    progress = ProgressReporter(server, job.id, token, lease_seconds=job.lease_seconds)
     try:
         run = RUNS.get(job.kind)
         if run is None:
             raise ValueError(f"this worker does not know jobs of kind {job.kind!r}; known: {sorted(RUNS)}")
-        record = with_host_lock(job.kind, run(JobRun(job, info, server, files, progress)), lock)
+        with progress.kept_alive():
+            record = with_host_lock(job.kind, run(JobRun(job, info, server, files, progress)), lock)
     except Exception as exc:
         if _past_time_limit(exc):
             _tell(server.fail, job.id, Ending(token, f"the job ran past the time limit of {soft_limit} s"))
