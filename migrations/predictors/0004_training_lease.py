@@ -4,20 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('predictors', '0003_predictor_guard_rails'),
+        ("predictors", "0003_predictor_guard_rails"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='predictor',
-            name='attempts',
-            field=models.PositiveSmallIntegerField(default=0, help_text='How many times a trainer took its training.'),
+            model_name="predictor",
+            name="attempts",
+            field=models.PositiveSmallIntegerField(default=0, help_text="How many times a trainer took its training."),
         ),
         migrations.AddField(
-            model_name='predictor',
-            name='lease_until',
-            field=models.DateTimeField(blank=True, help_text='While training: until when its trainer is known alive (renewed as it trains); past it, the trainer was lost and the training is queued again.', null=True),
+            model_name="predictor",
+            name="lease_until",
+            field=models.DateTimeField(
+                blank=True,
+                help_text="While training: until when its trainer is known alive (renewed as it trains); past it, the trainer was lost and the training is queued again.",
+                null=True,
+            ),
         ),
     ]

@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('profiling', '0009_operatortiming_p90'),
+        ("profiling", "0009_operatortiming_p90"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='profilingjob',
-            name='process_deaths',
-            field=models.PositiveSmallIntegerField(default=0, help_text="How many of its attempts ended with the measuring process dead (killed, crashed): the first is retried as the machine's failure, a second fails the job as the model's."),
+            model_name="profilingjob",
+            name="process_deaths",
+            field=models.PositiveSmallIntegerField(
+                default=0,
+                help_text="How many of its attempts ended with the measuring process dead (killed, crashed): the first is retried as the machine's failure, a second fails the job as the model's.",
+            ),
         ),
     ]

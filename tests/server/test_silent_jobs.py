@@ -49,7 +49,9 @@ def test_a_silent_running_job_is_queued_again_and_a_reporting_one_left_alone(
 
     silent.refresh_from_db()
     assert (silent.state, silent.claimed_by, silent.attempts) == (JobState.QUEUED, "", 1)
-    assert f"attempt 1 lost: its run reported nothing for {settings.LATENCYLAB_JOB_LEASE_SECONDS} s" in silent.moved_from
+    assert (
+        f"attempt 1 lost: its run reported nothing for {settings.LATENCYLAB_JOB_LEASE_SECONDS} s" in silent.moved_from
+    )
     talking.refresh_from_db()
     assert talking.state == JobState.RUNNING
     assert not report_progress(silent.pk, "run-1", 0.5)  # the lost attempt is told to stop
