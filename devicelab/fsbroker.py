@@ -67,7 +67,7 @@ class Channel(filesystem.Channel):
         partial = os.path.join(self.data_folder_out, f".{name}.part")
         try:
             with open(partial, "wb") as f:
-                f.write(str_to_bytes(dumps(payload)))
+                f.write(str_to_bytes(dumps(payload)))  # type: ignore[no-untyped-call]
             # No fsync: like kombu's, the embedded broker survives a process's crash, not the machine's.
             os.replace(partial, final)
         except OSError as exc:
@@ -103,13 +103,13 @@ class Channel(filesystem.Channel):
         """The message in ``path``, read under kombu's shared lock (a writer that writes in place
         holds its exclusive lock while it writes); None when it does not parse (yet)."""
         with open(path, "rb") as f:
-            filesystem.lock(f, filesystem.LOCK_SH)
+            filesystem.lock(f, filesystem.LOCK_SH)  # type: ignore[no-untyped-call]
             try:
                 data = f.read()
             finally:
-                filesystem.unlock(f)
+                filesystem.unlock(f)  # type: ignore[no-untyped-call]
         try:
-            return loads(bytes_to_str(data))
+            return loads(bytes_to_str(data))  # type: ignore[no-untyped-call]
         except ValueError:
             return None
 
