@@ -185,7 +185,7 @@ def test_a_training_predictor_shows_its_progress_and_reloads(
 ) -> None:
     me = make_member()
     p = make_predictor(make_device(), me.team, state=PredictorState.QUEUED)
-    assert p.claim() and p.report("evaluating: training on 30 networks")
+    assert p.claim(lease_seconds=60) and p.report("evaluating: training on 30 networks")
     html = web_client(me).get(f"/predictors/{p.pk}/").content.decode()
     message = re.search(r'<p id="progress-message">(.*?)</p>', html)
     assert message and message.group(1) == "evaluating: training on 30 networks"

@@ -9,14 +9,13 @@ from typing import Any
 import pytest
 
 from tests.e2e.helpers import RESEND_AFTER_SECONDS
-from tests.e2e.test_predictor_trainer import start_trainer  # noqa: F401  (the trainer fixture)
 from tests.waiting import wait_for
 
 SPEC = {"scenario": "paper", "sla_targets_ms": [120, 300], "profiles": ["campus_wifi", "lte"], "requests": 500}
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_trainer_runs_a_simulation_asked_for_through_the_api(start_trainer: Any, e2e_api: Any) -> None:  # noqa: F811
+def test_the_trainer_runs_a_simulation_asked_for_through_the_api(start_trainer: Any, e2e_api: Any) -> None:
     from server.selection.models import SelectionSimulation
     from server.selection.simulations import submit_simulation
 
