@@ -97,12 +97,6 @@ def running_up(tmp_path: Path) -> Iterator[_Up]:
         yield up
     finally:
         up.kill_group()
-        for p in psutil.process_iter():
-            try:
-                if p.environ().get("LATENCYLAB_VAR_DIR") == str(up.db.parent):
-                    p.kill()  # a process that left the group: no test leaves anything running
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
 
 
 def _port_is_free(port: int) -> bool:

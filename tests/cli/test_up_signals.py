@@ -91,11 +91,19 @@ class Up:
         raise AssertionError(f"no live child {word!r} of up")
 
     def kill_group(self) -> None:
+        """SIGKILL its whole group, and any process of its var folder that left the group: no
+        test leaves anything running."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         self.proc.wait(timeout=30)
+        for p in psutil.process_iter():
+            try:
+                if p.environ().get("LATENCYLAB_VAR_DIR") == str(self.db.parent):
+                    p.kill()
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
 
 
 @pytest.fixture
@@ -111,12 +119,6 @@ def start_up(tmp_path: Path) -> Iterator[type[Up]]:
     yield start  # type: ignore[misc]
     for up in started:
         up.kill_group()
-        for p in psutil.process_iter():
-            try:
-                if p.environ().get("LATENCYLAB_VAR_DIR") == str(up.db.parent):
-                    p.kill()  # a process that left the group: no test leaves anything running
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
 
 
 def _gone(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:

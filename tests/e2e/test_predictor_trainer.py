@@ -15,9 +15,21 @@ from tests.waiting import wait_for
 CELL = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_3x3~1|skip_connect~2|"
 
 
+def _trained(pk: int, trainer: Any, what: str) -> Any:
+    """The predictor's row once it is ready or failed; the trainer must not exit meanwhile."""
+    from server.predictors.models import Predictor
+
+    def finished() -> Any:
+        if trainer.poll() is not None:
+            raise AssertionError(f"the trainer exited with {trainer.returncode}")
+        row = Predictor.objects.get(pk=pk)
+        return row if row.state in ("ready", "failed") else None
+
+    return wait_for(finished, 240, what)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_requested_predictor_is_trained_by_the_trainer_process(start_trainer: Any, e2e_api: Any) -> None:
-    from server.predictors.models import Predictor
     from server.predictors.qed_import import import_qed
     from server.predictors.serving import clear_cache
 
@@ -31,13 +43,7 @@ def test_a_requested_predictor_is_trained_by_the_trainer_process(start_trainer: 
     assert resp.status_code == 202, resp.content
     pk = resp.json()["id"]
 
-    def finished() -> Any:
-        if trainer.poll() is not None:
-            raise AssertionError(f"the trainer exited with {trainer.returncode}")
-        row = Predictor.objects.get(pk=pk)
-        return row if row.state in ("ready", "failed") else None
-
-    row = wait_for(finished, 240, f"predictor {pk} to be trained")
+    row = _trained(pk, trainer, f"predictor {pk} to be trained")
     assert row.state == "ready", row.failure_reason
     assert row.started_at is not None and row.trained_at is not None
     assert row.evaluation["protocol"] == "grouped 5-fold cv" and row.e2e_mape > 0
@@ -65,11 +71,5 @@ def test_a_trainer_killed_mid_training_leaves_the_training_to_the_next_one(start
 
     second = start_trainer()
 
-    def finished() -> Any:
-        if second.poll() is not None:
-            raise AssertionError(f"the trainer exited with {second.returncode}")
-        row = Predictor.objects.get(pk=pk)
-        return row if row.state in ("ready", "failed") else None
-
-    row = wait_for(finished, 240, f"predictor {pk} to be trained by the second trainer")
+    row = _trained(pk, second, f"predictor {pk} to be trained by the second trainer")
     assert (row.state, row.attempts) == ("ready", 2), row.failure_reason

@@ -145,16 +145,22 @@ def import_in_subprocess(data: bytes, tmp: Path, address_space: int = 2 * 1024**
     return what happened: refused or not, node, op, message, the limit, and peak RSS in kB."""
     path = tmp / "hostile.onnx"
     path.write_bytes(data)
+    return _run_child(_CHILD, path, address_space)
+
+
+def _run_child(source: str, argument: Path, address_space: int) -> dict[str, Any]:
+    """Run ``source`` in a fresh interpreter of this checkout with ``argument`` and the address
+    space cap; what it printed last, as JSON."""
     root = Path(__file__).resolve().parents[3]
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(path), str(address_space)],
+        [sys.executable, "-c", source, str(argument), str(address_space)],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=root,
         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1"},
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -309,14 +315,4 @@ def import_many_in_subprocess(files: dict[str, bytes], tmp: Path, address_space:
         paths[case] = str(path)
     listing = tmp / "cases.json"
     listing.write_text(json.dumps(paths))
-    root = Path(__file__).resolve().parents[3]
-    proc = subprocess.run(
-        [sys.executable, "-c", _FAMILY_CHILD, str(listing), str(address_space)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
-        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1"},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return _run_child(_FAMILY_CHILD, listing, address_space)
