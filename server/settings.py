@@ -313,9 +313,9 @@ LATENCYLAB_TASK_TIME_LIMIT = env_int("LATENCYLAB_TASK_TIME_LIMIT", 3600, minimum
 # the device's agent (its message was lost: a broker restarted without persistence, a device
 # process killed after it took the message). Re-sending is harmless: the claim is conditional.
 LATENCYLAB_RESEND_AFTER_SECONDS = env_int("LATENCYLAB_RESEND_AFTER_SECONDS", 60, minimum=1)
-# A predictor in training holds a lease this long, renewed by its trainer every quarter of it: a
-# lease that ran out means the trainer was lost (killed, out of memory, restarted), and the
-# trainers' sweeper queues the training again, or fails it after MAX_TRAINING_ATTEMPTS.
+# A predictor in training (and a running selection simulation) holds a lease this long, renewed by
+# its trainer every quarter of it: a lease that ran out means the trainer was lost (killed, out of
+# memory, restarted), and the trainers' sweeper queues the work again, or fails it after 3 attempts.
 # A running job whose run reported no progress for this long (it reports at least every quarter
 # of it while it runs) is taken for lost, its worker alive or not, and queued again (an attempt
 # counted) by the lab's sweep.

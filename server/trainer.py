@@ -20,8 +20,9 @@ an idle trainer would have taken their messages, so they were lost.
 It also sweeps every ``LATENCYLAB_HEARTBEAT_SECONDS``, whatever it is doing: the lab
 (``sweep_lab``: devices whose lab machine stopped heart-beating go offline and their jobs move or
 wait, even when no machine is left to heart-beat; each lab heartbeat sweeps too) and the trainings
-whose lease ran out (``sweep_lost_trainings``: a trainer killed mid-training leaves its predictor
-``training`` with a lease nobody renews; it is queued again, or failed after its attempts). The
+and simulations whose lease ran out (``sweep_lost_trainings``, ``sweep_lost_simulations``: a
+trainer killed mid-work leaves its row with a lease nobody renews; it is queued again, or failed
+after its attempts). The
 sweeps' writes are conditional, so two sweeps at once do the work once.
 """
 
@@ -88,12 +89,14 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
     from server.celery_app import app
     from server.networks.services import resend_parsing_models
     from server.predictors.services import sweep_lost_trainings
+    from server.selection.simulations import sweep_lost_simulations
     from server.taskqueue import models_queue, trainer_queue
 
     node = name or f"trainer.{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     node = re.sub(r"[^A-Za-z0-9_.@-]", "-", node)
     resend_parsing_models()
     sweep_lost_trainings()
+    sweep_lost_simulations()
     stop = threading.Event()
     threading.Thread(target=_reconcile_while_idle, args=(stop,), name="reconciler", daemon=True).start()
     threading.Thread(target=_sweep_forever, args=(stop,), name="sweeper", daemon=True).start()
@@ -112,6 +115,7 @@ def _sweep_forever(stop: threading.Event) -> None:
 
     from server.predictors.services import sweep_lost_trainings
     from server.profiling.services import sweep_lab
+    from server.selection.simulations import sweep_lost_simulations
 
     while not stop.wait(float(settings.LATENCYLAB_HEARTBEAT_SECONDS)):
         try:
@@ -120,6 +124,7 @@ def _sweep_forever(stop: threading.Event) -> None:
                     "device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker
                 )
             sweep_lost_trainings()
+            sweep_lost_simulations()
         except Exception:  # a database hiccup must not end the sweeps: the next one retries
             log.exception("sweeping the lab failed")
         finally:
@@ -136,7 +141,7 @@ def _reconcile_while_idle(stop: threading.Event) -> None:
 
     from server.networks.services import resend_parsing_models
     from server.predictors.services import resend_queued_predictors
-    from server.selection.simulations import requeue_stale_simulations, resend_queued_simulations
+    from server.selection.simulations import resend_queued_simulations
 
     interval = float(settings.LATENCYLAB_RESEND_AFTER_SECONDS)
     while not stop.wait(interval):
@@ -146,7 +151,6 @@ def _reconcile_while_idle(stop: threading.Event) -> None:
             cutoff = timezone.now() - timedelta(seconds=interval)
             resend_parsing_models(uploaded_before=cutoff)
             resend_queued_predictors(requested_before=cutoff)
-            requeue_stale_simulations(timezone.now() - timedelta(seconds=int(settings.CELERY_TASK_TIME_LIMIT)))
             resend_queued_simulations(requested_before=cutoff)
         except Exception:  # a database or broker hiccup must not end the loop: the next round retries
             log.exception("the trainer's reconciliation failed")

@@ -10,14 +10,13 @@ stores the artifact, or fails the row saying why.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -29,6 +28,7 @@ from devicelab.predict.models import SEARCHES
 from devicelab.predict.predictor import OVERHEADS, Scenario
 from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind
+from server.leases import LeaseKeeper
 from server.predictors.models import (
     ImportedMeasurement,
     Predictor,
@@ -331,7 +331,7 @@ def run_training(
     lease = float(django_settings.LATENCYLAB_TRAINING_LEASE_SECONDS)
     if not row.claim(lease):
         return row
-    with LeaseKeeper(row, lease):
+    with LeaseKeeper(lambda: row.renew_lease(lease), lease / 4, f"predictor {row.pk}"):
         return _train(row, progress, reraise, enqueue_table)
 
 
@@ -376,37 +376,6 @@ def _train(
             then="its predictions of NB-201 cells are computed cell by cell",
         )
     return row
-
-
-class LeaseKeeper:
-    """While training runs, renews its predictor's lease every quarter of the lease, in a thread
-    of its own (training holds the main thread for minutes without a word); the lease lapses
-    when the trainer dies, which is how the sweeper knows."""
-
-    def __init__(self, row: Predictor, lease_seconds: float) -> None:
-        self.row, self.lease = row, lease_seconds
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._renew, name=f"lease-{row.pk}", daemon=True)
-
-    def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def _renew(self) -> None:
-        try:
-            while not self._stop.wait(self.lease / 4):
-                try:
-                    if not self.row.renew_lease(self.lease):
-                        return  # finished, or lost and queued again meanwhile
-                except DatabaseError:  # a dropped connection: the next renewal opens another
-                    log.warning("predictor %s: its lease was not renewed this time", self.row.pk, exc_info=True)
-                    connection.close()
-        finally:
-            connection.close()  # this thread's own connection
 
 
 def sweep_lost_trainings(now: datetime | None = None) -> list[int]:

@@ -38,6 +38,12 @@ class SelectionSimulation(models.Model):
     result = models.JSONField(null=True, blank=True, help_text="devicelab.selection SimulationResult.as_dict().")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    lease_until = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="While running: until when its trainer is known alive (renewed as it runs); past it, the "
+        "trainer was lost and the simulation is queued again.",
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -14,16 +14,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from devicelab.selection import POLICIES, ModelProfile, NetworkProfile, paper_scenario, simulate
 from devicelab.text import clip_middle
 from server.accounts.models import Team
 from server.devices.models import Device
+from server.leases import LeaseKeeper
 from server.selection.models import SelectionSimulation, SimulationState
 from server.selection.profiles import candidate_profiles
 from server.selection.services import network_profile
@@ -166,40 +170,78 @@ def resend_queued_simulations(requested_before: Any) -> list[int]:
     return [pk for pk in ids if _dispatch(pk)]
 
 
-def requeue_stale_simulations(started_before: Any) -> list[int]:
-    """Put back in the queue every simulation running since before ``started_before`` (longer
-    than the task time limit: its trainer died without failing it); their ids."""
-    stale = SelectionSimulation.objects.filter(state=SimulationState.RUNNING, started_at__lt=started_before)
-    ids = list(stale.values_list("pk", flat=True))
-    stale.filter(pk__in=ids).update(state=SimulationState.QUEUED, claimed_by="", progress_message="requeued")
-    if ids:
-        log.warning("simulation(s) %s ran past the time limit without an end: queued again", ids)
-    return ids
+# A simulation whose trainer was lost this many times fails (one that kills its trainer must
+# not take every trainer down in turn).
+MAX_SIMULATION_ATTEMPTS = 3
+
+
+def sweep_lost_simulations(now: datetime | None = None) -> list[int]:
+    """Simulations whose lease ran out (their trainer was killed, ran out of memory or restarted)
+    are queued again and sent, or failed, saying why, after ``MAX_SIMULATION_ATTEMPTS`` attempts;
+    their ids. Run by every trainer's sweeper; the conditional updates do the work once."""
+    now = now or timezone.now()
+    limit = django_settings.CELERY_TASK_TIME_LIMIT
+    lapsed = SelectionSimulation.objects.filter(state=SimulationState.RUNNING).filter(
+        Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - timedelta(seconds=limit))
+    )
+    swept = []
+    for row in lapsed.only("pk", "attempts", "claimed_by"):
+        held = SelectionSimulation.objects.filter(pk=row.pk, state=SimulationState.RUNNING, claimed_by=row.claimed_by)
+        lost = f"attempt {row.attempts} lost: the trainer stopped while simulating (killed, out of memory or restarted)"
+        if row.attempts >= MAX_SIMULATION_ATTEMPTS:
+            done = held.update(
+                state=SimulationState.FAILED,
+                failure_reason=f"{lost}; it was attempted {row.attempts} times (limit {MAX_SIMULATION_ATTEMPTS})",
+                finished_at=now,
+                lease_until=None,
+            )
+        else:
+            done = held.update(
+                state=SimulationState.QUEUED, claimed_by="", progress_message=f"{lost}; queued again", lease_until=None
+            )
+            if done:
+                _dispatch(row.pk)
+        if done:
+            swept.append(row.pk)
+    if swept:
+        log.warning("simulation(s) %s: their trainer was lost; queued again or failed", swept)
+    return swept
 
 
 def run_simulation(simulation_id: int, token: str) -> SelectionSimulation | None:
     """Claim a queued simulation, run it, store its result (or why it failed); None when it was
     not queued (another message took it, or it is gone)."""
     now = timezone.now()
+    lease = float(django_settings.LATENCYLAB_TRAINING_LEASE_SECONDS)
     claimed = SelectionSimulation.objects.filter(pk=simulation_id, state=SimulationState.QUEUED).update(
-        state=SimulationState.RUNNING, claimed_by=token, started_at=now, progress_message="simulating"
+        state=SimulationState.RUNNING,
+        claimed_by=token,
+        started_at=now,
+        progress_message="simulating",
+        attempts=F("attempts") + 1,
+        lease_until=now + timedelta(seconds=lease),
     )
     if claimed != 1:
         return None
     row = SelectionSimulation.objects.get(pk=simulation_id)
-    row.attempts += 1
     spec = row.spec
+    held = SelectionSimulation.objects.filter(pk=simulation_id, claimed_by=token, state=SimulationState.RUNNING)
+
+    def renew() -> bool:
+        return held.update(lease_until=timezone.now() + timedelta(seconds=lease)) == 1
+
     try:
-        result = simulate(
-            [ModelProfile.from_dict(m) for m in spec["models"]],
-            sla_targets_ms=spec["sla_targets_ms"],
-            profiles=[NetworkProfile.from_dict(p) for p in spec["profiles"]],
-            requests=spec["requests"],
-            seed=spec["seed"],
-            policies=spec["policies"],
-            threshold_ms=spec["threshold_ms"],
-            request_bytes=spec["input_bytes"],
-        ).as_dict()
+        with LeaseKeeper(renew, lease / 4, f"simulation {simulation_id}"):
+            result = simulate(
+                [ModelProfile.from_dict(m) for m in spec["models"]],
+                sla_targets_ms=spec["sla_targets_ms"],
+                profiles=[NetworkProfile.from_dict(p) for p in spec["profiles"]],
+                requests=spec["requests"],
+                seed=spec["seed"],
+                policies=spec["policies"],
+                threshold_ms=spec["threshold_ms"],
+                request_bytes=spec["input_bytes"],
+            ).as_dict()
     except Exception as exc:  # noqa: BLE001 - a bad frozen spec or a bug: the row says which
         log.exception("simulation %s failed", simulation_id)
         fail_simulation(simulation_id, f"{type(exc).__name__}: {exc}", token)
@@ -210,7 +252,7 @@ def run_simulation(simulation_id: int, token: str) -> SelectionSimulation | None
         progress=1.0,
         progress_message="done",
         finished_at=timezone.now(),
-        attempts=row.attempts,
+        lease_until=None,
     )
     return SelectionSimulation.objects.get(pk=simulation_id)
 
@@ -228,7 +270,7 @@ def fail_simulation(simulation_id: int, reason: str, token: str | None = None) -
 
 __all__ = [
     "fail_simulation",
-    "requeue_stale_simulations",
+    "sweep_lost_simulations",
     "resend_queued_simulations",
     "run_simulation",
     "submit_simulation",

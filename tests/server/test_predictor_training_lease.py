@@ -72,12 +72,12 @@ def test_a_training_lost_at_its_last_attempt_fails_saying_why(member: Any, make_
 
 @pytest.mark.django_db(transaction=True)
 def test_the_lease_is_renewed_while_training_runs_and_not_for_another_attempt(member: Any, make_device: Any) -> None:
+    from server.leases import LeaseKeeper
     from server.predictors.models import Predictor
-    from server.predictors.services import LeaseKeeper
 
     row = _training(member, make_device, lease_seconds=0.4)
     first = row.lease_until
-    with LeaseKeeper(row, 0.4):
+    with LeaseKeeper(lambda: row.renew_lease(0.4), 0.1, f"predictor {row.pk}"):
         time.sleep(1.0)  # four renewals' worth
         renewed = Predictor.objects.get(pk=row.pk).lease_until
     assert renewed > first + timedelta(seconds=0.3)

@@ -17,9 +17,10 @@ from server.networks.services import model_graph
 from server.profiling.services import claim_job, ingest_result
 from server.selection.models import SelectionSimulation, SimulationState
 from server.selection.simulations import (
-    requeue_stale_simulations,
+    MAX_SIMULATION_ATTEMPTS,
     run_simulation,
     submit_simulation,
+    sweep_lost_simulations,
 )
 from tests.server import conftest as server_fixtures
 from tests.server.factories import profile_result, tiny_graph
@@ -99,13 +100,36 @@ def test_bad_requests_name_the_field_and_store_nothing(member: Any, raw: dict[st
     assert not SelectionSimulation.objects.exists()
 
 
-def test_a_run_that_died_is_queued_again(member: Any) -> None:
+def test_a_run_whose_lease_lapsed_is_queued_again_then_failed_past_its_attempts(member: Any) -> None:
+    row = submit_simulation(member.team, {"scenario": "paper", **SMALL}, enqueue=False)
+    lapsed = timezone.now() - timedelta(seconds=1)
+    SelectionSimulation.objects.filter(pk=row.pk).update(
+        state=SimulationState.RUNNING, claimed_by="dead", attempts=1, started_at=lapsed, lease_until=lapsed
+    )
+    assert sweep_lost_simulations() == [row.pk]
+    row.refresh_from_db()
+    assert (row.state, row.claimed_by) == (SimulationState.QUEUED, "")
+    assert row.progress_message.startswith("attempt 1 lost: the trainer stopped while simulating")
+    done = run_simulation(row.pk, "t-new")
+    assert done is not None and (done.state, done.attempts, done.lease_until) == (SimulationState.SUCCEEDED, 2, None)
+
+    SelectionSimulation.objects.filter(pk=row.pk).update(
+        state=SimulationState.RUNNING, claimed_by="dead", attempts=MAX_SIMULATION_ATTEMPTS, lease_until=lapsed
+    )
+    assert sweep_lost_simulations() == [row.pk]
+    row.refresh_from_db()
+    assert row.state == SimulationState.FAILED and f"limit {MAX_SIMULATION_ATTEMPTS}" in row.failure_reason
+
+
+def test_a_running_simulation_with_a_live_lease_is_left_alone(member: Any) -> None:
     row = submit_simulation(member.team, {"scenario": "paper", **SMALL}, enqueue=False)
     SelectionSimulation.objects.filter(pk=row.pk).update(
-        state=SimulationState.RUNNING, claimed_by="dead", started_at=timezone.now() - timedelta(hours=3)
+        state=SimulationState.RUNNING,
+        claimed_by="alive",
+        attempts=1,
+        lease_until=timezone.now() + timedelta(seconds=30),
     )
-    assert requeue_stale_simulations(timezone.now() - timedelta(hours=1)) == [row.pk]
-    assert run_simulation(row.pk, "t-new").state == SimulationState.SUCCEEDED  # type: ignore[union-attr]
+    assert sweep_lost_simulations() == []
 
 
 def test_the_api_queues_lists_and_shows_a_simulation(api: Any) -> None:
