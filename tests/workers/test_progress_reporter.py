@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from devicelab.lab_protocol import Claim
+from tests.waiting import wait_for
 from workers.failures import JobStopped
 from workers.jobs.progress import ProgressReporter
 
@@ -64,8 +65,6 @@ def test_an_unreachable_server_does_not_stop_the_measurement(
 def test_a_silent_backend_is_kept_alive_and_learns_of_a_cancel(
     as_device_process: Any, agent: Any, make_job: Callable[..., Any]
 ) -> None:
-    import time
-
     from server.profiling.services import cancel_job
 
     job = make_job()
@@ -77,12 +76,16 @@ def test_a_silent_backend_is_kept_alive_and_learns_of_a_cancel(
     job.refresh_from_db()
     first = job.progress_at
 
-    with report.kept_alive():
-        time.sleep(0.8)  # the backend says nothing: the keeper reports again
+    def reported_again() -> bool:
         job.refresh_from_db()
-        assert job.progress_at > first and (job.progress, job.progress_message) == (0.5, "loading the model")
+        return bool(job.progress_at > first)
+
+    with report.kept_alive():
+        # the backend says nothing: the keeper reports the last progress again
+        wait_for(reported_again, 30, "the keeper to report again", interval=0.1)
+        assert (job.progress, job.progress_message) == (0.5, "loading the model")
         cancel_job(job)
-        time.sleep(0.6)  # the keeper's next report learns of the cancel
+        wait_for(lambda: report.stop_told, 30, "the keeper to learn of the cancel", interval=0.1)
         with pytest.raises(JobStopped, match="cancelled"):
             report(0.6, "measuring")
     assert report.stopped
