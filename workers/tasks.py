@@ -129,4 +129,4 @@ def run_profiling_job(self: Task, job_id: int) -> str:
         if answer.outcome != "claimed" or answer.job is None:
             log.info("job %s: %s (%s)", job_id, answer.outcome, answer.message)
             return answer.outcome
-        return run_claimed_job(answer.job, info, server, ctx.token, files, outbox, soft_limit, lock)
+        return run_claimed_job(answer.job, info, server, ctx.token, files, outbox, soft_limit, lock, worker=ctx.name)

@@ -54,7 +54,13 @@ class BackendError(RuntimeError):
 class DeviceLost(RuntimeError):
     """The device or the way to it failed during a job (a phone unplugged mid-run, a transport
     error, a timeout): an *infrastructure* failure, so the job is retried on the same or an
-    equivalent device, up to its attempt limit. The message says what was lost and when."""
+    equivalent device, up to its attempt limit. The message says what was lost and when.
+    ``gone``: the device itself is not there now (a phone absent, offline or unauthorized on its
+    adb server), not just one failed exchange with it."""
+
+    def __init__(self, message: str, gone: bool = False) -> None:
+        super().__init__(message)
+        self.gone = gone
 
 
 class UnsupportedSetting(ValueError):

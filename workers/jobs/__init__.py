@@ -17,8 +17,8 @@ from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 
-from devicelab.backends.base import DeviceInfo
-from devicelab.lab_protocol import ClaimedJob, Ending, Outcome, ResultPost
+from devicelab.backends.base import DeviceInfo, DeviceLost
+from devicelab.lab_protocol import ClaimedJob, DevicesGone, Ending, Outcome, ResultPost
 from devicelab.measure.environment import HostLockRecord
 from workers.failures import classify
 from workers.jobs.fusion import run_fusion_plan_job, run_fusion_sweep_job
@@ -103,6 +103,18 @@ def _past_time_limit(exc: BaseException) -> bool:
     return False
 
 
+def _device_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it wraps) says the device itself is not there now."""
+    link: BaseException | None = exc
+    seen: list[BaseException] = []
+    while link is not None and link not in seen:
+        if isinstance(link, DeviceLost) and link.gone:
+            return True
+        seen.append(link)
+        link = link.__cause__ or link.__context__
+    return False
+
+
 def run_claimed_job(
     job: ClaimedJob,
     info: DeviceInfo,
@@ -112,9 +124,11 @@ def run_claimed_job(
     outbox: Outbox,
     soft_limit: int | None,
     lock: HostLockRecord | None = None,
+    worker: str = "",
 ) -> str:
     """Run a claimed job by its kind and hand its outcome to the server; returns what happened,
-    in a word."""
+    in a word. ``worker``: the worker name its device is registered under (to say the device
+    is gone when the run finds it so)."""
     progress = ProgressReporter(server, job.id, token, lease_seconds=job.lease_seconds)
     try:
         run = RUNS.get(job.kind)
@@ -131,6 +145,14 @@ def run_claimed_job(
             log.info("job %s stopped: cancelled or taken over", job.id)
             return "stopped"
         if failure.action == "retry":
+            if worker and _device_gone(exc):
+                # The device is not there (a phone pulled mid-run): say so now, so that the job
+                # moves to an equivalent device instead of burning its attempts on this one
+                # before the agent's next look at the adb list.
+                try:
+                    server.devices_gone(DevicesGone(worker, token, {str(job.device): failure.reason}))
+                except (ServerUnreachable, TokenRevoked, Refused) as gone_exc:
+                    log.warning("job %s: could not tell the server that its device is gone: %s", job.id, gone_exc)
             answer = _tell(server.retry, job.id, Ending(token, failure.reason))
             outcome = answer.outcome if answer is not None else "unreported"
             log.warning("job %s: %s; %s", job.id, exc, outcome)

@@ -133,7 +133,7 @@ class PhoneLink:
         """``DeviceLost`` unless the phone is attached and authorized."""
         state = self.state()
         if state != "device":
-            raise DeviceLost(f"phone {self.serial} is {state} on the adb server, not ready")
+            raise DeviceLost(f"phone {self.serial} is {state} on the adb server, not ready", gone=True)
 
     def run(self, command: str, timeout: float = COMMAND_TIMEOUT_S) -> ShellOutput:
         """Run a short command (shell v2: separate stdout/stderr and the exit code)."""
