@@ -129,5 +129,7 @@ def test_paced_transfer_takes_delay_plus_bytes_over_rate(nbytes: int, bytes_per_
     # never faster than the link (the bucket starts empty); slower only by the machine's noise,
     # bounded generously here (docs/remote.md has the few percent measured on an idle machine)
     assert sent >= 0.99 * expected
-    assert received >= sent * 0.99
+    # the last byte arrives no sooner than the link lets it (the sender may return a little after
+    # it arrived: its last pacing pause ends after the send)
+    assert received >= 0.99 * expected
     assert received <= 1.3 * expected + 15.0
