@@ -104,9 +104,13 @@ class Heartbeat(JsonRecord):
 
 @dataclass(frozen=True)
 class HeartbeatAnswer(JsonRecord):
-    """How many of the devices the server heard of."""
+    """How many of the devices the server heard of; ``gone``: those of the named devices it holds
+    offline because this machine said they left it (a run found its phone unplugged). A heartbeat
+    does not bring such a device back, as the machine's list may predate the unplug: the machine
+    looks again and registers the device anew if it is there."""
 
     devices: int
+    gone: list[str] = field(default_factory=list)
 
     json_name = "heartbeat answer"
 

@@ -140,6 +140,9 @@ class DeviceAgent:
             for d in [*added, *back]:
                 self.present[d.found.identity] = True
         if back:
+            # Registered anew (a device its machine said was gone comes back only so), then
+            # heart-beaten, which sends the messages of its waiting jobs.
+            self._register([d.found for d in back], start=False)
             self.server.heartbeat(Heartbeat(self.worker_name, self.token, [d.row.identity for d in back]))
         for d in added:
             log.info("worker %r now holds device #%s %s (%s)", self.worker_name, d.pk, d.row.name, d.row.identity)
@@ -192,9 +195,33 @@ class DeviceAgent:
         results waiting on the disk when one is due."""
         with self._lock:
             restarting = sorted(self.restarting)
-        self.server.heartbeat(Heartbeat(self.worker_name, self.token, self.identities, restarting))
+        answer = self.server.heartbeat(Heartbeat(self.worker_name, self.token, self.identities, restarting))
+        if answer.gone:
+            self._held_gone(set(answer.gone))
         if self.outbox is not None and self.outbox.due():
             self.outbox.round(self.server)
+
+    def _held_gone(self, identities: set[str]) -> None:
+        """The server holds these devices offline because this machine said they left it (a run
+        found its phone unplugged) while this agent still counts them as there. A phone is looked
+        for again on the adb list at the tracker's next poll, and registered anew if it is ready
+        (a glitch the poll never saw must not leave it offline for good); a device of another kind
+        cannot be unplugged, and is registered anew now."""
+        with self._lock:
+            held = [
+                d for d in self.devices if d.row.identity in identities and self.present.get(d.found.identity, True)
+            ]
+            for d in held:
+                if d.found.kind == "android":
+                    self.present[d.found.identity] = False
+        if held:
+            log.warning(
+                "the server holds device(s) %s offline as gone; looking for them again",
+                ", ".join(f"#{d.pk} {d.row.name}" for d in held),
+            )
+        others = [d.found for d in held if d.found.kind != "android"]
+        if others:
+            self.add_devices(others)
 
     def _beat_forever(self, interval: float) -> None:
         missed = 0

@@ -24,16 +24,12 @@ log = logging.getLogger("latencylab.workers")
 POLL_ENV = "LATENCYLAB_ADB_POLL_SECONDS"
 DEFAULT_POLL_SECONDS = 2.0
 
-_REASONS = {
-    "absent": "unplugged: no longer listed by the adb server",
-    "offline": "adb lists it 'offline' (the USB link or adbd is not answering)",
-    "unauthorized": "adb lists it 'unauthorized': accept the USB debugging prompt on the phone",
-}
-
 
 def reason_for(state: str) -> str:
     """Why a phone in this adb state cannot be used, in words a lab admin can act on."""
-    return _REASONS.get(state, f"adb lists it {state!r}, not 'device'")
+    from devicelab.backends.android.adb import state_reason
+
+    return state_reason(state)
 
 
 def poll_seconds() -> float:

@@ -59,6 +59,12 @@ class DeviceQuerySet(models.QuerySet["Device"]):
         """Devices marked offline."""
         return self.filter(status=DeviceStatus.OFFLINE)
 
+    def said_gone(self) -> DeviceQuerySet:
+        """Offline devices their machine said left it (unplugged, listed ``offline`` on adb, the
+        worker stopping): ``take_devices_offline`` clears their last heartbeat, so a heartbeat that
+        names them again does not bring them back; their registration does."""
+        return self.offline().filter(last_heartbeat__isnull=True)
+
     def of_worker(self, worker_name: str) -> DeviceQuerySet:
         """Devices held by the named worker."""
         return self.filter(worker=worker_name)
@@ -101,7 +107,11 @@ class Device(models.Model):
     signature = models.CharField(max_length=512, blank=True, editable=False)
     status = models.CharField(max_length=16, choices=DeviceStatus.choices, default=DeviceStatus.ONLINE)
     worker = models.CharField(max_length=200, blank=True, help_text="Name of the worker that holds the device.")
-    last_heartbeat = models.DateTimeField(null=True, blank=True)
+    last_heartbeat = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Empty on an offline device when its machine said it left (see DeviceQuerySet.said_gone).",
+    )
     offline_since = models.DateTimeField(null=True, blank=True)
     offline_reason = models.CharField(
         max_length=300,

@@ -44,15 +44,19 @@ def register_devices(worker_name: str, infos: Iterable[DeviceInfo]) -> list[Devi
     return devices
 
 
-def heartbeat(worker_name: str, device_identities: Iterable[str], now: datetime | None = None) -> int:
-    """Record that a worker still holds these devices; returns how many rows it refreshed.
+def heartbeat(worker_name: str, device_identities: Iterable[str], now: datetime | None = None) -> tuple[int, list[str]]:
+    """Record that a worker still holds these devices; returns how many rows it refreshed, and
+    the identities of the named devices that stay offline because the machine said they left it.
 
-    Offline devices that heart-beat again come back online. Devices whose worker stopped
-    heart-beating are swept by one owner, the agent's loop (``workers.agent``), not here.
+    Devices that went offline for want of a heartbeat come back online. A device its machine said
+    was gone (``Device.said_gone``) does not: the heartbeat's list may predate the unplug that a
+    run found, and only the device's registration brings it back. The lab-wide sweep of stale
+    devices runs elsewhere (``server.profiling.services.sweep_lab``).
     """
     now = now or timezone.now()
-    identities = list(device_identities)
-    mine = Device.objects.of_worker(worker_name).filter(identity__in=identities)
-    refreshed = mine.update(last_heartbeat=now)
-    mine.filter(status=DeviceStatus.OFFLINE).update(status=DeviceStatus.ONLINE, offline_since=None, offline_reason="")
-    return refreshed
+    named = Device.objects.of_worker(worker_name).filter(identity__in=list(device_identities))
+    # Conditional updates: a device said gone in the meantime is left as it is.
+    alive = named.exclude(status=DeviceStatus.OFFLINE, last_heartbeat__isnull=True)
+    refreshed = alive.update(last_heartbeat=now)
+    alive.filter(status=DeviceStatus.OFFLINE).update(status=DeviceStatus.ONLINE, offline_since=None, offline_reason="")
+    return refreshed, sorted(named.said_gone().values_list("identity", flat=True))

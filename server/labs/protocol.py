@@ -153,7 +153,7 @@ def beat(lab: LabMachine, hb: Heartbeat) -> HeartbeatAnswer:
     and the machine's idle devices (not those whose process is restarting) get the messages of
     queued jobs that went missing."""
     _check_worker(lab, hb.worker)
-    n = heartbeat(hb.worker, hb.identities)
+    n, gone = heartbeat(hb.worker, hb.identities)
     for device in sweep_lab():
         log.warning("device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker)
     # A device whose process is restarting is not idle: its messages wait in its queue for it.
@@ -161,7 +161,7 @@ def beat(lab: LabMachine, hb: Heartbeat) -> HeartbeatAnswer:
         Device.objects.of_worker(hb.worker).filter(identity__in=hb.identities).exclude(identity__in=hb.restarting)
     )
     resend_lost_jobs(list(consuming.values_list("pk", flat=True)))
-    return HeartbeatAnswer(devices=n)
+    return HeartbeatAnswer(devices=n, gone=gone)
 
 
 def devices_gone(lab: LabMachine, gone: DevicesGone) -> Outcome:

@@ -735,6 +735,8 @@ def take_devices_offline(reasons: dict[int, str], now: datetime | None = None) -
     now = now or timezone.now()
     gone = []
     for device_id, reason in reasons.items():
+        # No last heartbeat: the machine said it left (``said_gone``), and a heartbeat whose
+        # list predates that does not bring it back.
         marked = (
             Device.objects.online()
             .filter(pk=device_id)
@@ -743,7 +745,7 @@ def take_devices_offline(reasons: dict[int, str], now: datetime | None = None) -
         if marked:
             gone.append(device_id)
         else:
-            Device.objects.filter(pk=device_id).update(offline_reason=reason[:300])
+            Device.objects.filter(pk=device_id).update(offline_reason=reason[:300], last_heartbeat=None)
     for device in Device.objects.filter(pk__in=gone):
         log.warning(
             "device %s (#%s) of worker %r went offline: %s", device.name, device.pk, device.worker, reasons[device.pk]

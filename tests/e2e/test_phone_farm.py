@@ -104,7 +104,11 @@ def test_a_phone_unplugged_mid_job_loses_nothing(
     slow.time_scale = 400.0  # its runs take seconds: time to pull the cable
     farm.plug(slow)
     farm.plug(Phone("PIXEL7-SPARE"))
-    worker = start_worker(kinds="android", extra_env=phone_env(farm, tmp_path))
+    # The agent looks at the adb list only every 5 s (a loaded machine's agent is that late): the
+    # run finds the phone gone first, and the agent's heartbeats, which still name it, must not
+    # bring it back to burn the job's attempts on it.
+    env = {**phone_env(farm, tmp_path), "LATENCYLAB_ADB_POLL_SECONDS": "5"}
+    worker = start_worker(kinds="android", extra_env=env)
     wait_for(lambda: len(worker.devices()) == 2 or None, 60, "both phones to register")
     devices = {d.identity: d for d in worker.devices()}
     victim = devices["android:PIXEL7-SLOW"]

@@ -21,6 +21,7 @@ from server.profiling.services import (
     report_progress,
     requeue_orphaned_jobs,
     sweep_lab,
+    take_devices_offline,
 )
 
 pytestmark = pytest.mark.django_db
@@ -48,7 +49,7 @@ def test_register_is_an_upsert_by_identity(make_device: Any) -> None:
 def test_heartbeat_keeps_devices_online(make_device: Any) -> None:
     device = make_device(worker="worker-a")
     silence(device)
-    assert heartbeat("worker-a", [device.identity]) == 1
+    assert heartbeat("worker-a", [device.identity]) == (1, [])
     assert mark_stale_devices_offline() == []
     device.refresh_from_db()
     assert device.status == DeviceStatus.ONLINE
@@ -61,6 +62,26 @@ def test_offline_device_comes_back_with_a_heartbeat(make_device: Any) -> None:
     heartbeat("worker-a", [device.identity])
     device.refresh_from_db()
     assert device.status == DeviceStatus.ONLINE and device.offline_since is None
+
+
+def test_a_device_its_machine_said_gone_comes_back_by_registration_not_by_heartbeat(make_device: Any) -> None:
+    # A run found its phone unplugged; the agent's heartbeat still names it (its adb list predates
+    # the unplug): the phone stays offline and the heartbeat says so, and the job is not sent back
+    # to it to burn an attempt. The phone registered again (plugged back in) is online.
+    device = make_device(worker="worker-a")
+    assert take_devices_offline({device.pk: "phone absent on the adb server"}) == [device.pk]
+    assert heartbeat("worker-a", [device.identity]) == (0, [device.identity])
+    device.refresh_from_db()
+    assert device.status == DeviceStatus.OFFLINE and "absent" in device.offline_reason
+    # said gone after going stale: the same
+    other = make_device(identity="cpu:other-box", worker="worker-a")
+    silence(other)
+    mark_stale_devices_offline()
+    assert take_devices_offline({other.pk: "unplugged"}) == []
+    assert heartbeat("worker-a", [other.identity])[1] == [other.identity]
+    (again,) = register_devices("worker-a", [DeviceInfo(device.kind, device.identity, device.name, device.hardware)])
+    assert again.status == DeviceStatus.ONLINE
+    assert heartbeat("worker-a", [device.identity]) == (1, [])
 
 
 def test_queued_job_moves_to_an_equivalent_device(member: Any, make_job: Any, make_device: Any) -> None:

@@ -46,6 +46,33 @@ def test_device_marked_offline_comes_back_with_its_next_heartbeat(make_agent: Ca
     assert Device.objects.get(worker="flaky").status == "online"
 
 
+def test_a_device_said_gone_is_looked_for_again_not_revived_by_the_heartbeat(make_agent: Callable[..., Any]) -> None:
+    # A run found the phone unplugged and said so; the agent's view predates it. Its heartbeat
+    # does not bring the phone back: the answer names it, and the agent hands it to the adb
+    # tracker (present no more: registered anew when the adb list shows it ready). A device
+    # that cannot be unplugged is registered anew at once.
+    from devicelab.backends.base import DeviceInfo
+    from server.devices.models import Device
+    from server.profiling.services import take_devices_offline
+
+    phone = DeviceInfo("android", "android:GLITCH-1", "Pixel 7", {"model": "Pixel 7", "soc": "gs201"})
+    agent = make_agent("glitchy")
+    agent.start([phone, fake_cpu(5)])
+    rows = {d.identity: d.pk for d in Device.objects.filter(worker="glitchy")}
+    take_devices_offline(dict.fromkeys(rows.values(), "phone GLITCH-1 is not ready: unplugged"))
+
+    agent.beat()
+
+    assert agent.served("android") == {"android:GLITCH-1": False}
+    assert Device.objects.get(identity="android:GLITCH-1").status == "offline"
+    assert Device.objects.get(identity=fake_cpu(5).identity).status == "online"
+    assert agent.identities == [fake_cpu(5).identity]
+    # the tracker finds it ready again: registered anew, online
+    agent.add_devices([phone])
+    assert Device.objects.get(identity="android:GLITCH-1").status == "online"
+    assert agent.served("android") == {"android:GLITCH-1": True}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_heartbeat_thread_beats_until_stopped(make_agent: Callable[..., Any]) -> None:
     from server.devices.models import Device

@@ -100,6 +100,19 @@ class ShellOutput:
         return self.stdout + self.stderr
 
 
+_STATE_REASONS = {
+    "absent": "unplugged: no longer listed by the adb server",
+    "offline": "adb lists it 'offline' (the USB link or adbd is not answering)",
+    "unauthorized": "adb lists it 'unauthorized': accept the USB debugging prompt on the phone",
+}
+
+
+def state_reason(state: str) -> str:
+    """Why a phone in this adb state (``absent`` when not listed) cannot be used, in words a lab
+    admin can act on."""
+    return _STATE_REASONS.get(state, f"adb lists it {state!r}, not 'device'")
+
+
 def _why(e: BaseException) -> str:
     text = str(e).strip()
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
@@ -133,7 +146,7 @@ class PhoneLink:
         """``DeviceLost`` unless the phone is attached and authorized."""
         state = self.state()
         if state != "device":
-            raise DeviceLost(f"phone {self.serial} is {state} on the adb server, not ready", gone=True)
+            raise DeviceLost(f"phone {self.serial} is not ready: {state_reason(state)}", gone=True)
 
     def run(self, command: str, timeout: float = COMMAND_TIMEOUT_S) -> ShellOutput:
         """Run a short command (shell v2: separate stdout/stderr and the exit code)."""
