@@ -1,15 +1,18 @@
-"""Leases on rows of long work (a predictor's training, a selection simulation): the process doing
-the work renews the row's lease from a thread of its own while it works (the work holds the main
-thread for minutes without a word); when the process dies, the lease lapses, and the trainers'
-sweeper queues the work again or fails it (``server.trainer``)."""
+"""Leases on rows of long work (a predictor's training, a selection simulation, a model's parse):
+the process doing the work renews the row's lease from a thread of its own while it works (the
+work holds the main thread for minutes without a word); when the process dies, the lease lapses,
+and the trainers' sweeper queues the work again or fails it (``sweep_lapsed``, run by
+``server.trainer``)."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from django.db import DatabaseError, connection
+from django.db.models import QuerySet
 
 log = logging.getLogger(__name__)
 
@@ -44,4 +47,46 @@ class LeaseKeeper:
             connection.close()  # this thread's own connection
 
 
-__all__ = ["LeaseKeeper"]
+def sweep_lapsed(
+    lapsed: QuerySet[Any],
+    *,
+    held_by: str,
+    attempts: str,
+    max_attempts: int,
+    lost: str,
+    requeued: Callable[[str], dict[str, Any]],
+    failed: Callable[[str], dict[str, Any]],
+    dispatch: Callable[[int], object],
+    on_failed: Callable[[int], object] | None = None,
+) -> list[int]:
+    """Rows of ``lapsed`` (work whose lease ran out: its process was killed, ran out of memory or
+    restarted) go back to the queue with the fields ``requeued(why)`` gives and their work is sent
+    again, or, once ``max_attempts`` attempts were made, fail with the fields ``failed(why)``
+    gives. ``attempts``: the field counting them; ``held_by``: the field naming the attempt, whose
+    value must be unchanged for the conditional update to apply (so two sweepers do the work once,
+    and a renewal in the meantime keeps the row). ``lost``: what stopped, in words ("the trainer
+    stopped while training"). ``on_failed``: called with the id of each row failed. Returns the
+    ids swept."""
+    swept = []
+    for row in lapsed.only("pk", attempts, held_by):
+        held = lapsed.filter(pk=row.pk, **{held_by: getattr(row, held_by)})
+        made = getattr(row, attempts)
+        why = f"attempt {made} lost: {lost} (killed, out of memory or restarted)"
+        if made >= max_attempts:
+            done = held.update(
+                **failed(f"{why}; it was attempted {made} times (limit {max_attempts}), so it is not retried")
+            )
+            if done and on_failed is not None:
+                on_failed(row.pk)
+        else:
+            done = held.update(**requeued(f"{why}; queued again"))
+            if done:
+                dispatch(row.pk)
+        if done:
+            swept.append(row.pk)
+    if swept:
+        log.warning("%s %s: lost, queued again or failed", lapsed.model._meta.verbose_name_plural, swept)
+    return swept
+
+
+__all__ = ["LeaseKeeper", "sweep_lapsed"]

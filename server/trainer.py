@@ -9,21 +9,20 @@ limits need a pool process that can be killed), and lowers its own CPU priority 
 default 10) so that on a machine that also drives devices (``latencylab up``) a training takes
 what the device processes leave rather than disturbing their measurements.
 Several trainers may consume the queues; the conditional claim on the predictor row keeps each
-predictor trained once, and the conditional finish of a parse keeps each upload parsed once.
+predictor trained once, and the conditional claim of a parse keeps each upload parsed once.
 
 The database is the truth of what is pending: when it starts, the trainer sends again the parse
-of every model still ``parsing`` (a message lost with a broker restart or a killed trainer), and
+of every model still ``parsing`` that no trainer holds (a message lost with a broker restart), and
 while it runs, whenever it has been idle (no task in hand) it sends again the parse of every model
 and the training of every predictor pending for longer than ``LATENCYLAB_RESEND_AFTER_SECONDS``:
 an idle trainer would have taken their messages, so they were lost.
 
 It also sweeps every ``LATENCYLAB_HEARTBEAT_SECONDS``, whatever it is doing: the lab
 (``sweep_lab``: devices whose lab machine stopped heart-beating go offline and their jobs move or
-wait, even when no machine is left to heart-beat; each lab heartbeat sweeps too) and the trainings
-and simulations whose lease ran out (``sweep_lost_trainings``, ``sweep_lost_simulations``: a
-trainer killed mid-work leaves its row with a lease nobody renews; it is queued again, or failed
-after its attempts). The
-sweeps' writes are conditional, so two sweeps at once do the work once.
+wait, even when no machine is left to heart-beat; each lab heartbeat sweeps too) and the trainings,
+simulations and parses whose lease ran out (``sweep_lost_work``: a trainer killed mid-work leaves
+its row with a lease nobody renews; it is queued again, or failed after its attempts). The sweeps'
+writes are conditional, so two sweeps at once do the work once.
 """
 
 from __future__ import annotations
@@ -88,15 +87,12 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
         os.nice(max(0, min(19, nice)))
     from server.celery_app import app
     from server.networks.services import resend_parsing_models
-    from server.predictors.services import sweep_lost_trainings
-    from server.selection.simulations import sweep_lost_simulations
     from server.taskqueue import models_queue, trainer_queue
 
     node = name or f"trainer.{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
     node = re.sub(r"[^A-Za-z0-9_.@-]", "-", node)
+    sweep_lost_work()
     resend_parsing_models()
-    sweep_lost_trainings()
-    sweep_lost_simulations()
     stop = threading.Event()
     threading.Thread(target=_reconcile_while_idle, args=(stop,), name="reconciler", daemon=True).start()
     threading.Thread(target=_sweep_forever, args=(stop,), name="sweeper", daemon=True).start()
@@ -107,15 +103,23 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
     return 0
 
 
+def sweep_lost_work() -> list[int]:
+    """Queue again (or fail past their attempts) the trainings, simulations and parses whose
+    trainer was lost: their lease ran out. Returns the ids of their rows."""
+    from server.networks.services import sweep_lost_parses
+    from server.predictors.services import sweep_lost_trainings
+    from server.selection.simulations import sweep_lost_simulations
+
+    return [*sweep_lost_trainings(), *sweep_lost_simulations(), *sweep_lost_parses()]
+
+
 def _sweep_forever(stop: threading.Event) -> None:
-    """Sweep the lab and the lost trainings every heartbeat interval, whatever the lab machines
+    """Sweep the lab and the lost work every heartbeat interval, whatever the lab machines
     and this trainer's task do."""
     from django.conf import settings
     from django.db import close_old_connections
 
-    from server.predictors.services import sweep_lost_trainings
     from server.profiling.services import sweep_lab
-    from server.selection.simulations import sweep_lost_simulations
 
     while not stop.wait(float(settings.LATENCYLAB_HEARTBEAT_SECONDS)):
         try:
@@ -123,8 +127,7 @@ def _sweep_forever(stop: threading.Event) -> None:
                 log.warning(
                     "device #%s %s of worker %r went offline (no heartbeat)", device.pk, device.name, device.worker
                 )
-            sweep_lost_trainings()
-            sweep_lost_simulations()
+            sweep_lost_work()
         except Exception:  # a database hiccup must not end the sweeps: the next one retries
             log.exception("sweeping the lab failed")
         finally:

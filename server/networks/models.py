@@ -45,6 +45,10 @@ class NetworkModelQuerySet(models.QuerySet["NetworkModel"]):
         """Networks stored but not parsed yet (the trainer re-sends their parse when it starts)."""
         return self.filter(state=ModelState.PARSING)
 
+    def waiting_for_parse(self) -> NetworkModelQuerySet:
+        """Networks parsing that no trainer holds: their parse waits in the queue (or was lost)."""
+        return self.parsing().filter(parse_lease_until__isnull=True)
+
     def listed(self) -> NetworkModelQuerySet:
         """Without the parsed graph (megabytes per network): what a list of networks needs."""
         return self.defer("graph")
@@ -89,6 +93,12 @@ class NetworkModel(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     parsed_at = models.DateTimeField(null=True, blank=True)
+    # A parse in progress holds a lease, renewed by its trainer; a lapsed one (the trainer was
+    # killed) is sent again with the attempt counted, or failed past MAX_PARSE_ATTEMPTS.
+    parse_attempts = models.PositiveSmallIntegerField(default=0)
+    parse_lease_until = models.DateTimeField(
+        null=True, blank=True, help_text="Empty while the parse waits for a trainer; set while one parses it."
+    )
 
     objects = NetworkModelQuerySet.as_manager()
 

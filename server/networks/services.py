@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile, File
 from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from devicelab.graph import (
@@ -40,6 +41,7 @@ from devicelab.graph import (
 from devicelab.graph.limits import NO_LIMITS
 from server.accounts.models import Team
 from server.api.parsers import MAX_JSON_DEPTH
+from server.leases import LeaseKeeper, sweep_lapsed
 from server.networks.models import ModelState, NetworkModel
 from server.taskqueue import send_after_commit, send_model_parse, try_send
 
@@ -52,6 +54,8 @@ UPLOAD_FRAMING_BYTES = 64 * 1024
 # web request for 10**5): a request parses at most this many nodes, and leaves a bigger model to
 # the trainer as it does a bigger file. The inline bound is one of work, not of bytes.
 PARSE_INLINE_MAX_NODES = 10_000
+# Parses whose trainer was lost (its lease ran out) are sent again this many times in all.
+MAX_PARSE_ATTEMPTS = 3
 # How much of a file ``detect_format`` needs to tell the formats apart (leading whitespace of JSON).
 _HEAD_BYTES = 4096
 
@@ -293,10 +297,11 @@ def _parse_pending(model_id: int) -> dict[str, str]:
 
 
 def resend_parsing_models(uploaded_before: datetime | None = None) -> list[int]:
-    """Send the parse of every network still ``parsing`` again (uploaded before
-    ``uploaded_before``, when given): the trainer does at its start, and while it is idle (a
-    message lost with a broker restart or a killed trainer must not leave a row parsing forever)."""
-    pending = NetworkModel.objects.parsing()
+    """Send the parse of every network still ``parsing`` that no trainer holds again (uploaded
+    before ``uploaded_before``, when given): the trainer does at its start, and while it is idle
+    (a message lost with a broker restart must not leave a row parsing forever). A parse a
+    trainer holds is the sweep's (``sweep_lost_parses``) once its lease runs out."""
+    pending = NetworkModel.objects.waiting_for_parse()
     if uploaded_before is not None:
         pending = pending.filter(created_at__lt=uploaded_before)
     ids = list(pending.order_by("created_at").values_list("pk", flat=True))
@@ -339,9 +344,33 @@ def parse_stored_model(model_id: int, reraise: tuple[type[BaseException], ...] =
 
     ``reraise``: exceptions that pass through unchanged (the task's soft time limit).
     """
-    row = NetworkModel.objects.filter(pk=model_id, state=ModelState.PARSING).first()
-    if row is None:
-        return None
+    lease = float(settings.LATENCYLAB_TRAINING_LEASE_SECONDS)
+    waiting = NetworkModel.objects.waiting_for_parse().filter(pk=model_id)
+    if not waiting.update(
+        parse_attempts=F("parse_attempts") + 1, parse_lease_until=timezone.now() + timedelta(seconds=lease)
+    ):
+        return None  # parsed, failed, deleted, or another trainer holds it
+    row = NetworkModel.objects.get(pk=model_id)
+    with LeaseKeeper(
+        lambda: _renew_parse_lease(model_id, lease), every=lease / 4, what=f"the parse of model {model_id}"
+    ):
+        _parse_held(row, reraise)
+    return NetworkModel.objects.listed().filter(pk=model_id).first()
+
+
+def _renew_parse_lease(model_id: int, lease: float) -> bool:
+    """Extend the lease of a parse in progress; False once it is no longer parsing."""
+    return bool(
+        NetworkModel.objects.parsing()
+        .filter(pk=model_id, parse_lease_until__isnull=False)
+        .update(parse_lease_until=timezone.now() + timedelta(seconds=lease))
+    )
+
+
+def _parse_held(row: NetworkModel, reraise: tuple[type[BaseException], ...]) -> None:
+    """Parse the stored upload of ``row`` (whose lease this trainer holds): ready with its graph,
+    or failed saying why."""
+    model_id = row.pk
     filename = row.filename or Path(row.file.name or "model").name
     try:
         try:
@@ -366,7 +395,38 @@ def parse_stored_model(model_id: int, reraise: tuple[type[BaseException], ...] =
     except Exception as exc:  # noqa: BLE001 - whatever stopped it, the row must not stay parsing
         log.exception("model %s: parsing %r stopped", model_id, filename)
         fail_model_parse(model_id, f"parsing {filename!r} stopped on a server error ({type(exc).__name__}: {exc})")
-    return NetworkModel.objects.listed().filter(pk=model_id).first()
+
+
+def sweep_lost_parses(now: datetime | None = None) -> list[int]:
+    """Parses whose lease ran out (their whole trainer was killed or restarted mid-parse; a pool
+    process that dies fails its parse at once, ``server.networks.tasks``) are sent again, or
+    failed saying why after ``MAX_PARSE_ATTEMPTS`` attempts. Returns their ids. Run by every
+    trainer's sweeper; the conditional updates do the work once."""
+    now = now or timezone.now()
+    return sweep_lapsed(
+        NetworkModel.objects.parsing().filter(parse_lease_until__lt=now),
+        held_by="parse_attempts",
+        attempts="parse_attempts",
+        max_attempts=MAX_PARSE_ATTEMPTS,
+        lost="the trainer stopped while parsing",
+        requeued=lambda why: {"parse_lease_until": None},
+        failed=lambda why: {
+            "state": ModelState.FAILED,
+            "failure_reason": f"{why}: the file may be what stops it; check it, or upload it again",
+            "parsed_at": now,
+            "parse_lease_until": None,
+        },
+        dispatch=dispatch_parse,
+        on_failed=_drop_stored_file,
+    )
+
+
+def _drop_stored_file(model_id: int) -> None:
+    """Remove the stored file of a network whose parse failed (a failed network keeps no file)."""
+    row = NetworkModel.objects.filter(pk=model_id).only("pk", "file").first()
+    if row is not None and row.file.name:
+        NetworkModel.objects.filter(pk=model_id).update(file="")
+        delete_stored_file(row.file.name)
 
 
 def model_not_ready_message(model: NetworkModel) -> str:

@@ -28,7 +28,7 @@ from devicelab.predict.models import SEARCHES
 from devicelab.predict.predictor import OVERHEADS, Scenario
 from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind
-from server.leases import LeaseKeeper
+from server.leases import LeaseKeeper, sweep_lapsed
 from server.predictors.models import (
     ImportedMeasurement,
     Predictor,
@@ -388,26 +388,20 @@ def sweep_lost_trainings(now: datetime | None = None) -> list[int]:
     lapsed = Predictor.objects.filter(state=PredictorState.TRAINING).filter(
         Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - timedelta(seconds=limit))
     )
-    swept = []
-    for row in lapsed.only("pk", "attempts", "lease_until", "started_at"):
-        held = Predictor.objects.filter(pk=row.pk, state=PredictorState.TRAINING, attempts=row.attempts)
-        lost = f"attempt {row.attempts} lost: the trainer stopped while training (killed, out of memory or restarted)"
-        if row.attempts >= MAX_TRAINING_ATTEMPTS:
-            done = held.update(
-                state=PredictorState.FAILED,
-                failure_reason=f"{lost}; it was attempted {row.attempts} times (limit {MAX_TRAINING_ATTEMPTS}), "
-                "so it is not retried: request a new version",
-                lease_until=None,
-            )
-        else:
-            done = held.update(state=PredictorState.QUEUED, progress_message=f"{lost}; queued again", lease_until=None)
-            if done:
-                _dispatch_training(row.pk)
-        if done:
-            swept.append(row.pk)
-    if swept:
-        log.warning("predictor(s) %s: their trainer was lost while training; queued again or failed", swept)
-    return swept
+    return sweep_lapsed(
+        lapsed,
+        held_by="attempts",
+        attempts="attempts",
+        max_attempts=MAX_TRAINING_ATTEMPTS,
+        lost="the trainer stopped while training",
+        requeued=lambda why: {"state": PredictorState.QUEUED, "progress_message": why, "lease_until": None},
+        failed=lambda why: {
+            "state": PredictorState.FAILED,
+            "failure_reason": f"{why}: request a new version",
+            "lease_until": None,
+        },
+        dispatch=_dispatch_training,
+    )
 
 
 def _check_artifact(artifact: dict[str, Any]) -> None:

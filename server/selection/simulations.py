@@ -27,7 +27,7 @@ from devicelab.selection import POLICIES, ModelProfile, NetworkProfile, paper_sc
 from devicelab.text import clip_middle
 from server.accounts.models import Team
 from server.devices.models import Device
-from server.leases import LeaseKeeper
+from server.leases import LeaseKeeper, sweep_lapsed
 from server.selection.models import SelectionSimulation, SimulationState
 from server.selection.profiles import candidate_profiles
 from server.selection.services import network_profile
@@ -184,28 +184,26 @@ def sweep_lost_simulations(now: datetime | None = None) -> list[int]:
     lapsed = SelectionSimulation.objects.filter(state=SimulationState.RUNNING).filter(
         Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - timedelta(seconds=limit))
     )
-    swept = []
-    for row in lapsed.only("pk", "attempts", "claimed_by"):
-        held = SelectionSimulation.objects.filter(pk=row.pk, state=SimulationState.RUNNING, claimed_by=row.claimed_by)
-        lost = f"attempt {row.attempts} lost: the trainer stopped while simulating (killed, out of memory or restarted)"
-        if row.attempts >= MAX_SIMULATION_ATTEMPTS:
-            done = held.update(
-                state=SimulationState.FAILED,
-                failure_reason=f"{lost}; it was attempted {row.attempts} times (limit {MAX_SIMULATION_ATTEMPTS})",
-                finished_at=now,
-                lease_until=None,
-            )
-        else:
-            done = held.update(
-                state=SimulationState.QUEUED, claimed_by="", progress_message=f"{lost}; queued again", lease_until=None
-            )
-            if done:
-                _dispatch(row.pk)
-        if done:
-            swept.append(row.pk)
-    if swept:
-        log.warning("simulation(s) %s: their trainer was lost; queued again or failed", swept)
-    return swept
+    return sweep_lapsed(
+        lapsed,
+        held_by="claimed_by",
+        attempts="attempts",
+        max_attempts=MAX_SIMULATION_ATTEMPTS,
+        lost="the trainer stopped while simulating",
+        requeued=lambda why: {
+            "state": SimulationState.QUEUED,
+            "claimed_by": "",
+            "progress_message": why,
+            "lease_until": None,
+        },
+        failed=lambda why: {
+            "state": SimulationState.FAILED,
+            "failure_reason": why,
+            "finished_at": now,
+            "lease_until": None,
+        },
+        dispatch=_dispatch,
+    )
 
 
 def run_simulation(simulation_id: int, token: str) -> SelectionSimulation | None:

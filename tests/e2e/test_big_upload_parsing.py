@@ -135,3 +135,33 @@ def test_a_parse_whose_message_was_lost_while_the_trainer_runs_is_sent_again_whe
     body = _finished(e2e_api, resp.json()["id"], trainer)
     assert (body["state"], body["num_operators"]) == ("ready", 60)
     assert time.monotonic() - started < 10 * RESEND_AFTER_SECONDS + 30
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_parse_whose_whole_trainer_was_killed_is_taken_up_by_the_next_trainer(
+    start_trainer: Any, e2e_api: Any
+) -> None:
+    # The trainer is killed (its whole process group, as kill -9 or a machine's reboot would) while
+    # it parses: the row keeps its lapsed lease until a trainer's sweep sends the parse again, an
+    # attempt counted, and the next trainer makes it ready.
+    import signal
+
+    from server.networks.models import NetworkModel
+
+    first = start_trainer()
+    resp, _ = _post(e2e_api, relu_chain_json(BIG_OPS, name="killed-chain"), "killed chain")
+    assert resp.status_code == 202, resp.content
+    pk = resp.json()["id"]
+    wait_for(
+        lambda: NetworkModel.objects.filter(pk=pk, parse_lease_until__isnull=False).exists() or None,
+        120,
+        "the trainer to take the parse",
+        interval=0.05,
+    )
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=30)
+    assert NetworkModel.objects.get(pk=pk).state == "parsing"
+
+    body = _finished(e2e_api, pk, start_trainer())
+    assert (body["state"], body["num_operators"]) == ("ready", BIG_OPS)
+    assert NetworkModel.objects.get(pk=pk).parse_attempts == 2

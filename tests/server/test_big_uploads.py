@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -196,3 +197,51 @@ def test_a_ready_model_always_has_its_graph(api: Any, sent: Any) -> None:
             NetworkModel.objects.filter(pk=pk).update(state=state)
         name = "networkmodel_ready_has_graph" if state == "ready" else "networkmodel_state_valid"
         assert name in str(refused.value) or "CHECK constraint failed" in str(refused.value)
+
+
+def test_a_parse_a_trainer_holds_is_neither_sent_again_nor_parsed_twice(api: Any, sent: Any) -> None:
+    # A trainer took the parse (its lease is live): an idle trainer's resend and a duplicate
+    # message leave it alone; the parse that ran counted one attempt and let go of the lease.
+    from django.utils import timezone
+
+    pk = upload(api, relu_chain_json(200)).json()["id"]
+    NetworkModel.objects.filter(pk=pk).update(parse_attempts=1, parse_lease_until=timezone.now() + timedelta(minutes=1))
+    sent.reset_mock()
+    assert resend_parsing_models() == []
+    assert parse_stored_model(pk) is None
+    assert NetworkModel.objects.get(pk=pk).state == "parsing"
+
+    NetworkModel.objects.filter(pk=pk).update(parse_attempts=0, parse_lease_until=None)
+    row = parse_stored_model(pk)
+    assert row is not None and row.state == "ready"
+    assert NetworkModel.objects.filter(pk=pk, parse_attempts=1).exists()
+
+
+def test_a_parse_whose_trainer_was_killed_is_sent_again_then_failed_past_its_attempts(
+    api: Any, sent: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from django.utils import timezone
+
+    from server.networks.services import MAX_PARSE_ATTEMPTS, sweep_lost_parses
+
+    pk = upload(api, relu_chain_json(200)).json()["id"]
+    stored = NetworkModel.objects.get(pk=pk).file.name
+    lapsed = timezone.now() - timedelta(seconds=1)
+    NetworkModel.objects.filter(pk=pk).update(parse_attempts=1, parse_lease_until=lapsed)
+    sent.reset_mock()
+    assert sweep_lost_parses() == [pk]
+    sent.assert_called_once_with(pk)
+    row = NetworkModel.objects.get(pk=pk)
+    assert (row.state, row.parse_attempts, row.parse_lease_until) == ("parsing", 1, None)
+    assert sweep_lost_parses() == []  # done once
+
+    NetworkModel.objects.filter(pk=pk).update(parse_attempts=MAX_PARSE_ATTEMPTS, parse_lease_until=lapsed)
+    sent.reset_mock()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sweep_lost_parses() == [pk]
+    sent.assert_not_called()
+    row = NetworkModel.objects.get(pk=pk)
+    assert row.state == "failed" and not row.file
+    assert f"attempted {MAX_PARSE_ATTEMPTS} times (limit {MAX_PARSE_ATTEMPTS})" in row.failure_reason
+    assert "the trainer stopped while parsing" in row.failure_reason
+    assert not NetworkModel.file.field.storage.exists(stored)
