@@ -128,10 +128,13 @@ class DevicesGone(JsonRecord):
 
 @dataclass(frozen=True)
 class Claim(JsonRecord):
-    """A run asks for a job its device's queue delivered."""
+    """A run asks for a job its device's queue delivered. ``peek``: only ask whether the claim
+    would be worth making (answered ``claimable``, or the refusal a claim would get, changing
+    nothing): a device process asks so before it spends a process on the message."""
 
     run: str
     device: int
+    peek: bool = False
 
     json_name = "claim"
 
@@ -172,7 +175,7 @@ class ClaimedJob(JsonRecord):
     json_name = "claimed job"
 
 
-ClaimOutcome = Literal["claimed", "missing", "elsewhere", "not-queued", "lost", "offline"]
+ClaimOutcome = Literal["claimed", "claimable", "missing", "elsewhere", "not-queued", "lost", "offline"]
 
 
 @dataclass(frozen=True)

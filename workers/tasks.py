@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from typing import Any
 
 from celery import Task
@@ -47,9 +48,18 @@ def lab() -> tuple[LabSettings, LabServer, ModelCache, Outbox]:
     )
 
 
+# A pool process is forked from the consumer: it must open its own session with the server, not
+# use the consumer's connection (the consumer's hooks call lab() too).
+os.register_at_fork(after_in_child=lab.cache_clear)
+
+
 class ProfilingTask(Task):  # type: ignore[misc]
     """Fails the job with a reason when the task itself cannot: a hard time limit (handled by
-    the worker's main process after it killed the pool process) or exhausted retries."""
+    the worker's main process after it killed the pool process) or exhausted retries. Its
+    messages are looked at in the consumer first (``workers.stale_messages``): one whose job is
+    not this device's to run any more is dropped there, without a pool process."""
+
+    Request = "workers.stale_messages:PeekingRequest"
 
     def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         """Turn a task-level failure into a failed job."""

@@ -215,7 +215,8 @@ def claimed_job(job: ProfilingJob) -> ClaimedJob:
 
 
 def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
-    """The conditional claim (``queued -> running`` once) of a job the device's queue delivered."""
+    """The conditional claim (``queued -> running`` once) of a job the device's queue delivered;
+    with ``claim.peek``, only whether it would be claimed (``claimable``), changing nothing."""
     limit = ProfilingJob._meta.get_field("claimed_by").max_length or 0  # type: ignore[union-attr]
     if not 0 < len(claim.run) <= limit:  # a running job holds its run token: the row would refuse it
         raise PayloadError(f"claim.run must be a text of 1 to {limit} characters, got {claim.run!r:.80}")
@@ -227,6 +228,8 @@ def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
         # moved to another device after its message was sent (this one went offline)
         return ClaimAnswer("elsewhere", f"job #{job_id} is now routed to device #{job.device_id}")
     if job.state == JobState.RUNNING and job.claimed_by == claim.run:
+        if claim.peek:  # the claim itself counts the death
+            return ClaimAnswer("claimable", f"job #{job_id}: an attempt of this run died; the claim counts it")
         # One process per device takes one message at a time: the same run's job arriving again
         # is an attempt whose pool process died (the message came back through
         # reject_on_worker_lost). Retried the first time, failed the second.
@@ -246,6 +249,8 @@ def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
             f"device {device.name!r} (#{device.pk}) is marked offline; waiting for worker {device.worker!r} "
             "to heart-beat it back",
         )
+    if claim.peek:
+        return ClaimAnswer("claimable", f"job #{job_id} is queued on device #{device.pk}")
     claimed = claim_job(job_id, claim.run, device_id=device.pk)
     if claimed is None:
         return ClaimAnswer("not-queued", f"job #{job_id} was taken by another run")

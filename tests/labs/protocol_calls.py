@@ -43,9 +43,9 @@ def register(client: Any, worker: str, run: str, devices: list[DeviceInfo], star
     return post(client, "/api/lab/devices", Registration(worker=worker, run=run, devices=devices, start=start))
 
 
-def claim(client: Any, job_id: int, run: str, device: int) -> Any:
-    """``POST /api/lab/jobs/<id>/claim``."""
-    return post(client, f"/api/lab/jobs/{job_id}/claim", Claim(run=run, device=device))
+def claim(client: Any, job_id: int, run: str, device: int, peek: bool = False) -> Any:
+    """``POST /api/lab/jobs/<id>/claim`` (``peek``: only whether it would be claimed)."""
+    return post(client, f"/api/lab/jobs/{job_id}/claim", Claim(run=run, device=device, peek=peek))
 
 
 def progress(client: Any, job_id: int, run: str, fraction: float = 0.5) -> Any:

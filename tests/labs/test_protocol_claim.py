@@ -249,3 +249,27 @@ def test_a_run_token_the_job_row_cannot_hold_is_refused(
     assert answer.status_code == 400
     assert answer.json()["detail"].startswith("claim.run must be a text of 1 to 100 characters")
     assert _state(job) == (JobState.QUEUED, "")
+
+
+def test_a_peek_says_whether_the_claim_would_take_the_job_and_changes_nothing(
+    rack: Any, member: Any, make_device: Callable[..., Any], make_job: Callable[..., Any]
+) -> None:
+    _, client = rack
+    device, other = make_device(worker="rack"), make_device(identity="cpu:rack-2", worker="rack")
+    job = make_job(member.team, device=device)
+
+    def peek(run: str, on: Any = device) -> str:
+        answer = claim(client, job.pk, run, on.pk, peek=True)
+        assert answer.status_code == 200, answer.content
+        assert answer.json()["job"] is None
+        return str(answer.json()["outcome"])
+
+    assert peek("run-1") == "claimable"
+    assert _state(job) == (JobState.QUEUED, "")
+    assert peek("run-1", on=other) == "elsewhere"
+    assert claim(client, job.pk, "run-1", device.pk).json()["outcome"] == "claimed"
+    assert peek("run-2") == "not-queued"  # another run's copy of the message
+    assert peek("run-1") == "claimable"  # this run's own again: its process died, the claim counts it
+    assert _state(job) == (JobState.RUNNING, "run-1")
+    ProfilingJob.objects.filter(pk=job.pk).update(state=JobState.CANCELLED, finished_at=job.created_at)
+    assert peek("run-1") == "not-queued"

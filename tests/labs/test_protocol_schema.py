@@ -105,12 +105,12 @@ def test_each_calls_bodies_are_its_records(schema: dict[str, Any], method: str, 
         _check_record(schema, operation["responses"][code]["content"]["application/json"]["schema"], answer, path)
 
 
-def test_the_claim_answer_names_its_six_outcomes_and_the_claimed_job(schema: dict[str, Any]) -> None:
+def test_the_claim_answer_names_its_seven_outcomes_and_the_claimed_job(schema: dict[str, Any]) -> None:
     responses = schema["paths"]["/api/lab/jobs/{id}/claim"]["post"]["responses"]
     answer = _resolve(schema, responses["200"]["content"]["application/json"]["schema"])
     outcome = answer["properties"]["outcome"]
     assert outcome["enum"] == list(get_args(wire.ClaimOutcome))
-    assert set(outcome["enum"]) == {"claimed", "missing", "elsewhere", "not-queued", "lost", "offline"}
+    assert set(outcome["enum"]) == {"claimed", "claimable", "missing", "elsewhere", "not-queued", "lost", "offline"}
     job = _resolve(schema, answer["properties"]["job"])
     assert job["nullable"] is True
     assert set(job["properties"]) == {f.name for f in dataclasses.fields(wire.ClaimedJob)}
