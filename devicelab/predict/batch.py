@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from devicelab.graph import DEFAULT_LIMITS, Graph, GraphError, ImportLimits, graph_from_dict, load_graph
-from devicelab.graph.nas import nb201
+from devicelab.graph.nas import nb201, nb201_cells
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.kernels import Kernel
 from devicelab.predict.predictor import Prediction, ScenarioPredictor
@@ -127,7 +127,7 @@ def answer_archs(
     for a in archs:
         try:
             if a.graph is None and a.cell is not None:
-                a.graph = nb201.from_string(nb201.to_string(a.cell), name=a.name)
+                a.graph = nb201_cells.from_cell(a.cell, name=a.name)
             assert a.graph is not None
             a.kernels = p.deducer.kernels(a.graph)
         except (GraphError, PredictorError) as exc:

@@ -95,6 +95,12 @@ class FittedModel:
     n_train: int = 0
     _trees: TreeArrays | None = field(default=None, repr=False)
 
+    @property
+    def row_by_row(self) -> bool:
+        """Whether a row's prediction is the same whatever other rows it is predicted with: tree
+        walks and constants are; a matrix product (Lasso, MLP) may round its last bits differently."""
+        return self.method in ("constant", "rf", "gbdt")
+
     def standardize(self, x: np.ndarray) -> np.ndarray:
         """Features scaled with the training mean and standard deviation."""
         scaled: np.ndarray = (np.asarray(x, dtype=np.float64) - self.mean) / self.std

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from devicelab.graph import GraphError
-from devicelab.graph.nas import nb201
+from devicelab.graph.nas import nb201, nb201_cells
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.kernels import Kernel
 from devicelab.predict.predictor import ScenarioPredictor
@@ -79,7 +79,7 @@ def compute_nb201_table(
         kernel_lists: list[list[Kernel]] = []
         for i in part:
             try:
-                graph = nb201.from_string(nb201.to_string(nb201_ops(i)))
+                graph = nb201_cells.from_cell(nb201_ops(i))
                 kernel_lists.append(predictor.deducer.kernels(graph))
             except (GraphError, PredictorError):
                 continue

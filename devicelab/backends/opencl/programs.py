@@ -103,6 +103,8 @@ def build_options(precision: str, attrs: dict[str, Any]) -> tuple[str, ...]:
         f"-DLANES=({lane_int}{vw})({lanes})",
         f"-DIDX_LANES=(int{vw})({lanes})",
         f"-DEVEN_LANES=({lane_uint}{vw})({even})",
+        # pooling's kind is compile-time; only its programs carry the macro
+        *([f"-DPOOL_AVG={int(attrs['pool_avg'])}"] if "pool_avg" in attrs else []),
     )
 
 

@@ -437,7 +437,6 @@ class GraphRunner:
                 ow,
                 xtiles,
                 *a["pads"],
-                int(is_avg),
                 int(is_avg and a["count_include_pad"]),
             ),
         ]

@@ -266,7 +266,10 @@ def kernel_tiling(graph: Graph, op: Operator, kernel: str, cfg: KernelConfig) ->
             # quarter of the budget allows, in evenly sized blocks
             rb = cfg.rows_per_item or balanced(rows, max(1, cfg.accumulators // 4))
             t["rows_per_item"] = rb
-        cap = max(1, cfg.accumulators // 2)
+        # the row-tiled kernels run their channels one after the other (half the budget's
+        # worth share the masks and the setup); the flat one keeps NV x OCB accumulators, in
+        # two thirds of the budget (the lanes' coordinates and the loads need registers too)
+        cap = max(1, cfg.accumulators * 2 // 3 // nv if kernel == "depthwise_conv2d_flat" else cfg.accumulators // 2)
         tiles = ceil_div(pixels, nv * vw) * ceil_div(rows, rb) * (1 if kernel == "pool2d" else n)
         while cap > 1 and tiles * ceil_div(planes, cap) < cfg.min_items:
             cap //= 2  # keep every compute unit busy
@@ -280,6 +283,8 @@ def kernel_tiling(graph: Graph, op: Operator, kernel: str, cfg: KernelConfig) ->
     if kernel in ("depthwise_conv2d", "pool2d"):  # the row loop unrolls: its window is compile-time
         t["stride_h"] = a["stride"][0]
         t["dilation"] = [dh, dw]
+    if kernel == "pool2d":  # max or average is compile-time too
+        t["pool_avg"] = int(op.type == "avg_pool2d")
     # the farthest a vector load reaches past the input tensor's last element
     pt, pl = a["pads"][0], a["pads"][1]
     if kernel == "conv2d_1x1":
@@ -301,6 +306,8 @@ def variant(kernel: str, attrs: dict[str, Any]) -> str:
         parts.append(f"ocb{attrs['out_channels_per_item']}")
     if "rows_per_item" in attrs:
         parts.append(f"rb{attrs['rows_per_item']}")
+    if "pool_avg" in attrs:
+        parts.append("avg" if attrs["pool_avg"] else "max")
     if "stride_h" in attrs:  # the whole window is compile-time
         kh, kw = attrs["kernel_size"]
         (dh, dw), sh = attrs["dilation"], attrs["stride_h"]

@@ -106,6 +106,7 @@ __kernel void depthwise_conv2d(const int gs0, const int gs1,
     // is a whole vector unless the row is narrower than one
     int cx[NV];
     int_v colm[KW][NV];
+    int inside = 1;  // every lane of every tap inside the row: no masks at all
 #pragma unroll
     for (int v = 0; v < NV; ++v) {
         cx[v] = min(ox0 + v * VW, max(ow - VW, 0));
@@ -114,16 +115,37 @@ __kernel void depthwise_conv2d(const int gs0, const int gs1,
             const idx_v ix = (idx_v)(cx[v] * SW - pl + kx * DW) + IDX_LANES * (idx_v)SW;
             colm[kx][v] = to_mask((ix >= (idx_v)0) & (ix < (idx_v)iw));
         }
+        inside &= cx[v] * SW - pl >= 0 && (cx[v] + VW - 1) * SW - pl + (KW - 1) * DW < iw;
     }
-    // the leading channels whose first loads start before the tensor (the first tile of the
-    // first plane) load lane by lane
+    // the leading channels whose first load would start before the tensor (the first tile of
+    // the first plane, in the padding): output by output, reading only inside the tensor
     const int first = max(iy0, 0) * iw + cx[0] * SW - pl;
     int nfirst = 0;
     while (nfirst < nout && (n * cin + (oc0 + nfirst) / mult) * plane + first < 0) ++nfirst;
-    // two copies of the channel loop: lane-by-lane loads for the leading channels only
+    for (int c = 0; c < nfirst; ++c) {
+        const int ch = oc0 + c;
+        __global const real* xp = x + (size_t)(n * cin + ch / mult) * plane;
+        for (int j = 0; j < rows; ++j) {
+            const int wy = iy0 + j * SH;
+            for (int o = ox0; o < min(ox0 + NV * VW, ow); ++o) {
+                const int wx = o * SW - pl;
+                real s = bias[ch];
+                for (int ky = 0; ky < KH; ++ky) {
+                    for (int kx = 0; kx < KW; ++kx) {
+                        const int iy = wy + ky * DH, ix = wx + kx * DW;
+                        if (iy >= 0 && iy < ih && ix >= 0 && ix < iw) s += w[ch * (KH * KW) + ky * KW + kx] * xp[iy * iw + ix];
+                    }
+                }
+                y[((size_t)(n * cout + ch) * oh + oy0 + j) * ow + o] = ll_act((real_v)s, act, alpha, beta).s0;
+            }
+        }
+    }
+    // two copies of the channel loop: without masks for tiles inside the rows, with them at
+    // the rows' edges
 #pragma unroll
-    for (int lanewise = 1; lanewise >= 0; --lanewise) {
-        for (int c = lanewise ? 0 : nfirst; c < (lanewise ? nfirst : nout); ++c) {
+    for (int masked = 0; masked < 2; ++masked) {
+        if (masked == inside) continue;
+        for (int c = nfirst; c < nout; ++c) {
             const int ch = oc0 + c;
             const int xc = (n * cin + (mult == 1 ? ch : ch / mult)) * plane - pl;
             // the channel's weights, broadcast once into registers
@@ -144,7 +166,7 @@ __kernel void depthwise_conv2d(const int gs0, const int gs1,
                     if (iy < 0 || iy >= ih) continue;
                     const int base = xc + iy * iw + cx[v] * SW;
                     real_v t[KW];
-                    if (SW == 2 && !lanewise) {
+                    if (SW == 2) {
                         // stride 2: the even and odd columns of one 2 VW span are the taps
                         // at offsets 0 and 1 (an odd offset reads the odd columns of the span
                         // one column to its left)
@@ -158,11 +180,15 @@ __kernel void depthwise_conv2d(const int gs0, const int gs1,
                                 ev = (real_v)(lo.even, hi.even);
                                 od = (real_v)(lo.odd, hi.odd);
                             }
-                            t[kx] = select((real_v)0, o % 2 ? od : ev, colm[kx][v]);
+                            t[kx] = o % 2 ? od : ev;
                         }
                     } else {
 #pragma unroll
-                        for (int kx = 0; kx < KW; ++kx) t[kx] = ll_load(x, base + kx * DW, colm[kx][v], lanewise);
+                        for (int kx = 0; kx < KW; ++kx) t[kx] = SW == 1 ? vload_v(0, x + base + kx * DW) : ll_load(x, base + kx * DW, colm[kx][v], 0);
+                    }
+                    if (masked) {
+#pragma unroll
+                        for (int kx = 0; kx < KW; ++kx) t[kx] = select((real_v)0, t[kx], colm[kx][v]);
                     }
 #pragma unroll
                     for (int j = 0; j < RB; ++j) {

@@ -3,9 +3,9 @@
 // activation; batch norm is folded on the host. NCHW. Output channel oc reads input channel
 // oc / mult. The output plane is seen flat (oh * iw pixels): tap (ky, kx) of lane pixel p
 // reads input p + (ky * dh - pt) * iw + kx * dw - pl, one contiguous vector load masked where
-// the lane's row or column falls in the padding. A work-item computes NV vectors of VW pixels
-// for OCB consecutive channels one after the other (the lane coordinates and column masks,
-// computed once, serve them all).
+// the lane's row or column falls in the padding. A work-item computes a register tile of NV
+// vectors of VW pixels by OCB consecutive channels, taps outside and channels inside: each
+// tap's mask is computed once and serves all OCB channels.
 // Weights are [cout][kh][KW], bias [cout].
 // Work: gs0 = ceil(oh * iw / (NV * VW)), gs1 = n * ceil(cout / OCB).
 
@@ -111,45 +111,54 @@ __kernel void depthwise_conv2d_flat(const int gs0, const int gs1,
         }
         return;
     }
-    idx_v oy[NV];
-    int_v colm[KW][NV];
+    // each lane's output row and column; the taps' masks are compared from them where they are
+    // used (kept as KW x NV mask vectors they would crowd the accumulators out of the registers)
+    idx_v oy[NV], ox[NV];
 #pragma unroll
     for (int v = 0; v < NV; ++v) {
         oy[v] = ll_rows(p0 + v * VW, iw);
-        const idx_v ox = (idx_v)(p0 + v * VW) + IDX_LANES - oy[v] * (idx_v)iw;
+        ox[v] = (idx_v)(p0 + v * VW) + IDX_LANES - oy[v] * (idx_v)iw;
+    }
+    // the register tile: NV vectors of pixels by OCB channels. Each tap's mask (row and column)
+    // is computed once and serves every channel; channels past the last one recompute the last
+    // (never stored), so the tile's loops have compile-time trip counts
+    __global const real* xb = x + (size_t)n * cin * plane + origin;
+    int xo[OCB];
+    real_v acc[OCB][NV];
+#pragma unroll
+    for (int c = 0; c < OCB; ++c) {
+        const int ch = min(oc0 + c, cout - 1);
+        xo[c] = (mult == 1 ? ch : ch / mult) * plane;
+#pragma unroll
+        for (int v = 0; v < NV; ++v) acc[c][v] = (real_v)bias[ch];
+    }
+    for (int ky = 0; ky < kh; ++ky) {
+        int_v rm[NV];
+#pragma unroll
+        for (int v = 0; v < NV; ++v) {
+            const idx_v iy = oy[v] + (idx_v)(ky * dh - pt);
+            rm[v] = to_mask((iy >= (idx_v)0) & (iy < (idx_v)ih));
+        }
+        __global const real* xr = xb + ky * dh * iw;
 #pragma unroll
         for (int kx = 0; kx < KW; ++kx) {
-            const idx_v ix = ox + (idx_v)(kx * dw - pl);
-            colm[kx][v] = to_mask((ix >= (idx_v)0) & (ix < (idx_v)iw));
-        }
-    }
-    // the channels one after the other: the masks and the tile's setup serve them all, and
-    // only NV accumulators are live
-    __global const real* xb = x + (size_t)n * cin * plane + origin;
-    for (int c = 0; c < nout; ++c) {
-        const int ch = oc0 + c;
-        __global const real* xc = xb + (size_t)(mult == 1 ? ch : ch / mult) * plane;
-        __global const real* wc = w + ch * kh * KW;
-        real_v acc[NV];
-#pragma unroll
-        for (int v = 0; v < NV; ++v) acc[v] = (real_v)bias[ch];
-        for (int ky = 0; ky < kh; ++ky) {
-            int_v rm[NV];
 #pragma unroll
             for (int v = 0; v < NV; ++v) {
-                const idx_v iy = oy[v] + (idx_v)(ky * dh - pt);
-                rm[v] = to_mask((iy >= (idx_v)0) & (iy < (idx_v)ih));
-            }
-            __global const real* xr = xc + ky * dh * iw;
+                const idx_v ix = ox[v] + (idx_v)(kx * dw - pl);
+                const int_v m = rm[v] & to_mask((ix >= (idx_v)0) & (ix < (idx_v)iw));
 #pragma unroll
-            for (int kx = 0; kx < KW; ++kx) {
-                const real_v wv = (real_v)wc[ky * KW + kx];
-#pragma unroll
-                for (int v = 0; v < NV; ++v)
-                    acc[v] += wv * select((real_v)0, vload_v(v, xr + kx * dw), rm[v] & colm[kx][v]);
+                for (int c = 0; c < OCB; ++c) {
+                    const real_v wv = (real_v)w[min(oc0 + c, cout - 1) * kh * KW + ky * KW + kx];
+                    acc[c][v] += wv * select((real_v)0, vload_v(v, xr + xo[c] + kx * dw), m);
+                }
             }
         }
+    }
+    // the store loop unrolls too (a run-time index would put the tile in memory)
 #pragma unroll
-        for (int v = 0; v < NV; ++v) ll_store(yo + (size_t)c * hw + v * VW, ll_act(acc[v], act, alpha, beta), hw - p0 - v * VW);
+    for (int c = 0; c < OCB; ++c) {
+        if (c >= nout) break;
+#pragma unroll
+        for (int v = 0; v < NV; ++v) ll_store(yo + (size_t)c * hw + v * VW, ll_act(acc[c][v], act, alpha, beta), hw - p0 - v * VW);
     }
 }
