@@ -27,11 +27,16 @@ control_socket_disable = True
 
 
 def post_worker_init(worker: object) -> None:
-    """Once a worker has loaded the application, the objects it made (Django, the models, the
+    """Once a worker has loaded the application, what the first prediction would wait for is
+    started (``server.predictors.serving.warm_up``: the batch's worker processes, the recent
+    predictors loaded in the background), and the objects it made (Django, the models, the
     libraries: about 185,000) are moved out of the garbage collector's sight: they live as long
     as the process, and every full collection scanned them all, 150 ms stolen from whichever
     request was running (17 ms once frozen; measured in-process over 120 lab calls posting
     300-operator results)."""
     import gc
 
+    from server.predictors.serving import warm_up
+
+    warm_up()
     gc.freeze()

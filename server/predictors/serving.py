@@ -33,6 +33,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, QuerySet, Subquery
 
+from devicelab.graph.nas import nb201, nb201_cells
 from devicelab.predict.batch import Arch, answer_items, read_item, result
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.parallel import BatchPool
@@ -260,6 +261,48 @@ def resolve(
     return row
 
 
+# -- a process's start ---------------------------------------------------------------------------
+
+WARM_PREDICTORS = 4  # ready predictors a web process loads when it starts
+
+
+def warm_up(load_predictors: bool = True) -> None:
+    """Pay now what the first prediction of a process would: the worker processes that share a
+    large batch are started and, in a background thread, the best ready predictor of each of the
+    (at most ``WARM_PREDICTORS``) most recently trained devices is loaded from its row (gunicorn's
+    ``post_worker_init`` calls this). Without it the first request of a web process waited
+    for all of it. Nothing here can fail a start: a predictor that cannot be loaded is left to
+    its first request, which answers why."""
+    nb201_cells.from_cell(("none",) * len(nb201.EDGES))  # the skeleton's operators, checked once
+    threading.Thread(target=batch_pool().start, name="batch-pool-start", daemon=True).start()
+    if load_predictors:
+        threading.Thread(target=_load_recent, name="predictor-warm-up", daemon=True).start()
+
+
+def _load_recent() -> None:
+    from django.db import connection
+
+    try:
+        rows = _light(Predictor.objects.ready().order_by("-trained_at", "-pk"))
+        seen: set[tuple[int, int | None]] = set()
+        for row in rows[: WARM_PREDICTORS * 4]:
+            key = (row.device_id, row.team_id)
+            if key in seen:
+                continue
+            seen.add(key)
+            same = Predictor.objects.ready().filter(device_id=row.device_id)
+            same = same.filter(team__isnull=True) if row.team_id is None else same.filter(team_id=row.team_id)
+            best = _light(same.best_first()).first()
+            if best is not None:
+                loaded(best)
+            if len(seen) >= WARM_PREDICTORS:
+                break
+    except Exception:  # noqa: BLE001 - a warm-up never fails a start; the first request says what is wrong
+        log.warning("predictors were not loaded at start", exc_info=True)
+    finally:
+        connection.close()
+
+
 # -- architectures ------------------------------------------------------------------------------
 
 _pool: BatchPool | None = None
@@ -357,4 +400,5 @@ __all__ = [
     "predict_architectures",
     "predict_for_team",
     "resolve",
+    "warm_up",
 ]

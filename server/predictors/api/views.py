@@ -10,6 +10,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.exceptions import ParseError, PermissionDenied, ValidationError
 from rest_framework.parsers import MultiPartParser
+from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
@@ -20,6 +21,7 @@ from devicelab.predict.errors import PredictorError
 from server.api.parsers import FastJSONParser
 from server.networks.api.serializers import GRAPH_EXAMPLE
 from server.predictors.api.filters import PredictorFilterSet
+from server.predictors.api.renderers import FastJSONRenderer
 from server.predictors.api.serializers import (
     MAX_SYNTHETIC,
     MAX_TRAINING_SET_JOBS,
@@ -118,6 +120,7 @@ class PredictView(APIView):
     """Predicted latency of a batch of architectures."""
 
     parser_classes = [FastJSONParser]
+    renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
 
     @extend_schema(
         summary="Predict the latency of architectures",
@@ -186,6 +189,7 @@ class SideBySideView(APIView):
     """Phones of one model side by side: a measured phone and the qed phones of its model (or the reverse)."""
 
     parser_classes = [FastJSONParser]
+    renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
 
     @extend_schema(
         summary="Compare the predictors of phones of one model",
