@@ -13,6 +13,10 @@ import signal
 import sys
 from collections.abc import Sequence
 
+# The pool of a device process (``workers.device_pool``), named here: Celery reads the name from the
+# environment when it is imported, so it must be set before anything imports Celery.
+DEVICE_POOL = "workers.device_pool:DevicePool"
+
 
 def celery_argv(queue: str, node_name: str, loglevel: str) -> list[str]:
     """The ``celery worker`` arguments for one device's queue."""
@@ -20,10 +24,12 @@ def celery_argv(queue: str, node_name: str, loglevel: str) -> list[str]:
         "worker",
         "--queues",
         queue,
-        # prefork with one child, not solo: time limits need a pool process that can be killed,
-        # and a runtime that crashes on a model takes down that child, not the consumer.
+        # prefork with a child per job, not solo: time limits need a pool process that can be
+        # killed, and a runtime that crashes on a model takes down that child, not the consumer.
+        # Celery's prefork pool with a warm spare process (workers.device_pool, selected through
+        # CELERY_CUSTOM_WORKER_POOL): one job at a time, its process forked before it arrived.
         "--pool",
-        "prefork",
+        "custom",
         "--concurrency",
         "1",
         "--prefetch-multiplier",
@@ -59,6 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if os.getppid() != args.agent_pid:  # the agent died before the line above took effect
         return 1
 
+    # Read by Celery when it is first imported, below.
+    os.environ["CELERY_CUSTOM_WORKER_POOL"] = DEVICE_POOL
     from workers.context import WorkerContext
 
     WorkerContext.from_env()  # fail now, not at the first job, if the agent passed no context

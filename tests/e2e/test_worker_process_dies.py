@@ -37,6 +37,22 @@ def _device_process(worker: Any, other_than: int | None = None) -> psutil.Proces
     return wait_for(find, 30, "the device process")
 
 
+def _measuring(worker: Any, device: Any) -> psutil.Process:
+    """The pool process measuring the device now: the holder of its device lock (the device
+    process's other pool process is the warm spare waiting for the next job)."""
+    from workers.device_lock import lock_path
+
+    def find() -> psutil.Process | None:
+        pool = {p.pid: p for p in _device_process(worker).children()}
+        try:
+            holder = int(lock_path(device.identity).read_text().strip() or 0)
+        except (OSError, ValueError):
+            return None
+        return pool.get(holder)
+
+    return wait_for(find, 30, "the measuring pool process")
+
+
 def _wait_attempt_running(job_id: int, attempt: int) -> Any:
     return wait_for(
         lambda: (j := job_row(job_id)).state == "running" and j.attempts == attempt and j.progress > 0 and j,
@@ -56,9 +72,7 @@ def test_a_pool_process_killed_twice_by_one_job_fails_it_and_the_device_serves_o
 
     for attempt in (1, 2):
         _wait_attempt_running(job_id, attempt)
-        pool = _device_process(worker).children()
-        assert len(pool) == 1
-        os.kill(pool[0].pid, signal.SIGKILL)  # as a segfault in the runtime would
+        _measuring(worker, device).kill()  # SIGKILL, as a segfault in the runtime would
 
     job = wait_finished(job_id, timeout=90)
     assert (job.state, job.attempts, job.process_deaths) == ("failed", 2, 2), job.failure_reason
@@ -98,7 +112,7 @@ def test_a_hung_measuring_process_loses_its_attempt_and_the_job_runs_again(
     job_id = submit(e2e_api, upload(e2e_api, long_graph()), device.pk, LONG)
     wait_running(job_id)
 
-    (pool,) = _device_process(worker).children()
+    pool = _measuring(worker, device)
     pool.suspend()  # SIGSTOP: hung, its agent heart-beating on
     try:
         lost = wait_for(

@@ -17,7 +17,7 @@ def test_sigterm_stops_the_worker_and_takes_its_device_offline(start_worker: Any
 
     worker = start_worker()
     device = worker.device()
-    # The agent, the device's Celery process and its pool process.
+    # The agent, the device's Celery process and its pool processes (one measures, one waits warm).
     wait_for(lambda: len(worker.group_pids()) >= 3, 30, "the device's Celery worker to start its pool")
 
     asked = time.monotonic()

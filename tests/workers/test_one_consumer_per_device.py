@@ -1,5 +1,6 @@
 """What the one-job-per-device guarantee rests on: each device process consumes only its own queue
-with one pool process and a prefetch of one, and the task is acknowledged late, given back if its
+one job at a time (a prefetch of one; its pool holds a warm spare process the consumer does not
+count), and the task is acknowledged late, given back if its
 process dies, and bounded in time by the limit its agent was given."""
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def test_device_process_consumes_one_queue_one_message_at_a_time(settings: objec
     assert _option(argv, "--queues") == queue
     assert _option(argv, "--concurrency") == "1"
     assert _option(argv, "--prefetch-multiplier") == "1"
-    assert _option(argv, "--pool") == "prefork"
+    assert _option(argv, "--pool") == "custom"  # workers.device_pool: prefork and a warm spare
 
 
 def test_task_is_acked_late_and_time_limited() -> None:
