@@ -10,8 +10,6 @@ Celery process dying is caught by the agent, which reports it and restarts the p
 
 from __future__ import annotations
 
-import os
-import signal
 from typing import Any
 
 import psutil
