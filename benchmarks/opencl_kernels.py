@@ -184,7 +184,9 @@ class OursEngine:
         cold_ms = (time.perf_counter() - t0) * 1000.0
         for _ in range(warmup):
             self.runner.run_timed(self.feeds)
-        plan = [(k.kernel, list(k.global_size), list(k.local_size or ()), k.attrs.get("variant")) for k in self.runner.plan]
+        plan = [
+            (k.kernel, list(k.global_size), list(k.local_size or ()), k.attrs.get("variant")) for k in self.runner.plan
+        ]
         return {"cold_start_ms": cold_ms, "kernels": len(plan), "plan": plan if kind == "case" else None}
 
     def run(self, n: int) -> dict[str, Any]:
@@ -476,7 +478,12 @@ def build_report(args: argparse.Namespace, cases: list[str], models: list[str]) 
             [r["round_ratios"] for r in section["models"].values()], seed=4000 + t
         )
         report["by_threads"][str(t)] = section
-    loads = [r["load_1min"]["median"] for s in report["by_threads"].values() for g in ("cases", "models") for r in s[g].values()]
+    loads = [
+        r["load_1min"]["median"]
+        for s in report["by_threads"].values()
+        for g in ("cases", "models")
+        for r in s[g].values()
+    ]
     report["load_average_1min"].update(
         end=os.getloadavg()[0], median_over_rounds=statistics.median(loads) if loads else None
     )
