@@ -1,27 +1,36 @@
-"""POST /api/predict/ with 1,000 architectures: how long the server takes to answer (target < 1 s).
+"""POST /api/predict/ with 1,000 architectures over HTTP, beside the library doing the same work.
 
-    .venv/bin/python benchmarks/predict_api.py
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/latencylab .venv/bin/python benchmarks/predict_api.py
 
 It works in a throw-away database (``<name>_predict_bench`` on PostgreSQL, a SQLite file under
-var/ otherwise, dropped at the end). Two predictors are made through the services, as the
-trainer makes them: one of the qed Mali G76 phone (``latencylab qed import``, then grouped-CV
-training), one of this machine's CPU from a few synthetic networks profiled here and stored
-through the job services. Then, for each predictor, with the API's token auth, in-process
-(Django's test client: request parsing, auth, JSON, no network):
+the var dir otherwise, dropped at the end). Two GBDT predictors are trained through the services,
+as the trainer trains them: one of the qed Mali G76 phone (s10; ``latencylab qed import``, then
+grouped-CV training), one of this machine's CPU from a few synthetic networks profiled here and
+stored through the job services. Then a real server, gunicorn with ``server.gunicorn_conf`` as
+``latencylab up`` starts it (its workers, threads and warm-up), answers over HTTP on 127.0.0.1.
 
-* 1,000 distinct random NAS-Bench-201 cells answered from the predictor's NB201 table (built as
-  the trainer builds it, all 15625 cells; its build time is reported): the first request of
-  the process (loads artifact and table) and the median of repeated ones;
-* the same 1,000 cells without the table (graph built, kernels deduced, models evaluated);
-* 1,000 architectures as graph JSON (synthetic NAS samples), and NB201 with ``breakdown``;
-* graph JSON and NB201 without the table again in one process (``LATENCYLAB_PREDICT_PROCESSES``
-  is 1), to show what splitting a batch over the cores gives.
+Every round draws fresh architectures (a new seed: no earlier answer can be reused; the
+per-operator memo tables are warm after the first round, as in a server that has answered
+before) and, for each predictor, in a random order:
 
-A timed request covers what the server does: parsing the JSON body, auth, finding and (first
-time) loading the predictor, building / deducing / predicting, rendering the JSON answer.
+* ``graph JSON``: 1,000 synthetic NAS samples as graph JSON (~55 operators each), over HTTP, and
+  the library's answer to the same architectures in this process (``BatchPool`` on
+  ``LATENCYLAB_PREDICT_PROCESSES`` processes, as the server splits a batch: the reference);
+* ``NB-201``: 1,000 NAS-Bench-201 cell strings without the lookup table (graphs built, deduced,
+  predicted), over HTTP and by the library;
+* ``NB-201 table``: the same cells answered from the predictor's NB-201 table (built once, as the
+  trainer builds it, when ``--table``), over HTTP.
 
-Prints the numbers and writes var/benchmarks/predict_api.json.
+A timed request is what a NAS tool waits for: from sending the body (JSON text made beforehand)
+to the last byte of the answer on a kept-alive connection (the answer's JSON is not decoded in
+the timing). The library's time is the call on the same Python objects. The answers are checked
+against the library's. Each start of the server (``--starts``) times its first request (1,000
+NB-201 cells, table off) against the steady median.
+
+Prints, per predictor and path, the HTTP and library medians with their spread (min-max), the
+ratio HTTP / library (the median of per-round ratios with a bootstrap 95 % interval), the load
+average, and the goal (< 0.5 s for 1,000 architectures through HTTP); writes ``predict_api.json``
+under ``$LATENCYLAB_VAR_DIR/benchmarks/`` (default ``var/benchmarks/``).
 """
 
 from __future__ import annotations
@@ -30,31 +39,25 @@ import argparse
 import json
 import os
 import platform
+import random
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
 
-import django  # noqa: E402
-
-django.setup()
-
-from django.conf import settings  # noqa: E402
-from django.db import connection  # noqa: E402
-from rest_framework.test import APIClient  # noqa: E402
-
-from devicelab.graph import graph_to_dict  # noqa: E402
-from devicelab.graph.nas import nb201  # noqa: E402
-
 N = 1000
-TARGET_S = 1.0
-OUT = ROOT / "var" / "benchmarks" / "predict_api.json"
+GOAL_S = 0.5
+PATHS = ("graph JSON", "NB-201")
 
 
 def log(msg: str) -> None:
@@ -96,96 +99,262 @@ def _cpu_predictor(team: Any, method: str, search: str, networks: int) -> Any:
     return run_training(row.pk, progress=lambda m: log(f"  cpu {method}: {m}"))
 
 
-def _post(client: APIClient, body: dict[str, Any]) -> tuple[float, Any]:
-    text = json.dumps(body)  # the client's work, not timed
-    start = time.perf_counter()
-    resp = client.post("/api/predict/", text, content_type="application/json")
-    seconds = time.perf_counter() - start
-    assert resp.status_code == 200, resp.content[:500]
-    assert len(resp.json()["results"]) == len(body["architectures"])
-    return seconds, resp
+def _database_url() -> str:
+    """The throw-away database as a URL, for the server process."""
+    from django.db import connection
+
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    auth = quote(s.get("USER") or "", safe="")
+    if s.get("PASSWORD"):
+        auth += ":" + quote(s["PASSWORD"], safe="")
+    return f"postgres://{auth}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
 
 
-def _timed(client: APIClient, body: dict[str, Any], repeats: int) -> dict[str, Any]:
-    times = [_post(client, body)[0] for _ in range(repeats)]
-    return {"median_s": round(statistics.median(times), 4), "min_s": round(min(times), 4), "repeats": repeats}
+class Server:
+    """gunicorn on the throw-away database, started and stopped by the benchmark."""
+
+    def __init__(self, log_path: Path, media: str) -> None:
+        self.log_path = log_path
+        self.media = media
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def start(self) -> float:
+        """Start it; seconds until it answers."""
+        import requests
+        from django.conf import settings
+
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env = {
+            **os.environ,
+            "DATABASE_URL": _database_url(),
+            "SECRET_KEY": str(settings.SECRET_KEY),
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "CELERY_BROKER_URL": str(settings.CELERY_BROKER_URL),
+            "LATENCYLAB_MEDIA_ROOT": self.media,
+        }
+        cmd = [sys.executable, "-m", "gunicorn", "server.wsgi:application", "--bind", f"127.0.0.1:{port}"]
+        cmd += ["--config", "python:server.gunicorn_conf", "--log-level", "warning"]
+        started = time.perf_counter()
+        with open(self.log_path, "ab") as out:
+            self.proc = subprocess.Popen(
+                cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        self.url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                requests.get(f"{self.url}/api/health/", timeout=2)
+                return time.perf_counter() - started
+            except requests.RequestException:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    raise SystemExit(f"the server did not start; see {self.log_path}") from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stop gunicorn and its workers (their batch processes follow them)."""
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            self.proc = None
 
 
-def bench_predictor(client: APIClient, row: Any, cells: list[str], graphs: list[dict[str, Any]], args: Any) -> dict:
-    """Every measurement for one predictor."""
-    from server.predictors.models import ArchitectureTable
-    from server.predictors.serving import clear_cache
-    from server.predictors.tables import build_nb201_table, nb201_index
+class Bench:
+    """The HTTP client and the library reference for one server."""
 
-    out: dict[str, Any] = {"predictor": row.pk, "scenario": row.scenario_key, "method": row.method}
-    indices = None if args.full_table else [nb201_index(nb201.parse(c)) for c in cells]
-    log(f"  building the NB201 table ({'all 15625 cells' if indices is None else f'{len(indices)} cells'})")
-    started = time.perf_counter()
-    table = build_nb201_table(row, indices)
-    out["table"] = {
-        "cells": 15625 if indices is None else len(indices),
-        "computed": table.computed,
-        "build_s": round(time.perf_counter() - started, 1),
-    }
-    nb = {"predictor": row.pk, "architectures": [{"name": f"a{i}", "nb201": c} for i, c in enumerate(cells)]}
-    clear_cache()
-    first, resp = _post(client, nb)
-    out["nb201_table_first_request_s"] = round(first, 4)
-    out["nb201_table"] = _timed(client, nb, args.repeats)
-    reference = [r["latency_ms"] for r in resp.json()["results"]]
+    def __init__(self, server: Server, key: str) -> None:
+        import requests
 
-    ArchitectureTable.objects.filter(pk=table.pk).delete()
-    clear_cache()
-    _post(client, {"predictor": row.pk, "architectures": nb["architectures"][:5]})  # load the artifact
-    log("  NB201 without the table")
-    out["nb201_no_table"] = _timed(client, nb, args.slow_repeats)
-    _, resp = _post(client, nb)
-    live = [r["latency_ms"] for r in resp.json()["results"]]
-    out["table_vs_live_max_rel_diff"] = max(abs(a - b) / b for a, b in zip(reference, live))
-    log("  NB201 with breakdown")
-    out["nb201_breakdown"] = _timed(client, {**nb, "breakdown": True}, args.slow_repeats)
-    log("  graph JSON")
-    body = {"predictor": row.pk, "architectures": [{"name": f"g{i}", "graph": g} for i, g in enumerate(graphs)]}
-    out["graph_json"] = _timed(client, body, args.slow_repeats)
-    log("  graph JSON and NB201 without the table, in one process")
-    processes = settings.LATENCYLAB_PREDICT_PROCESSES
-    settings.LATENCYLAB_PREDICT_PROCESSES = 1
+        self.server = server
+        self.session = requests.Session()
+        self.headers = {"Authorization": f"Token {key}", "Content-Type": "application/json"}
+
+    def post(self, body: dict[str, Any]) -> tuple[float, list[float]]:
+        """Seconds of one POST /api/predict/ (body serialized beforehand), and its latencies."""
+        import orjson
+
+        data = orjson.dumps(body)
+        start = time.perf_counter()
+        resp = self.session.post(f"{self.server.url}/api/predict/", data=data, headers=self.headers)
+        content = resp.content
+        seconds = time.perf_counter() - start
+        if resp.status_code != 200:
+            raise SystemExit(f"POST /api/predict/ answered {resp.status_code}: {content[:500]!r}")
+        results = orjson.loads(content)["results"]
+        assert len(results) == len(body["architectures"])
+        return seconds, [r["latency_ms"] for r in results]
+
+
+def library(pool: Any, predictor: Any, key: str, items: list[dict[str, Any]]) -> tuple[float, list[float]]:
+    """Seconds of the library's answer to the same architectures (the server's pool size, collector
+    paused as the server pauses it), and its latencies."""
+    import gc
+
+    pairs = list(enumerate(items))
+    gc.collect()
+    gc.disable()
     try:
-        out["graph_json_one_process"] = _timed(client, body, args.slow_repeats)
-        out["nb201_no_table_one_process"] = _timed(client, nb, args.slow_repeats)
+        start = time.perf_counter()
+        results, errors = pool.answer(key, predictor, pairs)
+        seconds = time.perf_counter() - start
     finally:
-        settings.LATENCYLAB_PREDICT_PROCESSES = processes
-    return out
+        gc.enable()
+    assert not errors, errors[:3]
+    return seconds, [results[i]["latency_ms"] for i in range(len(items))]
+
+
+def architectures(seed: int) -> dict[str, list[dict[str, Any]]]:
+    """Fresh graph JSON NAS samples and NB-201 cells drawn with ``seed``."""
+    from devicelab.graph import graph_to_dict, nas
+    from devicelab.graph.nas import nb201
+
+    return {
+        "graph JSON": [
+            {"name": f"g{i}", "graph": graph_to_dict(g)} for i, g in enumerate(nas.sample("synthetic", N, seed))
+        ],
+        "NB-201": [{"name": f"c{i}", "nb201": c} for i, c in enumerate(nb201.sample_strings(N, seed))],
+    }
+
+
+def max_rel_diff(a: list[float], b: list[float]) -> float:
+    """The largest relative difference of two lists of latencies."""
+    return max(abs(x - y) / abs(y) if y else abs(x) for x, y in zip(a, b, strict=True))
+
+
+def bootstrap_median(values: list[float], draws: int = 2000, seed: int = 7) -> tuple[float, float]:
+    """A 95 % bootstrap interval of the median."""
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
+    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """Median and range of timings (s)."""
+    return {
+        "n": len(values),
+        "median_s": round(statistics.median(values), 4),
+        "min_s": round(min(values), 4),
+        "max_s": round(max(values), 4),
+        "values_s": [round(v, 4) for v in values],
+    }
+
+
+def measure(
+    rows: dict[str, Any], live: dict[str, Any], key: str, args: argparse.Namespace, media: str
+) -> dict[str, Any]:
+    """Every round of every predictor and path, and the first requests of fresh server starts.
+
+    ``live`` holds, per predictor, a second row with the same artifact and no NB-201 table: the
+    cells it is asked for are built, deduced and predicted (the table's row answers from it)."""
+    from django.conf import settings
+
+    from devicelab.predict.parallel import BatchPool
+    from server.predictors.artifacts import load_row
+
+    server = Server(var_dir() / "predict_api_web.log", media)
+    pool = BatchPool(settings.LATENCYLAB_PREDICT_PROCESSES)
+    pool.start()
+    rng = random.Random(11)
+    predictors = {name: load_row(row) for name, row in live.items()}
+    http: dict[str, dict[str, list[float]]] = {name: {p: [] for p in (*PATHS, "NB-201 table")} for name in rows}
+    lib: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PATHS} for name in rows}
+    diffs: dict[str, float] = {}
+    firsts: list[dict[str, Any]] = []
+    loads: list[float] = []
+    first = next(iter(live.values()))
+    try:
+        for start in range(args.starts):
+            up_s = server.start()
+            bench = Bench(server, key)
+            first_s, _ = bench.post({"predictor": first.pk, "architectures": architectures(500 + start)["NB-201"]})
+            second_s, _ = bench.post({"predictor": first.pk, "architectures": architectures(600 + start)["NB-201"]})
+            firsts.append({"up_s": round(up_s, 2), "first_s": round(first_s, 4), "second_s": round(second_s, 4)})
+            log(f"start {start + 1}: up in {up_s:.1f} s, first request {first_s:.3f} s, second {second_s:.3f} s")
+            if start < args.starts - 1:
+                server.stop()
+        bench = Bench(server, key)
+        warm = architectures(999)
+        for name, row in live.items():  # imports, memo tables and connections, not counted
+            for path in PATHS:
+                for _ in range(2):  # both web workers
+                    bench.post({"predictor": row.pk, "architectures": warm[path][:200]})
+                library(pool, predictors[name], f"bench-{name}", warm[path][:200])
+        for r in range(args.rounds):
+            archs = architectures(1000 + r)
+            for name, row in live.items():
+                for path in PATHS:
+                    order = ["http", "library"]
+                    rng.shuffle(order)
+                    answers = {}
+                    for way in order:
+                        if way == "http":
+                            s, answers[way] = bench.post({"predictor": row.pk, "architectures": archs[path]})
+                            http[name][path].append(s)
+                        else:
+                            s, answers[way] = library(pool, predictors[name], f"bench-{name}", archs[path])
+                            lib[name][path].append(s)
+                    diff = max_rel_diff(answers["http"], answers["library"])
+                    diffs[f"{name} {path}"] = max(diff, diffs.get(f"{name} {path}", 0.0))
+                    if path == "NB-201":
+                        cells_answer = answers["library"]
+                if args.table:
+                    s, from_table = bench.post({"predictor": rows[name].pk, "architectures": archs["NB-201"]})
+                    http[name]["NB-201 table"].append(s)
+                    diff = max_rel_diff(from_table, cells_answer)  # the table's values are its own predictions
+                    diffs[f"{name} NB-201 table"] = max(diff, diffs.get(f"{name} NB-201 table", 0.0))
+            loads.append(round(os.getloadavg()[0], 2))
+            log(f"round {r + 1}/{args.rounds}: load average {loads[-1]}")
+    finally:
+        server.stop()
+        pool.close()
+    return {"http": http, "library": lib, "max_rel_diff": diffs, "first_requests": firsts, "load_average_rounds": loads}
+
+
+def var_dir() -> Path:
+    """Where benchmarks write: ``$LATENCYLAB_VAR_DIR/benchmarks`` (default ``<checkout>/var/benchmarks``)."""
+    from django.conf import settings
+
+    return Path(settings.VAR_DIR) / "benchmarks"
 
 
 def main() -> None:
-    """Measure, print, and write var/benchmarks/predict_api.json."""
+    """Measure, print, and write predict_api.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", default="gbdt", choices=["lasso", "rf", "gbdt", "mlp"])
     parser.add_argument("--search", default="fast", choices=["paper", "fast"])
     parser.add_argument("--cpu-networks", type=int, default=12, help="synthetic networks profiled for the CPU one")
-    parser.add_argument("--repeats", type=int, default=7, help="timed requests answered from the table")
-    parser.add_argument("--slow-repeats", type=int, default=5, help="timed requests of the slow paths")
-    parser.add_argument(
-        "--requested-cells-only",
-        dest="full_table",
-        action="store_false",
-        help="build the table for the requested cells only (quicker; same answers)",
-    )
+    parser.add_argument("--rounds", type=int, default=7, help="rounds of fresh architectures")
+    parser.add_argument("--starts", type=int, default=3, help="server starts whose first request is timed")
+    parser.add_argument("--no-table", dest="table", action="store_false", help="skip the NB-201 table path")
     args = parser.parse_args()
 
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.db import connection
+
+    out_dir = var_dir()
+    out_dir.mkdir(parents=True, exist_ok=True)
     postgres = connection.vendor == "postgresql"
     test_settings = connection.settings_dict.setdefault("TEST", {})
     test_settings["NAME"] = (
-        f"{connection.settings_dict['NAME']}_predict_bench"
-        if postgres
-        else str(settings.VAR_DIR / "benchmarks" / "predict_api.sqlite3")
+        f"{connection.settings_dict['NAME']}_predict_bench" if postgres else str(out_dir / "predict_api.sqlite3")
     )
-    Path(settings.VAR_DIR, "benchmarks").mkdir(parents=True, exist_ok=True)
     original_name = connection.settings_dict["NAME"]
     media = tempfile.TemporaryDirectory(prefix="predict-bench-")
     settings.MEDIA_ROOT = media.name
-    settings.LATENCYLAB_PREDICT_NB201_TABLE = False  # built below, timed
+    settings.LATENCYLAB_PREDICT_NB201_TABLE = False  # built below when asked
+    load_before = [round(x, 2) for x in os.getloadavg()]
     connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
     report: dict[str, Any] = {
         "database": connection.vendor,
@@ -194,64 +363,97 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "architectures": N,
         "processes": settings.LATENCYLAB_PREDICT_PROCESSES,
-        "target_s": TARGET_S,
-        "predictors": {},
+        "goal_s": GOAL_S,
+        "method": args.method,
+        "rounds": args.rounds,
+        "load_average_before": load_before,
     }
     try:
-        from devicelab.graph import nas
         from server.accounts.services import create_user_with_token
+        from server.predictors.models import Predictor
+        from server.predictors.tables import build_nb201_table
 
         user, key = create_user_with_token("bench", "bench")
         team = user.memberships.get().team
-        client = APIClient(SERVER_NAME="localhost")
-        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-        cells = sorted(set(nb201.sample_strings(N + 50, 2024)))[:N]
-        graphs = [graph_to_dict(g) for g in nas.sample("synthetic", N, 77)]
-        report["graph_json_operators_mean"] = round(sum(len(g["operators"]) for g in graphs) / N, 1)
         log("training the qed s10 predictor")
         rows = {"qed s10 (TFLite GPU)": _qed_predictor(args.method, args.search)}
         log("training the host CPU predictor")
         rows["host cpu (onnxruntime)"] = _cpu_predictor(team, args.method, args.search, args.cpu_networks)
+        live = {}
         for name, row in rows.items():
             assert row is not None and row.state == "ready", getattr(row, "failure_reason", "")
-            log(f"benchmarking {name}")
-            report["predictors"][name] = bench_predictor(client, row, cells, graphs, args)
+            twin = Predictor.objects.get(pk=row.pk)  # the same artifact under a row without a table
+            twin.pk, twin.version = None, row.version + 1
+            twin.save()
+            live[name] = twin
+        if args.table:
+            for name, row in rows.items():
+                log(f"building the NB-201 table of {name} (all 15625 cells)")
+                started = time.perf_counter()
+                build_nb201_table(row)
+                report.setdefault("table_build_s", {})[name] = round(time.perf_counter() - started, 1)
+        measured = measure(rows, live, key, args, media.name)
     finally:
+        from django.db import connections
+
+        connections.close_all()
         connection.creation.destroy_test_db(original_name, verbosity=0)
         media.cleanup()
-    worst = max(r["nb201_table"]["median_s"] for r in report["predictors"].values())
-    worst_json = max(r["graph_json"]["median_s"] for r in report["predictors"].values())
-    report["worst_nb201_table_median_s"] = worst
-    report["worst_graph_json_median_s"] = worst_json
-    report["meets_target"] = worst < TARGET_S and worst_json < TARGET_S
+    report.update(measured)
+    results: dict[str, Any] = {}
+    for name in rows:
+        results[name] = {}
+        for path in (*PATHS, "NB-201 table"):
+            h = measured["http"][name][path]
+            if not h:
+                continue
+            entry: dict[str, Any] = {"http": spread(h), "goal_met": statistics.median(h) < GOAL_S}
+            if path in PATHS:
+                lib = measured["library"][name][path]
+                ratios = [a / b for a, b in zip(h, lib, strict=True)]
+                low, high = bootstrap_median(ratios)
+                entry["library"] = spread(lib)
+                entry["ratio_http_over_library"] = {
+                    "median": round(statistics.median(ratios), 3),
+                    "ci95": [round(low, 3), round(high, 3)],
+                }
+            results[name][path] = entry
+    report["results"] = results
+    loads = measured["load_average_rounds"]
     print(
-        f"POST /api/predict/ with {N} architectures ({args.method}, in-process, {connection.vendor}; "
-        f"{report['processes']} process(es) per batch, LATENCYLAB_PREDICT_PROCESSES)"
+        f"POST /api/predict/ with {N} architectures over HTTP (gunicorn, server.gunicorn_conf; "
+        f"{report['processes']} process(es) per batch), {args.method}, {connection.vendor}; {args.rounds} rounds "
+        f"of fresh architectures; load average {min(loads):.1f}-{max(loads):.1f} during the rounds "
+        f"({os.cpu_count()} cores)"
     )
-    print(f"{'predictor':26} {'path':34} {'median s':>9} {'min s':>8}")
-    for name, r in report["predictors"].items():
-        first = r["nb201_table_first_request_s"]
-        print(f"{name:26} {'NB201, table, first request':34} {first:9.3f} {first:8.3f}")
-        for key, label in (
-            ("nb201_table", "NB201, table"),
-            ("nb201_no_table", "NB201, no table (build+deduce)"),
-            ("nb201_no_table_one_process", "  the same in one process"),
-            ("nb201_breakdown", "NB201 with breakdown"),
-            ("graph_json", f"graph JSON (~{report['graph_json_operators_mean']:.0f} ops each)"),
-            ("graph_json_one_process", "  the same in one process"),
-        ):
-            print(f"{name:26} {label:34} {r[key]['median_s']:9.3f} {r[key]['min_s']:8.3f}")
-        t = r["table"]
+    print(
+        "| predictor | path | HTTP median s (min-max) | library median s (min-max) | HTTP / library (95 % interval) | goal < 0.5 s |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, paths in results.items():
+        for path, e in paths.items():
+            h = e["http"]
+            lib_text = ratio_text = ""
+            if "library" in e:
+                lib = e["library"]
+                lib_text = f"{lib['median_s']:.3f} ({lib['min_s']:.3f}-{lib['max_s']:.3f})"
+                r = e["ratio_http_over_library"]
+                ratio_text = f"{r['median']:.2f} ({r['ci95'][0]:.2f}-{r['ci95'][1]:.2f})"
+            verdict = "met" if e["goal_met"] else "NOT met"
+            label = path if path != "NB-201" else "NB-201, no table"
+            print(
+                f"| {name} | {label} | {h['median_s']:.3f} ({h['min_s']:.3f}-{h['max_s']:.3f}) | {lib_text} | "
+                f"{ratio_text} | {verdict} |"
+            )
+    for f in measured["first_requests"]:
         print(
-            f"{name:26} table: {t['computed']}/{t['cells']} cells in {t['build_s']} s; "
-            f"table vs live max rel. diff {r['table_vs_live_max_rel_diff']:.1e}"
+            f"server start: answers in {f['up_s']} s; first request (1,000 NB-201 cells) {f['first_s']:.3f} s, second {f['second_s']:.3f} s"
         )
-    for label, value in (("NB201 from the table", worst), ("graph JSON", worst_json)):
-        verdict = "met" if value < TARGET_S else "NOT met"
-        print(f"{label}: worst median {value:.3f} s; target < {TARGET_S} s: {verdict}")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(report, indent=1) + "\n")
-    print(f"wrote {OUT.relative_to(ROOT)}")
+    worst = max(measured["max_rel_diff"].values()) if measured["max_rel_diff"] else 0.0
+    print(f"HTTP answers vs the library's: largest relative difference {worst:.1e}")
+    out = out_dir / "predict_api.json"
+    out.write_text(json.dumps(report, indent=1) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":
