@@ -32,11 +32,21 @@ WARM_SPARES = 1
 
 
 class _PromptAsynPool(AsynPool):  # type: ignore[misc]  # Celery ships no types
-    """Celery's event-loop pool, replacing exited processes within ``MAINTAIN_SECONDS``."""
+    """Celery's event-loop pool, replacing exited processes within ``MAINTAIN_SECONDS``, and never
+    handing a job to a process that is leaving."""
 
     @property
     def timers(self) -> dict[Any, float]:
         return {self.maintain_pool: MAINTAIN_SECONDS}
+
+    def on_job_ready(self, job: Any, i: Any, obj: Any, inqW_fd: int) -> None:
+        """A process finished its job. Celery marks it free for the next job; one that ran its
+        last job (``--max-tasks-per-child 1``: each) is leaving, and a job written to it waits
+        until its exit is noticed and the job is given to another process (about 150 ms, every
+        other job). It stays marked busy until it is gone: the next job goes to the warm one."""
+        if self._maxtasksperchild == 1:
+            return
+        super().on_job_ready(job, i, obj, inqW_fd)
 
 
 class DevicePool(TaskPool):  # type: ignore[misc]
