@@ -130,11 +130,14 @@ class DevicesGone(JsonRecord):
 class Claim(JsonRecord):
     """A run asks for a job its device's queue delivered. ``peek``: only ask whether the claim
     would be worth making (answered ``claimable``, or the refusal a claim would get, changing
-    nothing): a device process asks so before it spends a process on the message."""
+    nothing): a device process asks so before it spends a process on the message. ``key``: one
+    per claiming call, the same when the call is made again because its answer was lost: the
+    server answers it again instead of taking it for an attempt whose process died."""
 
     run: str
     device: int
     peek: bool = False
+    key: str = ""
 
     json_name = "claim"
 

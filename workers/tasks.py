@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import time
+import uuid
 from typing import Any
 
 from celery import Task
@@ -86,6 +88,26 @@ class ProfilingTask(Task):  # type: ignore[misc]
             log.error("job %s ended (%s) but the server could not be told: %s", job_id, exc, told)
 
 
+# A claim whose answer did not come (the server restarting, a dropped connection) is made again
+# this many times in all, the same call with the same key, before the task is retried (by then in
+# another process, which the server would take for one whose attempt died had the claim committed).
+CLAIM_TRIES = 3
+
+
+def claim(server: LabServer, job_id: int, call: Claim, pause_s: float = 1.0) -> Any:
+    """``server.claim``, made again with the same key while no answer comes."""
+    for tries_left in range(CLAIM_TRIES - 1, -1, -1):
+        try:
+            return server.claim(job_id, call)
+        except ServerUnreachable as exc:
+            if not tries_left:
+                raise
+            log.warning("job %s: the claim got no answer (%s); asking again", job_id, exc)
+            time.sleep(pause_s)
+            pause_s *= 2
+    raise AssertionError("unreachable")
+
+
 @app.task(  # type: ignore[untyped-decorator]  # Celery ships no types
     bind=True,
     base=ProfilingTask,
@@ -126,7 +148,7 @@ def run_profiling_job(self: Task, job_id: int) -> str:
                 lock["waited_s"],
             )
         try:
-            answer = server.claim(job_id, Claim(ctx.token, device_pk))
+            answer = claim(server, job_id, Claim(ctx.token, device_pk, key=uuid.uuid4().hex))
         except Refused as exc:
             if exc.status != 403:
                 raise

@@ -228,6 +228,10 @@ def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
         # moved to another device after its message was sent (this one went offline)
         return ClaimAnswer("elsewhere", f"job #{job_id} is now routed to device #{job.device_id}")
     if job.state == JobState.RUNNING and job.claimed_by == claim.run:
+        if claim.key and claim.key == job.claim_key:
+            # The same call again: its answer was lost on the way (a dropped connection, a proxy's
+            # error after the claim committed). It is answered again.
+            return _claimed_answer(job)
         if claim.peek:  # the claim itself counts the death
             return ClaimAnswer("claimable", f"job #{job_id}: an attempt of this run died; the claim counts it")
         # One process per device takes one message at a time: the same run's job arriving again
@@ -251,16 +255,27 @@ def claim_for_lab(lab: LabMachine, job_id: int, claim: Claim) -> ClaimAnswer:
         )
     if claim.peek:
         return ClaimAnswer("claimable", f"job #{job_id} is queued on device #{device.pk}")
-    claimed = claim_job(job_id, claim.run, device_id=device.pk)
-    if claimed is None:
-        return ClaimAnswer("not-queued", f"job #{job_id} was taken by another run")
-    claimed = ProfilingJob.objects.select_related("device", "model").get(pk=claimed.pk)
+    limit = ProfilingJob._meta.get_field("claim_key").max_length or 0  # type: ignore[union-attr]
+    if len(claim.key) > limit:
+        raise PayloadError(f"claim.key must be at most {limit} characters, got {len(claim.key)}")
+    with transaction.atomic():
+        # One transaction: a claim that fails half-way (the database dropped) leaves the job
+        # queued for the call made again, not running under a claim nobody was told of.
+        claimed = claim_job(job_id, claim.run, device_id=device.pk, key=claim.key)
+        if claimed is None:
+            return ClaimAnswer("not-queued", f"job #{job_id} was taken by another run")
+        return _claimed_answer(ProfilingJob.objects.select_related("device", "model").get(pk=claimed.pk))
+
+
+def _claimed_answer(claimed: ProfilingJob) -> ClaimAnswer:
+    """The answer to a claim that took ``claimed``: what the job needs on the machine."""
+    job_id = claimed.pk
     try:
         payload = claimed_job(claimed)
     except (LookupError, GraphError) as exc:
         # What the job needs is gone or unreadable (a model deleted after it was queued): it
         # fails now, saying why, instead of staying claimed by a run that never got it.
-        fail_job(job_id, claim.run, f"the job cannot run: {exc}")
+        fail_job(job_id, claimed.claimed_by, f"the job cannot run: {exc}")
         return ClaimAnswer("not-queued", f"job #{job_id} failed at its claim: {exc}")
     return ClaimAnswer("claimed", job=payload)
 

@@ -180,6 +180,12 @@ class ProfilingJob(models.Model):
         "the first is retried as the machine's failure, a second fails the job as the model's.",
     )
     claimed_by = models.CharField(max_length=100, blank=True, help_text="Run token of the worker that claimed it.")
+    claim_key = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="The key of the claiming call: the same call made again (its answer was lost) is "
+        "answered again, not taken for an attempt whose process died.",
+    )
     failure_reason = models.TextField(blank=True)
     moved_from = models.TextField(blank=True, help_text="Why and from where the job was re-routed, if it was.")
     sent_at = models.DateTimeField(
@@ -258,9 +264,9 @@ class ProfilingJob(models.Model):
             self.refresh_from_db()
         return made
 
-    def start(self, token: str, device_id: int | None = None) -> bool:
+    def start(self, token: str, device_id: int | None = None, key: str = "") -> bool:
         """QUEUED -> RUNNING for the worker run ``token`` (only while routed to ``device_id``, when
-        given), counting an attempt."""
+        given), counting an attempt; ``key``: the claiming call's."""
         now = timezone.now()
         return self._moved(
             ProfilingJob.objects.transition(
@@ -270,6 +276,7 @@ class ProfilingJob(models.Model):
                 where=Q(device_id=device_id) if device_id is not None else None,
                 attempts=F("attempts") + 1,
                 claimed_by=token,
+                claim_key=key,
                 started_at=now,
                 progress=0.0,
                 progress_message="",

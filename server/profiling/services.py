@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
+import orjson
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -32,6 +33,7 @@ from server.networks.models import NetworkModel
 from server.networks.services import model_not_ready_message
 from server.profiling.models import (
     MAX_ATTEMPTS,
+    TRANSITIONS,
     JobKind,
     JobResult,
     JobState,
@@ -220,12 +222,13 @@ def rerun_job(job: ProfilingJob, user: Any = None) -> ProfilingJob:
 # -- the worker's side -------------------------------------------------------------------------
 
 
-def claim_job(job_id: int, worker_token: str, device_id: int | None = None) -> ProfilingJob | None:
+def claim_job(job_id: int, worker_token: str, device_id: int | None = None, key: str = "") -> ProfilingJob | None:
     """Take a queued job for the worker run ``worker_token``; None when another run took it
     first or it is no longer queued. With ``device_id``, only while the job is still routed to
-    that device: a message left in an offline device's queue must not run a job moved elsewhere."""
+    that device: a message left in an offline device's queue must not run a job moved elsewhere.
+    ``key``: the claiming call's (``ProfilingJob.claim_key``)."""
     job = ProfilingJob.objects.filter(pk=job_id).first()
-    if job is None or not job.start(worker_token, device_id=device_id):
+    if job is None or not job.start(worker_token, device_id=device_id, key=key):
         return None
     Device.objects.filter(pk=job.device_id, status=DeviceStatus.ONLINE).update(status=DeviceStatus.BUSY)
     return job
@@ -411,18 +414,22 @@ def timing_copy_text(rows: Iterable[tuple[Any, ...]]) -> tuple[str, int]:
     return "".join(lines), len(lines)
 
 
-def copy_timing_rows(rows: Iterable[tuple[Any, ...]]) -> int:
-    """Insert timing rows with PostgreSQL COPY (inside the current transaction); returns the count."""
-    text, count = timing_copy_text(rows)
-    if count == 0:
-        return 0
+def _copy_in(sql: str, text: str) -> None:
+    """Run ``COPY ... FROM STDIN`` with ``text`` as its data, in the current transaction."""
     with connection.cursor() as cursor:
         raw = cursor.cursor
         if hasattr(raw, "copy_expert"):  # psycopg2
-            raw.copy_expert(timing_copy_sql(), io.StringIO(text))
+            raw.copy_expert(sql, io.StringIO(text))
         else:  # psycopg 3
-            with raw.copy(timing_copy_sql()) as copy:
+            with raw.copy(sql) as copy:
                 copy.write(text)
+
+
+def copy_timing_rows(rows: Iterable[tuple[Any, ...]]) -> int:
+    """Insert timing rows with PostgreSQL COPY (inside the current transaction); returns the count."""
+    text, count = timing_copy_text(rows)
+    if count:
+        _copy_in(timing_copy_sql(), text)
     return count
 
 
@@ -433,15 +440,232 @@ def bulk_create_timing_rows(rows: Iterable[tuple[Any, ...]], batch_size: int = 5
     return len(objs)
 
 
-# How ingest_result inserts timings on PostgreSQL: "copy" or "bulk_create". COPY is the faster
-# (benchmarks/ingest_timings.py measures both); other databases always take the ORM's bulk INSERT.
-POSTGRES_INSERT_METHOD = "copy"
+# The fast form of a result's timings for COPY: CSV with a tab delimiter and a quote character
+# (\x01) that JSON never holds raw (control characters are escaped in it) and operator names do
+# not, so no field is quoted or escaped, backslashes included (CSV gives them no meaning), and a
+# row is one f-string. An empty unquoted field is NULL, except in the text columns
+# (FORCE_NOT_NULL), where it is "" (no kernel, not fused). A text field holding a tab, a newline,
+# a carriage return or \x01 shows in the text's counts, and then the rows are built field by field
+# in the text format instead (``timing_copy_text``, every field escaped).
+_CSV_QUOTE = "\x01"
+_CSV_FIELDS = len(TIMING_COLUMNS)
+_NO_STATS = "\t" * 4  # mean, median, p90, std and n: a fused operator has none
+_EMPTY_LIST = "[]"
 
 
-def _insert_timings(result_id: int, ops: Iterable[OpTiming]) -> int:
-    if connection.vendor == "postgresql" and POSTGRES_INSERT_METHOD == "copy":
-        return copy_timing_rows(timing_rows(result_id, ops))
-    return bulk_create_timing_rows(timing_rows(result_id, ops))
+def timing_csv_sql() -> str:
+    """The COPY statement that reads ``timing_csv_text``."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(c) for c in TIMING_COLUMNS)
+    text_columns = ", ".join(quote(c) for c in ("name", "op_type", "kernel", "fused_into"))
+    return (
+        f"COPY {quote(OperatorTiming._meta.db_table)} ({columns}) FROM STDIN "
+        f"WITH (FORMAT csv, DELIMITER E'\\t', QUOTE E'\\x01', FORCE_NOT_NULL ({text_columns}))"
+    )
+
+
+def _shapes_json(shapes: Any) -> str:
+    if not shapes:
+        return _EMPTY_LIST
+    try:
+        return orjson.dumps(shapes).decode()
+    except TypeError:  # not lists and tuples of ints (orjson.JSONEncodeError): as timing_rows writes it
+        return _to_json([list(x) for x in shapes])
+
+
+def _attrs_json(attrs: Any) -> str:
+    if not attrs:
+        return "{}"
+    try:
+        return orjson.dumps(attrs).decode()
+    except TypeError:  # keys that are not strings, a mapping that is not a dict: as timing_rows writes it
+        return _to_json(dict(attrs))
+
+
+def _stat_text(value: float | None) -> str:
+    """A reported statistic as CSV: empty (null) when absent or NaN."""
+    return "" if value is None or value != value else repr(float(value))
+
+
+def timing_csv_text(result_id: int, ops: Iterable[OpTiming]) -> tuple[str, int] | None:
+    """A result's timings as ``timing_csv_sql`` reads them, with their count; None when a text field
+    holds a character the form cannot carry unquoted (then ``timing_copy_text`` does)."""
+    rid = str(result_id)
+    lines = []
+    for op in ops:
+        s = op.stats
+        if s is None:
+            stats = _NO_STATS
+        else:
+            mean = "" if s.mean is None else repr(float(s.mean))
+            n = "" if s.n is None else str(s.n)
+            stats = f"{mean}\t{_stat_text(s.median)}\t{_stat_text(s.p90)}\t{_stat_text(s.std)}\t{n}"
+        index = "" if op.index is None else str(op.index)
+        lines.append(
+            f"{rid}\t{index}\t{op.name}\t{op.type}\t{op.kernel or ''}\t{_shapes_json(op.input_shapes)}\t"
+            f"{_shapes_json(op.output_shapes)}\t{_attrs_json(op.attrs)}\t{stats}\t{op.fused_into or ''}\n"
+        )
+    text = "".join(lines)
+    count = len(lines)
+    # Only a text field can add a tab or a newline (JSON escapes them): the counts say whether one did.
+    if text.count("\t") != (_CSV_FIELDS - 1) * count or text.count("\n") != count or "\r" in text or _CSV_QUOTE in text:
+        return None
+    return text, count
+
+
+def insert_timings(results: Iterable[tuple[int, Iterable[OpTiming]]]) -> int:
+    """Insert the operator timings of results (``(result id, timings)``), all in one COPY on
+    PostgreSQL (the ORM's bulk INSERT elsewhere), in the current transaction; returns the count."""
+    results = list(results)
+    if connection.vendor != "postgresql":
+        return bulk_create_timing_rows(row for rid, ops in results for row in timing_rows(rid, ops))
+    texts = []
+    count = 0
+    for rid, ops in results:
+        csv = timing_csv_text(rid, ops)
+        if csv is None:  # a name with a tab or a newline: this batch in the escaped text format
+            return copy_timing_rows(row for rid, ops in results for row in timing_rows(rid, ops))
+        texts.append(csv[0])
+        count += csv[1]
+    if count:
+        _copy_in(timing_csv_sql(), "".join(texts))
+    return count
+
+
+def _result_row(job: ProfilingJob, record: ProfileRecord) -> JobResult:
+    """The (unsaved) result row of a job's record."""
+    e2e = record.e2e
+    return JobResult(
+        job=job,
+        attempt=job.attempts,
+        e2e_mean=e2e.mean,
+        e2e_median=_reported(e2e.median),
+        e2e_p90=_reported(e2e.p90),
+        e2e_std=_reported(e2e.std),
+        e2e_min=_reported(e2e.min),
+        e2e_max=_reported(e2e.max),
+        e2e_cv=_reported(e2e.cv),
+        e2e_n=e2e.n,
+        noisy=e2e.noisy,
+        flags=list(record.flags),
+        samples_ms=[float(x) for x in record.samples_ms],
+        load_ms=record.load_ms,
+        first_run_ms=record.first_run_ms,
+        peak_memory_mb=record.peak_memory_mb,
+        environment=dict(record.environment),
+        settings=record.settings.as_dict(),
+        device_info=record.device.as_dict(),
+        cold_starts=record.cold_starts,
+        time_breakdown=record.time_breakdown,
+    )
+
+
+def _insert_result_rows(rows: list[JobResult]) -> None:
+    """Insert result rows in one statement, each value prepared by its field as the ORM's INSERT
+    prepares it, without the ORM's query building (half a millisecond a result)."""
+    fields = [f for f in JobResult._meta.concrete_fields if not f.primary_key]
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in fields)
+    marks = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    values = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows for f in fields]
+    sql = (
+        f"INSERT INTO {quote(JobResult._meta.db_table)} ({columns}) VALUES {', '.join([marks] * len(rows))} "
+        f"RETURNING {quote(JobResult._meta.pk.column)}"  # type: ignore[union-attr]
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        pks = [pk for (pk,) in cursor.fetchall()]  # in the VALUES' order, as bulk_create relies on
+    for row, pk in zip(rows, pks, strict=True):
+        row.pk = pk
+        row._state.adding, row._state.db = False, connection.alias
+
+
+def _succeed_sql() -> str:
+    """One statement that moves jobs (``unnest`` of ids and run tokens) RUNNING -> SUCCEEDED for
+    their run and frees their busy devices that have no other running job; it answers how many
+    jobs moved. The device's check reads the snapshot before the move, so the jobs moving are
+    left out of it by id."""
+    job, device = ProfilingJob._meta, Device._meta
+    q = connection.ops.quote_name
+
+    def jc(name: str) -> str:
+        return q(job.get_field(name).column)
+
+    def dc(name: str) -> str:
+        return q(device.get_field(name).column)
+
+    return (
+        f"WITH done AS (UPDATE {q(job.db_table)} AS j SET {jc('state')} = %(succeeded)s, "
+        f"{jc('progress')} = 1.0, {jc('progress_message')} = 'done', {jc('finished_at')} = %(now)s "
+        f"FROM unnest(%(ids)s::bigint[], %(tokens)s::text[]) AS t(id, token) "
+        f"WHERE j.{jc('id')} = t.id AND j.{jc('state')} = %(running)s AND j.{jc('claimed_by')} = t.token "
+        f"RETURNING j.{jc('id')} AS id, j.{jc('device')} AS device_id), "
+        f"freed AS (UPDATE {q(device.db_table)} AS d SET {dc('status')} = %(online)s "
+        f"WHERE d.{dc('id')} IN (SELECT device_id FROM done) AND d.{dc('status')} = %(busy)s "
+        f"AND NOT EXISTS (SELECT 1 FROM {q(job.db_table)} AS o WHERE o.{jc('device')} = d.{dc('id')} "
+        f"AND o.{jc('state')} = %(running)s AND o.{jc('id')} NOT IN (SELECT id FROM done))) "
+        "SELECT count(*) FROM done"
+    )
+
+
+assert JobState.SUCCEEDED in TRANSITIONS[JobState.RUNNING]  # the move _succeed_sql makes
+
+
+def _succeed_jobs(checked: list[tuple[ProfilingJob, str, ProfileRecord]]) -> None:
+    """Each job succeeds (RUNNING -> SUCCEEDED for its run) and its device is free again; the
+    instances are brought up to date without reading their rows back."""
+    now = timezone.now()
+    if connection.vendor == "postgresql":
+        # one round trip for every job and device, instead of two queries a job
+        params = {
+            "ids": [job.pk for job, _, _ in checked],
+            "tokens": [token for _, token, _ in checked],
+            "now": now,
+            "running": JobState.RUNNING,
+            "succeeded": JobState.SUCCEEDED,
+            "online": DeviceStatus.ONLINE,
+            "busy": DeviceStatus.BUSY,
+        }
+        with connection.cursor() as cursor:
+            cursor.execute(_succeed_sql(), params)
+            (moved,) = cursor.fetchone()
+    else:
+        moved = sum(
+            ProfilingJob.objects.transition(
+                job.pk,
+                JobState.SUCCEEDED,
+                from_states=[JobState.RUNNING],
+                token=token,
+                progress=1.0,
+                progress_message="done",
+                finished_at=now,
+            )
+            for job, token, _ in checked
+        )
+        release_devices({job.device_id for job, _, _ in checked})
+    if moved != len(checked):  # cannot happen under the row locks; keep the invariant loud
+        raise RuntimeError(f"{len(checked) - moved} job(s) changed state while their results were being stored")
+    for job, _, _ in checked:
+        job.state, job.progress, job.progress_message, job.finished_at = JobState.SUCCEEDED, 1.0, "done", now
+
+
+def store_results(checked: list[tuple[ProfilingJob, str, ProfileRecord]]) -> list[JobResult]:
+    """Store results whose jobs the caller locked and checked (each running under its run token,
+    with no result yet), in the caller's transaction: their result rows in one INSERT, all their
+    operator timings in one COPY; each job succeeds and its device is free again.
+
+    The work of ``ingest_result`` once its job is checked, for one result or several posted
+    together (``server.labs.protocol.store_results``)."""
+    if not checked:
+        return []
+    rows = [_result_row(job, record) for job, _, record in checked]
+    if connection.vendor == "postgresql":
+        _insert_result_rows(rows)
+    else:
+        rows = JobResult.objects.bulk_create(rows)
+    insert_timings((row.pk, record.timings()) for row, (_, _, record) in zip(rows, checked, strict=True))
+    _succeed_jobs(checked)
+    return rows
 
 
 def ingest_result(
@@ -472,32 +696,7 @@ def ingest_result(
                 return existing
         if job.state != JobState.RUNNING or job.claimed_by != worker_token:
             return None
-        e2e = record.e2e
-        stored = JobResult.objects.create(
-            job=job,
-            attempt=job.attempts,
-            e2e_mean=e2e.mean,
-            e2e_median=_reported(e2e.median),
-            e2e_p90=_reported(e2e.p90),
-            e2e_std=_reported(e2e.std),
-            e2e_min=_reported(e2e.min),
-            e2e_max=_reported(e2e.max),
-            e2e_cv=_reported(e2e.cv),
-            e2e_n=e2e.n,
-            noisy=e2e.noisy,
-            flags=list(record.flags),
-            samples_ms=[float(x) for x in record.samples_ms],
-            load_ms=record.load_ms,
-            first_run_ms=record.first_run_ms,
-            peak_memory_mb=record.peak_memory_mb,
-            environment=dict(record.environment),
-            settings=record.settings.as_dict(),
-            device_info=record.device.as_dict(),
-            cold_starts=record.cold_starts,
-            time_breakdown=record.time_breakdown,
-        )
-        _insert_timings(stored.pk, record.timings())
-        finish_ingest(job, worker_token)
+        (stored,) = store_results([(job, worker_token, record)])
     return stored
 
 
@@ -531,8 +730,13 @@ def finish_ingest(job: ProfilingJob, token: str) -> None:
 
 def release_device(device_id: int) -> None:
     """A busy device with no running job left is idle again."""
+    release_devices([device_id])
+
+
+def release_devices(device_ids: Iterable[int]) -> None:
+    """The busy devices among these with no running job left are idle again (one UPDATE)."""
     running = ProfilingJob.objects.filter(device=OuterRef("pk"), state=JobState.RUNNING)
-    Device.objects.filter(pk=device_id, status=DeviceStatus.BUSY).filter(~Exists(running)).update(
+    Device.objects.filter(pk__in=list(device_ids), status=DeviceStatus.BUSY).filter(~Exists(running)).update(
         status=DeviceStatus.ONLINE
     )
 

@@ -43,9 +43,10 @@ def register(client: Any, worker: str, run: str, devices: list[DeviceInfo], star
     return post(client, "/api/lab/devices", Registration(worker=worker, run=run, devices=devices, start=start))
 
 
-def claim(client: Any, job_id: int, run: str, device: int, peek: bool = False) -> Any:
-    """``POST /api/lab/jobs/<id>/claim`` (``peek``: only whether it would be claimed)."""
-    return post(client, f"/api/lab/jobs/{job_id}/claim", Claim(run=run, device=device, peek=peek))
+def claim(client: Any, job_id: int, run: str, device: int, peek: bool = False, key: str = "") -> Any:
+    """``POST /api/lab/jobs/<id>/claim`` (``peek``: only whether it would be claimed; ``key``:
+    the call's)."""
+    return post(client, f"/api/lab/jobs/{job_id}/claim", Claim(run=run, device=device, peek=peek, key=key))
 
 
 def progress(client: Any, job_id: int, run: str, fraction: float = 0.5) -> Any:

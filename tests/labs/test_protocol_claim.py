@@ -273,3 +273,47 @@ def test_a_peek_says_whether_the_claim_would_take_the_job_and_changes_nothing(
     assert _state(job) == (JobState.RUNNING, "run-1")
     ProfilingJob.objects.filter(pk=job.pk).update(state=JobState.CANCELLED, finished_at=job.created_at)
     assert peek("run-1") == "not-queued"
+
+
+def test_a_claim_made_again_with_its_key_is_answered_again_not_taken_for_a_death(
+    rack: Any, member: Any, make_device: Callable[..., Any], make_job: Callable[..., Any]
+) -> None:
+    # The claim committed but its answer was lost (a dropped connection): the worker asks again
+    # with the same key and gets the job; only a call with another key (the message delivered
+    # again to a new process after this one died) counts a death.
+    _, client = rack
+    device = make_device(worker="rack")
+    job = make_job(member.team, device=device)
+
+    first = claim(client, job.pk, "run-1", device.pk, key="k1").json()
+    again = claim(client, job.pk, "run-1", device.pk, key="k1").json()
+    assert first["outcome"] == again["outcome"] == "claimed"
+    assert again["job"] == first["job"]
+    job.refresh_from_db()
+    assert (job.state, job.attempts, job.process_deaths) == (JobState.RUNNING, 1, 0)
+
+    assert claim(client, job.pk, "run-1", device.pk, key="k2").json()["outcome"] == "lost"
+    job.refresh_from_db()
+    assert (job.state, job.process_deaths) == (JobState.QUEUED, 1)
+
+
+def test_a_claim_that_fails_half_way_leaves_the_job_queued(
+    rack: Any, member: Any, make_device: Callable[..., Any], make_job: Callable[..., Any]
+) -> None:
+    from unittest import mock
+
+    from django.db import OperationalError
+
+    _, client = rack
+    device = make_device(worker="rack")
+    job = make_job(member.team, device=device)
+    with (
+        mock.patch("server.labs.protocol.claimed_job", side_effect=OperationalError("the connection dropped")),
+        pytest.raises(OperationalError),
+    ):
+        claim(client, job.pk, "run-1", device.pk, key="k1")
+    job.refresh_from_db()
+    device.refresh_from_db()
+    assert (job.state, job.attempts, job.claimed_by) == (JobState.QUEUED, 0, "")
+    assert device.status == "online"
+    assert claim(client, job.pk, "run-1", device.pk, key="k1").json()["outcome"] == "claimed"

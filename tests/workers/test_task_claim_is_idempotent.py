@@ -34,3 +34,33 @@ def test_job_held_by_another_run_is_left_alone(
 
 def test_missing_job_is_skipped(as_device_process: Any) -> None:
     assert run_profiling_job(987654321) == "missing"
+
+
+def test_a_claim_without_an_answer_is_made_again_with_the_same_key() -> None:
+    from workers.server_api import ServerUnreachable
+    from workers.tasks import CLAIM_TRIES, claim
+
+    calls: list[Claim] = []
+
+    class Flaky:
+        def claim(self, job_id: int, call: Claim) -> str:
+            calls.append(call)
+            if len(calls) < CLAIM_TRIES:
+                raise ServerUnreachable("POST /api/lab/jobs/1/claim: 502 Bad Gateway")
+            return "claimed"
+
+    assert claim(Flaky(), 1, Claim("run-1", 7, key="k1"), pause_s=0.01) == "claimed"  # type: ignore[arg-type]
+    assert [c.key for c in calls] == ["k1"] * CLAIM_TRIES
+
+    calls.clear()
+
+    class Down:
+        def claim(self, job_id: int, call: Claim) -> str:
+            calls.append(call)
+            raise ServerUnreachable("POST /api/lab/jobs/1/claim: connection refused")
+
+    import pytest
+
+    with pytest.raises(ServerUnreachable):
+        claim(Down(), 1, Claim("run-1", 7, key="k1"), pause_s=0.01)  # type: ignore[arg-type]
+    assert len(calls) == CLAIM_TRIES
