@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
@@ -345,7 +345,12 @@ def _train(
     predictor_id = row.pk
 
     def report(message: str) -> None:
-        row.report(message)
+        try:
+            row.report(message)
+        except DatabaseError:
+            # A progress note is not worth the training: the next query opens a new connection.
+            log.warning("predictor %s: progress not recorded (the database connection dropped)", predictor_id)
+            _reconnect()
         if progress is not None:
             progress(message)
 
@@ -359,6 +364,11 @@ def _train(
     except (PredictorError, GraphError, ValidationError) as exc:
         text = " ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
         row.fail(text)
+        return row
+    except DatabaseError as exc:
+        # The database dropped the connection (a restart, a failover): not the training's fault.
+        _reconnect()
+        _training_lost_to_the_database(predictor_id, exc)
         return row
     except Exception as exc:  # noqa: BLE001 - the row must say why, whatever went wrong
         log.exception("training predictor %s failed", predictor_id)
@@ -402,6 +412,31 @@ def sweep_lost_trainings(now: datetime | None = None) -> list[int]:
         },
         dispatch=_dispatch_training,
     )
+
+
+def _reconnect() -> None:
+    """Let the next query open a new connection (outside a transaction: one cannot go on)."""
+    if not connection.in_atomic_block:
+        connection.close()
+
+
+def _training_lost_to_the_database(predictor_id: int, exc: DatabaseError) -> None:
+    """A training whose database connection dropped is queued again at once, saying so, with
+    its attempt counted (failed after ``MAX_TRAINING_ATTEMPTS``), instead of holding its lease
+    until the sweeper takes it for a lost trainer."""
+    attempts = Predictor.objects.filter(pk=predictor_id).values_list("attempts", flat=True).first() or 0
+    held = Predictor.objects.filter(pk=predictor_id, state=PredictorState.TRAINING, attempts=attempts)
+    why = f"attempt {attempts} lost: the database connection dropped while training ({type(exc).__name__}: {exc})"
+    if attempts >= MAX_TRAINING_ATTEMPTS:
+        held.update(
+            state=PredictorState.FAILED,
+            failure_reason=f"{why}; it was attempted {attempts} times (limit {MAX_TRAINING_ATTEMPTS}), so it is "
+            "not retried: request a new version",
+            lease_until=None,
+        )
+    elif held.update(state=PredictorState.QUEUED, progress_message=f"{why}; queued again"[:200], lease_until=None):
+        log.warning("predictor %s: %s; queued again", predictor_id, why)
+        _dispatch_training(predictor_id)
 
 
 def _check_artifact(artifact: dict[str, Any]) -> None:

@@ -84,3 +84,33 @@ def test_the_lease_is_renewed_while_training_runs_and_not_for_another_attempt(me
     # a later attempt (the row was swept and claimed again) is not this keeper's to renew
     Predictor.objects.filter(pk=row.pk).update(attempts=2)
     assert not row.renew_lease(60)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dropped_database_connection_queues_the_training_again_saying_so(
+    member: Any, make_device: Any, private_prefix: str
+) -> None:
+    from unittest import mock
+
+    from django.db import OperationalError
+
+    from server.predictors.models import Predictor
+    from server.predictors.services import request_predictor, run_training
+
+    device = make_device()
+    store_profiles(member.team, device, cpu_profiles())
+    row = request_predictor(member.team, device, method="lasso", enqueue=False)
+    # a progress note that cannot be written does not stop the training
+    reports = mock.patch.object(Predictor, "report", side_effect=OperationalError("server closed the connection"))
+    with reports:
+        trained = run_training(row.pk, enqueue_table=False)
+    assert trained is not None and Predictor.objects.get(pk=row.pk).state == "ready"
+
+    row = request_predictor(member.team, device, method="lasso", enqueue=False)
+    dropped = OperationalError("terminating connection due to administrator command")
+    with mock.patch("server.predictors.services.train_and_evaluate", side_effect=dropped):
+        run_training(row.pk, enqueue_table=False)
+    row.refresh_from_db()
+    assert (row.state, row.attempts, row.lease_until) == ("queued", 1, None)
+    assert "attempt 1 lost: the database connection dropped while training" in row.progress_message
+    assert _messages() == [row.pk]  # sent again at once
