@@ -1,22 +1,54 @@
-"""How fast the server stores operator timings: ingest_result (COPY and bulk INSERT) vs raw COPY.
+"""How fast the server stores a posted profile: ``ingest_result`` against the least work that stores
+the same result, interleaved round by round.
 
 Run with DATABASE_URL pointing at PostgreSQL::
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/latencylab .venv/bin/python benchmarks/ingest_timings.py
 
-It works in a throw-away database (``<name>_bench``, dropped at the end), ingests RESULTS x OPS
-operator timings through ``ingest_result`` with each insert method, then COPYs the same rows
-straight into the same table, and writes rows/s to var/benchmarks/ingest_timings.json. Without
-PostgreSQL it measures the ORM path on SQLite only, with fewer rows.
+It works in a throw-away database (``<name>_ingest_bench``, dropped at the end). Every result is the
+same Python object the lab API's result endpoint hands the ingest: a ``ProfileRecord`` read back
+from its JSON (``ProfileRecord.from_dict``) of ``--ops`` operators (300 by default), each result for
+a job of its own, running on a busy device of its own, as a job is when its result arrives.
+
+* **ours**: what ``POST /api/lab/jobs/<id>/result`` does once the record is read
+  (``server.labs.protocol.store_result``): in one transaction per result, the job's row locked
+  (``lock_job_for_result``) and ``ingest_result(..., locked=job)``: the result row, every operator row, the
+  job's success and its device freed.
+* **reference** (the fair one): for each result, in its own transaction, the least a correct
+  ingest must do: insert the result row (one INSERT of its values), build the COPY text of its
+  operator rows from the same record, the fastest way we know (CSV with a quote character no
+  field holds, every field written once by one f-string, orjson for the JSON columns; the names
+  checked for characters that form cannot carry), and COPY it. No job or device is touched.
+* context, not a goal: **batch**, the results of a block stored together as the batch endpoint
+  stores them (``POST /api/lab/results``: each job locked, then ``store_results``: one INSERT of
+  the result rows, one COPY of all their operator rows, one transaction); and **one COPY**, the
+  operator rows of a block in one COPY whose text was built before the clock started (the old
+  script's reference: no result row, no per-result transaction).
+
+Each round runs ours and the reference in two blocks each, alternating (ABAB, BABA the next
+round), then batch and one COPY. A round's ratio is ours' rows/s over the reference's; the
+report gives the median of the per-round ratios with a 95 % bootstrap interval and the range,
+each path's median rows/s, the load average, and issue 33's goal (ours at least 0.9x the
+reference). Before timing, one result is stored both ways and the stored rows are compared: the
+two do the same work. ``--profile`` prints where ours spends its time (cProfile). The report goes
+to ``$LATENCYLAB_VAR_DIR/benchmarks/ingest_timings.json`` (else ``var/benchmarks/``).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
 import json
 import os
+import platform
+import pstats
+import random
+import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +60,17 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
+import orjson  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from devicelab.backends.base import ColdStart, DeviceInfo, OpTiming, ProfileResult, ProfileSettings  # noqa: E402
+from devicelab.backends.profile_record import ProfileRecord  # noqa: E402
 from devicelab.graph import GraphBuilder, graph_to_json  # noqa: E402
 from devicelab.measure.stats import summarize  # noqa: E402
-from server.networks.models import NetworkModel  # noqa: E402
+
+GOAL = 0.9  # issue 33: ingest at least 0.9x the fair reference's rows/s
+RUN = "bench"
 
 
 def make_result(ops_per_result: int) -> ProfileResult:
@@ -71,147 +106,420 @@ def make_result(ops_per_result: int) -> ProfileResult:
     )
 
 
-_uploaded: list[Any] = []
+def posted_record(ops: int) -> ProfileRecord:
+    """The record as the result endpoint hands it to the ingest: read back from its JSON."""
+    return ProfileRecord.from_dict(orjson.loads(orjson.dumps(ProfileRecord.of(make_result(ops)).json_ready())))
 
 
-def running_jobs(count: int) -> list[int]:
-    """``count`` jobs already claimed by the run token 'bench' (claiming is not what is timed)."""
-    from server.accounts.services import create_user_with_token
-    from server.devices.services import register_devices
-    from server.networks.services import upload_model
-    from server.profiling.models import JobState, ProfilingJob
-
-    user, _ = create_user_with_token(f"bench{time.time_ns()}", "bench")
-    team = user.memberships.get().team
-    device = register_devices("bench-worker", [DeviceInfo("cpu", "cpu:bench", "bench cpu", {})])[0]
-    b = GraphBuilder("bench", (1, 3, 32, 32))
-    graph = b.build(b.relu(b.conv(b.input, 8, 3)))
-    model = NetworkModel.objects.filter(team=team).first()
-    if model is None:
-        model, _ = upload_model(team, user, graph_to_json(graph).encode(), "bench.json")
-        _uploaded.append(model)
-    now = timezone.now()
-    jobs = ProfilingJob.objects.bulk_create(
-        [
-            ProfilingJob(
-                team=team,
-                model=model,
-                device=device,
-                settings=ProfileSettings().as_dict(),
-                state=JobState.RUNNING,
-                claimed_by="bench",
-                started_at=now,
-                attempts=1,
-            )
-            for _ in range(count)
-        ],
-        batch_size=1000,
-    )
-    return [j.pk for j in jobs]
+# -- jobs --------------------------------------------------------------------------------------------
 
 
-def truncate_timings() -> None:
-    """Empty the timing table so each method starts from the same state."""
-    from server.profiling.models import OperatorTiming
+class Jobs:
+    """Running jobs claimed by run ``bench``, each on a busy device of its own (claiming is not
+    what is timed), handed out in order."""
 
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"TRUNCATE {connection.ops.quote_name(OperatorTiming._meta.db_table)}")
-        else:
-            cursor.execute(f"DELETE FROM {connection.ops.quote_name(OperatorTiming._meta.db_table)}")
+    def __init__(self, count: int) -> None:
+        from server.accounts.services import create_user_with_token
+        from server.devices.models import Device, DeviceStatus
+        from server.networks.services import upload_model
+        from server.profiling.models import JobState, ProfilingJob
 
-
-def time_ingest(method: str, job_ids: list[int], result: ProfileResult) -> dict[str, Any]:
-    """ingest_result for every job with the given insert method."""
-    from server.profiling import services
-    from server.profiling.models import OperatorTiming
-
-    services.POSTGRES_INSERT_METHOD = method
-    truncate_timings()
-    start = time.perf_counter()
-    for job_id in job_ids:
-        if services.ingest_result(job_id, "bench", result) is None:
-            raise RuntimeError(f"job {job_id} was not ingested")
-    seconds = time.perf_counter() - start
-    rows = OperatorTiming.objects.count()
-    assert rows == len(job_ids) * len(result.ops), rows
-    return {"seconds": round(seconds, 3), "rows": rows, "rows_per_s": round(rows / seconds)}
-
-
-def time_raw_copy(result_ids: list[int], result: ProfileResult) -> dict[str, Any]:
-    """The same rows, COPY'd straight in one statement (the text is built before the clock starts)."""
-    import io
-
-    from server.profiling.models import OperatorTiming
-    from server.profiling.services import timing_copy_sql, timing_copy_text, timing_rows
-
-    truncate_timings()
-    text, _ = timing_copy_text(row for rid in result_ids for row in timing_rows(rid, result.ops))
-    start = time.perf_counter()
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.cursor.copy_expert(timing_copy_sql(), io.StringIO(text))
-    seconds = time.perf_counter() - start
-    rows = OperatorTiming.objects.count()
-    return {"seconds": round(seconds, 3), "rows": rows, "rows_per_s": round(rows / seconds)}
-
-
-def main() -> None:
-    """Measure, print, and write var/benchmarks/ingest_timings.json."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--results", type=int, default=None, help="results per method (default 1000; 100 on SQLite)")
-    parser.add_argument("--ops", type=int, default=1000, help="operator timings per result")
-    args = parser.parse_args()
-    postgres = connection.vendor == "postgresql"
-    results = args.results or (1000 if postgres else 100)
-
-    # A throw-away database, so the benchmark neither needs nor touches real data.
-    test_settings = connection.settings_dict.setdefault("TEST", {})
-    test_settings["NAME"] = (
-        f"{connection.settings_dict['NAME']}_bench" if postgres else str(settings.VAR_DIR / "bench_latencylab.sqlite3")
-    )
-    original_name = connection.settings_dict["NAME"]
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
-        from server.profiling.models import JobResult
-
-        result = make_result(args.ops)
-        report: dict[str, Any] = {
-            "database": connection.vendor,
-            "results": results,
-            "ops_per_result": args.ops,
-            "rows": results * args.ops,
-        }
-        methods = ["copy", "bulk_create"] if postgres else ["bulk_create"]
-        for method in methods:
-            jobs = running_jobs(results)
-            report[f"ingest_result_{method}"] = time_ingest(method, jobs, result)
-            print(f"ingest_result ({method}): {report[f'ingest_result_{method}']}", flush=True)
-        if postgres:
-            ids = list(JobResult.objects.order_by("-pk").values_list("pk", flat=True)[:results])
-            report["raw_copy"] = time_raw_copy(ids, result)
-            print(f"raw COPY: {report['raw_copy']}", flush=True)
-            for method in methods:
-                key = f"ingest_result_{method}"
-                report[key]["ratio_to_raw_copy"] = round(
-                    report[key]["rows_per_s"] / report["raw_copy"]["rows_per_s"], 3
+        user, _ = create_user_with_token(f"bench{time.time_ns()}", "bench")
+        team = user.memberships.get().team
+        b = GraphBuilder("bench", (1, 3, 32, 32))
+        graph = b.build(b.relu(b.conv(b.input, 8, 3)))
+        self.model, _ = upload_model(team, user, graph_to_json(graph).encode(), "bench.json")
+        now = timezone.now()
+        devices = Device.objects.bulk_create(
+            [
+                Device(
+                    kind="cpu",
+                    identity=f"cpu:bench-{i}",
+                    name=f"bench cpu {i}",
+                    worker="bench",
+                    status=DeviceStatus.BUSY,
+                    last_heartbeat=now,
                 )
-            report["copy_vs_bulk_create_speedup"] = round(
-                report["ingest_result_copy"]["rows_per_s"] / report["ingest_result_bulk_create"]["rows_per_s"], 2
-            )
-        from server.profiling import services
+                for i in range(count)
+            ],
+            batch_size=1000,
+        )
+        jobs = ProfilingJob.objects.bulk_create(
+            [
+                ProfilingJob(
+                    team=team,
+                    model=self.model,
+                    device=device,
+                    settings=ProfileSettings().as_dict(),
+                    state=JobState.RUNNING,
+                    claimed_by=RUN,
+                    started_at=now,
+                    attempts=1,
+                )
+                for device in devices
+            ],
+            batch_size=1000,
+        )
+        self.ids = [j.pk for j in jobs]
 
-        report["ingest_result_uses_on_postgresql"] = "copy"
-        services.POSTGRES_INSERT_METHOD = "copy"
+    def take(self, n: int) -> list[int]:
+        """The next ``n`` job ids."""
+        if n > len(self.ids):
+            raise RuntimeError("the benchmark ran out of jobs: raise the count made at the start")
+        taken, self.ids = self.ids[:n], self.ids[n:]
+        return taken
+
+    def close(self) -> None:
+        """Remove the uploaded model's file."""
+        self.model.file.delete(save=False)
+
+
+# -- ours ----------------------------------------------------------------------------------------------
+
+
+def ours(job_ids: list[int], record: ProfileRecord) -> None:
+    """Each result as the result endpoint stores it: its own transaction, the job locked, ingested."""
+    from server.profiling.services import ingest_result, lock_job_for_result
+
+    for job_id in job_ids:
+        with transaction.atomic():
+            job = lock_job_for_result(job_id)
+            if ingest_result(job_id, RUN, record, locked=job) is None:
+                raise RuntimeError(f"job {job_id} was not ingested")
+
+
+def batch(job_ids: list[int], record: ProfileRecord) -> None:
+    """The results together, as the batch endpoint stores them: one transaction, each job locked
+    and checked, then one INSERT of the result rows and one COPY of all their operator rows."""
+    from server.profiling.services import lock_job_for_result, store_results
+
+    with transaction.atomic():
+        checked = []
+        for job_id in job_ids:
+            job = lock_job_for_result(job_id)
+            assert job is not None and job.claimed_by == RUN
+            checked.append((job, RUN, record))
+        store_results(checked)
+
+
+# -- the reference ---------------------------------------------------------------------------------------
+
+_NULL_STATS = "\t\t\t\t"
+
+
+def _stat(value: float | None) -> str:
+    return "" if value is None or value != value else repr(float(value))
+
+
+def reference_text(result_id: int, ops: Iterable[OpTiming]) -> str:
+    """The operator rows of a result as CSV COPY text, built the fastest way we know."""
+    rid = str(result_id)
+    lines = []
+    dumps = orjson.dumps
+    for op in ops:
+        s = op.stats
+        stats = (
+            _NULL_STATS if s is None else f"{float(s.mean)!r}\t{_stat(s.median)}\t{_stat(s.p90)}\t{_stat(s.std)}\t{s.n}"
+        )
+        index = "" if op.index is None else op.index
+        lines.append(
+            f"{rid}\t{index}\t{op.name}\t{op.type}\t{op.kernel or ''}\t{dumps(op.input_shapes).decode()}\t"
+            f"{dumps(op.output_shapes).decode()}\t{dumps(op.attrs).decode()}\t{stats}\t{op.fused_into or ''}\n"
+        )
+    text = "".join(lines)
+    # a correct ingest must notice a name the form cannot carry (a tab, a newline, the quote)
+    if text.count("\t") != 13 * len(lines) or text.count("\n") != len(lines) or "\r" in text or "\x01" in text:
+        raise ValueError("a name holds a character the CSV form cannot carry")
+    return text
+
+
+def _copy_sql() -> str:
+    from server.profiling.models import OperatorTiming
+
+    table = OperatorTiming._meta.db_table
+    return (
+        f'COPY "{table}" ("result_id", "index", "name", "op_type", "kernel", "input_shapes", "output_shapes", '
+        '"attrs", "mean", "median", "p90", "std", "n", "fused_into") FROM STDIN WITH (FORMAT csv, '
+        'DELIMITER E\'\\t\', QUOTE E\'\\x01\', FORCE_NOT_NULL ("name", "op_type", "kernel", "fused_into"))'
+    )
+
+
+def _result_sql() -> str:
+    from server.profiling.models import JobResult
+
+    columns = [
+        "job_id",
+        "attempt",
+        "e2e_mean",
+        "e2e_median",
+        "e2e_p90",
+        "e2e_std",
+        "e2e_min",
+        "e2e_max",
+        "e2e_cv",
+        "e2e_n",
+        "noisy",
+        "flags",
+        "samples_ms",
+        "load_ms",
+        "first_run_ms",
+        "peak_memory_mb",
+        "environment",
+        "settings",
+        "device_info",
+        "cold_starts",
+        "time_breakdown",
+        "created_at",
+    ]
+    names = ", ".join(f'"{c}"' for c in columns)
+    marks = ", ".join(["%s"] * len(columns))
+    return f'INSERT INTO "{JobResult._meta.db_table}" ({names}) VALUES ({marks}) RETURNING "id"'
+
+
+def _nan_null(value: float | None) -> float | None:
+    return None if value is None or value != value else value
+
+
+def reference(job_ids: list[int], record: ProfileRecord, result_ids: list[int] | None = None) -> None:
+    """Per result, its own transaction: the result row in one INSERT, its operator rows' text
+    built from the record and COPYed."""
+    insert, copy = _result_sql(), _copy_sql()
+    e = record.e2e
+    for job_id in job_ids:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                insert,
+                (
+                    job_id,
+                    1,
+                    e.mean,
+                    _nan_null(e.median),
+                    _nan_null(e.p90),
+                    _nan_null(e.std),
+                    _nan_null(e.min),
+                    _nan_null(e.max),
+                    _nan_null(e.cv),
+                    e.n,
+                    e.noisy,
+                    orjson.dumps(record.flags).decode(),
+                    orjson.dumps(record.samples_ms).decode(),
+                    record.load_ms,
+                    record.first_run_ms,
+                    record.peak_memory_mb,
+                    orjson.dumps(record.environment).decode(),
+                    orjson.dumps(record.settings.as_dict()).decode(),
+                    orjson.dumps(record.device.as_dict()).decode(),
+                    orjson.dumps(record.cold_starts).decode(),
+                    orjson.dumps(record.time_breakdown).decode(),
+                    timezone.now(),
+                ),
+            )
+            (result_id,) = cursor.fetchone()
+            cursor.cursor.copy_expert(copy, io.StringIO(reference_text(result_id, record.ops)))
+        if result_ids is not None:
+            result_ids.append(result_id)
+
+
+def one_copy(result_ids: list[int], record: ProfileRecord) -> Callable[[], None]:
+    """The operator rows of these results in one COPY, its text built now (before the clock)."""
+    text = "".join(reference_text(rid, record.ops) for rid in result_ids)
+    sql = _copy_sql()
+
+    def run() -> None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.cursor.copy_expert(sql, io.StringIO(text))
+
+    return run
+
+
+# -- the same work ---------------------------------------------------------------------------------------
+
+
+def stored_rows(job_id: int) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
+    """What is stored of a job's result: the result row (without its ids and dates) and the
+    operator rows in order (without theirs)."""
+    from server.profiling.models import JobResult, OperatorTiming
+
+    result = JobResult.objects.filter(job_id=job_id).values().get()
+    for key in ("id", "job_id", "created_at"):
+        result.pop(key)
+    fields = [f.column for f in OperatorTiming._meta.concrete_fields if f.column not in ("id", "result_id")]
+    rows = list(OperatorTiming.objects.filter(result__job_id=job_id).order_by("pk").values_list(*fields))
+    return result, rows
+
+
+def check_same_work(jobs: Jobs, record: ProfileRecord) -> None:
+    """One result stored by ours and by the reference: the same rows."""
+    a, b = jobs.take(2)
+    ours([a], record)
+    reference([b], record)
+    if stored_rows(a) != stored_rows(b):
+        raise AssertionError("ours and the reference store different rows: the comparison would be unfair")
+
+
+# -- measuring ---------------------------------------------------------------------------------------------
+
+
+def timed(run: Callable[[], None]) -> float:
+    """Seconds one call takes."""
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+def bootstrap_median(values: list[float], draws: int = 4000, seed: int = 7) -> tuple[float, float]:
+    """A 95 % bootstrap interval of the median."""
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
+    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
+
+
+def measure(rounds: int, block: int, record: ProfileRecord, jobs: Jobs) -> dict[str, Any]:
+    """``rounds`` rounds (and one warm-up): ours and the reference ABAB / BABA, then batch and one COPY."""
+    rows_per_result = len(record.ops)
+    per: dict[str, list[float]] = {"ours": [], "reference": [], "batch": [], "one_copy": []}
+    ratios: list[float] = []
+    loads: list[float] = []
+    for r in range(rounds + 1):
+        load = os.getloadavg()[0]
+        seconds = {"ours": 0.0, "reference": 0.0}
+        order = ["ours", "reference", "ours", "reference"] if r % 2 == 0 else ["reference", "ours", "reference", "ours"]
+        result_ids: list[int] = []
+        for path in order:
+            ids = jobs.take(block)
+            start = time.perf_counter()
+            if path == "ours":
+                ours(ids, record)
+            else:
+                reference(ids, record, result_ids)
+            seconds[path] += time.perf_counter() - start
+        batch_ids = jobs.take(block)
+        start = time.perf_counter()
+        batch(batch_ids, record)
+        batch_s = time.perf_counter() - start
+        one_copy_s = timed(one_copy(result_ids[:block], record))
+        if r == 0:
+            continue  # warm-up
+        rows = 2 * block * rows_per_result
+        for path in ("ours", "reference"):
+            per[path].append(rows / seconds[path])
+        per["batch"].append(block * rows_per_result / batch_s)
+        per["one_copy"].append(block * rows_per_result / one_copy_s)
+        ratios.append(per["ours"][-1] / per["reference"][-1])
+        loads.append(load)
+        print(
+            f"round {r:2d}: ours {per['ours'][-1]:8.0f} rows/s, reference {per['reference'][-1]:8.0f}, "
+            f"ratio {ratios[-1]:.3f}; batch {per['batch'][-1]:8.0f}, one COPY {per['one_copy'][-1]:8.0f}; "
+            f"load {load:.2f}",
+            flush=True,
+        )
+    low, high = bootstrap_median(ratios)
+    median = statistics.median(ratios)
+    context = {
+        f"{path}_over_reference": round(statistics.median(a / b for a, b in zip(per[path], per["reference"])), 3)
+        for path in ("batch", "one_copy")
+    }
+    return {
+        "ratio": {
+            "what": "ours rows/s / reference rows/s, per round (the same results, blocks interleaved)",
+            "median": round(median, 3),
+            "ci95": [round(low, 3), round(high, 3)],
+            "range": [round(min(ratios), 3), round(max(ratios), 3)],
+            "per_round": [round(x, 3) for x in ratios],
+        },
+        "rows_per_s_median": {path: round(statistics.median(v)) for path, v in per.items()},
+        "ms_per_result_median": {
+            path: round(1e3 * rows_per_result / statistics.median(v), 2) for path, v in per.items()
+        },
+        "context": context,
+        "goal": {
+            "what": f"ours >= {GOAL}x the fair reference (issue 33)",
+            "value": GOAL,
+            "met": low >= GOAL,
+            "met_by_median": median >= GOAL,
+        },
+        "load_average": {"min": min(loads), "median": round(statistics.median(loads), 2), "max": max(loads)},
+    }
+
+
+def profile_ours(jobs: Jobs, record: ProfileRecord, n: int = 60) -> str:
+    """Where ours spends its time: cProfile of ``n`` results, the top entries."""
+    ids = jobs.take(n)
+    prof = cProfile.Profile()
+    prof.enable()
+    ours(ids, record)
+    prof.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(prof, stream=out)
+    stats.sort_stats("tottime").print_stats(14)
+    stats.sort_stats("cumulative").print_stats("profiling/services.py|labs/protocol.py|transaction.py", 14)
+    return out.getvalue()
+
+
+def out_path() -> Path:
+    """``$LATENCYLAB_VAR_DIR/benchmarks/ingest_timings.json``, else under ``var/`` beside the code."""
+    var = os.environ.get("LATENCYLAB_VAR_DIR", "").strip()
+    return (Path(var) if var else ROOT / "var") / "benchmarks" / "ingest_timings.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure, print, and write the report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--block", type=int, default=10, help="results per block (default %(default)s)")
+    parser.add_argument("--ops", type=int, default=300, help="operators per result (default %(default)s)")
+    parser.add_argument("--profile", action="store_true", help="also print cProfile of ours")
+    args = parser.parse_args(argv)
+    if connection.vendor != "postgresql":
+        print("this benchmark compares COPYs: it needs PostgreSQL in DATABASE_URL", file=sys.stderr)
+        return 2
+    test = connection.settings_dict.setdefault("TEST", {})
+    test["NAME"] = f"{connection.settings_dict['NAME']}_ingest_bench"
+    original = connection.settings_dict["NAME"]
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    jobs: Jobs | None = None
+    try:
+        record = posted_record(args.ops)
+        jobs = Jobs(2 + (args.rounds + 1) * 5 * args.block + (60 if args.profile else 0))
+        check_same_work(jobs, record)
+        report: dict[str, Any] = {
+            "benchmark": "ingest_timings",
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+            "rounds": args.rounds,
+            "results_per_block": args.block,
+            "ops_per_result": args.ops,
+            "same_work_checked": True,
+        }
+        report.update(measure(args.rounds, args.block, record, jobs))
+        if args.profile:
+            report["profile"] = profile_ours(jobs, record)
     finally:
-        for model in _uploaded:
-            model.file.delete(save=False)
-        connection.creation.destroy_test_db(original_name, verbosity=0)
-    out = ROOT / "var" / "benchmarks" / "ingest_timings.json"
+        if jobs is not None:
+            jobs.close()
+        connection.creation.destroy_test_db(original, verbosity=0)
+    ratio = report["ratio"]
+    print(
+        f"\ningest of {args.ops}-operator results, {args.rounds} rounds, load average "
+        f"{report['load_average']['min']:.1f}-{report['load_average']['max']:.1f}\n"
+        f"  ours:      {report['rows_per_s_median']['ours']:8d} rows/s ({report['ms_per_result_median']['ours']} ms a result)\n"
+        f"  reference: {report['rows_per_s_median']['reference']:8d} rows/s "
+        f"({report['ms_per_result_median']['reference']} ms a result)\n"
+        f"  ratio ours/reference: {ratio['median']:.3f} (95 % CI {ratio['ci95'][0]:.3f}-{ratio['ci95'][1]:.3f}, "
+        f"range {ratio['range'][0]:.3f}-{ratio['range'][1]:.3f}); goal >= {GOAL}: "
+        f"{'met' if report['goal']['met'] else 'met by the median only' if report['goal']['met_by_median'] else 'not met'}\n"
+        f"  context: batch of {args.block} {report['rows_per_s_median']['batch']} rows/s "
+        f"({report['context']['batch_over_reference']}x the reference), one COPY of a block "
+        f"{report['rows_per_s_median']['one_copy']} rows/s ({report['context']['one_copy_over_reference']}x)"
+    )
+    if args.profile:
+        print(report["profile"])
+    out = out_path()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
     print(f"wrote {out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -51,7 +51,7 @@ from server.profiling.services import (
     claim_job,
     fail_job,
     ingest_result,
-    lock_job,
+    lock_job_for_result,
     process_died,
     report_progress,
     requeue_orphaned_jobs,
@@ -344,7 +344,7 @@ def store_result(lab: LabMachine, job_id: int, post: ResultPost) -> ResultAnswer
     posts of one attempt at once take turns on the lock, and the second finds the job succeeded.
     """
     with transaction.atomic():
-        job = lock_job(job_id, "device", fields=_CLAIM_FIELDS)
+        job = lock_job_for_result(job_id)
         if job is None:
             raise NotYours(f"job #{job_id} does not exist")
         if not lab.owns_worker(job.device.worker):
