@@ -21,6 +21,8 @@ The calls, in the order a worker makes them:
   the job was cancelled or taken over.
 * ``POST /api/lab/jobs/<id>/result`` (``ResultPost`` -> ``ResultAnswer``): one result per claimed
   attempt, idempotent; ``.../fail`` and ``.../retry`` (``Outcome``) for the other ends of a job.
+* ``POST /api/lab/results`` (``ResultBatch`` -> ``ResultBatchAnswer``): several results at once,
+  stored in one transaction, each answered on its own.
 """
 
 from __future__ import annotations
@@ -241,6 +243,68 @@ class ResultAnswer(JsonRecord):
 
 
 @dataclass(frozen=True)
+class BatchedResult(JsonRecord):
+    """One result of a batch: the job's id and what ``ResultPost`` carries."""
+
+    job: int
+    run: str
+    attempt: int
+    kind: JobKind
+    result: JsonDict
+
+    json_name = "batched result"
+
+    @classmethod
+    def of(cls, job_id: int, post: ResultPost) -> BatchedResult:
+        """The batch item of a job's post."""
+        return cls(job_id, post.run, post.attempt, post.kind, post.result)
+
+    def post(self) -> ResultPost:
+        """The post it carries."""
+        return ResultPost(self.run, self.attempt, self.kind, self.result)
+
+    def as_dict(self) -> JsonDict:
+        """Plain data for JSON, ``result`` not walked again (``ResultPost.as_dict``)."""
+        return {"job": self.job, **self.post().as_dict()}
+
+
+@dataclass(frozen=True)
+class ResultBatch(JsonRecord):
+    """Several results posted at once (a lab machine's outbox after the server was away): stored
+    in one transaction, each answered on its own."""
+
+    results: list[BatchedResult]
+
+    json_name = "results"
+
+    def as_dict(self) -> JsonDict:
+        """Plain data for JSON, the results' records not walked again."""
+        return {"results": [item.as_dict() for item in self.results]}
+
+
+# A batch's answer per result: a single post's outcomes, ``refused`` for what a single post would
+# have been refused (400/403: dropped, not posted again), and ``unstored`` when the server failed
+# to store it (a single post's 5xx: posted again later).
+BatchedOutcome = Literal["stored", "already-stored", "not-yours", "refused", "unstored"]
+
+
+@dataclass(frozen=True)
+class BatchedAnswer(JsonRecord):
+    """What became of one result of a batch."""
+
+    job: int
+    outcome: BatchedOutcome
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class ResultBatchAnswer(JsonRecord):
+    """One answer per result of the batch, in its order."""
+
+    answers: list[BatchedAnswer]
+
+
+@dataclass(frozen=True)
 class Ending(JsonRecord):
     """A claimed job that ends without a result: failed, or given back for another attempt."""
 
@@ -268,6 +332,9 @@ def as_json(record: Any) -> JsonDict:
 
 __all__ = [
     "AUTH_KEYWORD",
+    "BatchedAnswer",
+    "BatchedOutcome",
+    "BatchedResult",
     "PROFILING_TASK",
     "PROTOCOL_VERSION",
     "Claim",
@@ -288,6 +355,8 @@ __all__ = [
     "RegisteredDevice",
     "Registration",
     "ResultAnswer",
+    "ResultBatch",
+    "ResultBatchAnswer",
     "ResultOutcome",
     "ResultPost",
     "as_json",

@@ -4,7 +4,9 @@ A device process that cannot post a result (the server is down or restarting) ke
 file per claimed attempt, written atomically. The agent posts what waits at its start and then
 with growing pauses until the server answers, or until the claim has expired (the server has by
 then given the job to another attempt, and would refuse it). The post is idempotent, so a result
-whose answer was lost is posted again safely: it is answered ``already-stored``.
+whose answer was lost is posted again safely: it is answered ``already-stored``. Several waiting
+results go to the server together (``POST /api/lab/results``), which stores them in one
+transaction and answers each.
 """
 
 from __future__ import annotations
@@ -19,13 +21,15 @@ from pathlib import Path
 
 import orjson
 
-from devicelab.lab_protocol import ResultPost, as_json
+from devicelab.lab_protocol import BatchedResult, ResultBatch, ResultPost, as_json
 from workers.server_api import LabServer, Refused, ServerUnreachable, Unsendable
 
 log = logging.getLogger("latencylab.workers")
 
 # The pauses between two rounds of posting what waits, growing while the server stays away.
 BACKOFF_SECONDS = (1.0, 60.0)
+# Results posted in one batch at most (a 300-operator profile is some 60 KB of JSON).
+BATCH_RESULTS = 20
 
 
 @dataclass(frozen=True)
@@ -78,8 +82,10 @@ class Outbox:
         return found
 
     def deliver(self, server: LabServer, now: float | None = None) -> int:
-        """Post what waits; returns how many are still waiting (the server did not answer)."""
-        left = 0
+        """Post what waits; returns how many are still waiting (the server did not answer). Several
+        go in batches (``POST /api/lab/results``: one transaction on the server, one answer each);
+        a server that refuses the batch (one that predates it) gets them one by one."""
+        live = []
         for w in self.waiting():
             if (now or time.time()) > w.expires_at:
                 log.error(
@@ -88,7 +94,35 @@ class Outbox:
                     w.path.name,
                 )
                 w.path.unlink(missing_ok=True)
+            else:
+                live.append(w)
+        if len(live) < 2:
+            return self._post_each(server, live)
+        left = 0
+        for start in range(0, len(live), BATCH_RESULTS):
+            chunk = live[start : start + BATCH_RESULTS]
+            batch = ResultBatch([BatchedResult.of(w.job_id, w.post) for w in chunk])
+            try:
+                answers = server.post_results(batch).answers
+            except ServerUnreachable as exc:
+                log.warning("%d waiting results: the server still does not take them (%s)", len(chunk), exc)
+                left += len(chunk)
                 continue
+            except (Refused, Unsendable) as exc:
+                log.info("%d waiting results cannot go as a batch (%s); posting them one by one", len(chunk), exc)
+                left += self._post_each(server, chunk)
+                continue
+            if [a.job for a in answers] != [w.job_id for w in chunk]:  # not this batch's answer: one by one
+                left += self._post_each(server, chunk)
+                continue
+            for w, answer in zip(chunk, answers, strict=True):
+                left += self._settle(w, answer.outcome, answer.message)
+        return left
+
+    def _post_each(self, server: LabServer, waiting: list[Waiting]) -> int:
+        """Post results one by one; returns how many are still waiting."""
+        left = 0
+        for w in waiting:
             try:
                 answer = server.post_result(w.job_id, w.post)
             except ServerUnreachable as exc:
@@ -96,12 +130,22 @@ class Outbox:
                 left += 1
                 continue
             except (Refused, Unsendable) as exc:
-                log.error("job %s: its waiting result cannot be posted: %s; dropped", w.job_id, exc)
-                w.path.unlink(missing_ok=True)
+                left += self._settle(w, "refused", str(exc))
                 continue
-            log.info("job %s: its waiting result was delivered: %s", w.job_id, answer.outcome)
-            w.path.unlink(missing_ok=True)
+            left += self._settle(w, answer.outcome, answer.message)
         return left
+
+    def _settle(self, w: Waiting, outcome: str, message: str) -> int:
+        """Act on the server's answer about one result: 1 when it still waits, else 0 (dropped)."""
+        if outcome == "unstored":  # the server failed to store it: posted again next round
+            log.warning("job %s: the server could not store its waiting result (%s); kept", w.job_id, message)
+            return 1
+        if outcome == "refused":
+            log.error("job %s: its waiting result cannot be posted: %s; dropped", w.job_id, message)
+        else:
+            log.info("job %s: its waiting result was delivered: %s", w.job_id, outcome)
+        w.path.unlink(missing_ok=True)
+        return 0
 
     def due(self) -> bool:
         """Whether a round of posting is due (growing pauses while the server stays away)."""
@@ -115,4 +159,4 @@ class Outbox:
         return left
 
 
-__all__ = ["BACKOFF_SECONDS", "Outbox", "Waiting"]
+__all__ = ["BACKOFF_SECONDS", "BATCH_RESULTS", "Outbox", "Waiting"]

@@ -155,6 +155,11 @@ class LabServer:
         """Post an attempt's result (idempotent)."""
         return self._call(f"/api/lab/jobs/{job_id}/result", post, wire.ResultAnswer)
 
+    def post_results(self, batch: wire.ResultBatch) -> wire.ResultBatchAnswer:
+        """Post several results at once (idempotent), each answered; ``Refused`` (404) from a
+        server that predates the call."""
+        return self._call("/api/lab/results", batch, wire.ResultBatchAnswer)
+
     def fail(self, job_id: int, ending: wire.Ending) -> wire.Outcome:
         """The job failed here, saying why."""
         return self._call(f"/api/lab/jobs/{job_id}/fail", ending, wire.Outcome)

@@ -14,13 +14,14 @@ from dataclasses import asdict
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from devicelab.backends.profile_record import ProfileRecord
 from devicelab.backends.profile_settings import DEVICE_KINDS
 from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
 from devicelab.graph import GraphError, graph_to_dict
 from devicelab.lab_protocol import (
+    BatchedAnswer,
     Claim,
     ClaimAnswer,
     ClaimedJob,
@@ -35,6 +36,8 @@ from devicelab.lab_protocol import (
     RegisteredDevice,
     Registration,
     ResultAnswer,
+    ResultBatch,
+    ResultBatchAnswer,
     ResultPost,
 )
 from devicelab.remote.results import RemoteRunRecord
@@ -60,6 +63,7 @@ from server.profiling.services import (
     sweep_lab,
     take_devices_offline,
 )
+from server.profiling.services import store_results as store_profiles
 from server.remote.services import ingest_remote
 from server.taskqueue import device_queue
 from server.tenancy.services import ingest_sharing
@@ -336,6 +340,25 @@ _INGEST: dict[str, tuple[Any, Callable[[int, str, Any], Any]]] = {
 }
 
 
+def _checked_post(lab: LabMachine, job_id: int, post: ResultPost) -> tuple[ProfilingJob, Any] | ResultAnswer:
+    """The job of a post, locked and checked, with the post's record read; or the answer when
+    the post is not to be stored (``already-stored``, ``not-yours``). ``NotYours`` and
+    ``PayloadError`` when it is refused. Call it inside ``transaction.atomic()``."""
+    job = lock_job_for_result(job_id)
+    if job is None:
+        raise NotYours(f"job #{job_id} does not exist")
+    if not lab.owns_worker(job.device.worker):
+        raise NotYours(f"job #{job_id} is not routed to a device of lab machine {lab.name!r}")
+    if post.kind != job.kind:
+        raise PayloadError(f"result.kind: job #{job_id} is a {job.kind!r} job, not {post.kind!r}")
+    if job.state == JobState.SUCCEEDED and job.claimed_by == post.run and job.attempts == post.attempt:
+        return ResultAnswer("already-stored", f"job #{job_id}'s attempt {post.attempt} was stored before")
+    if job.state != JobState.RUNNING or job.claimed_by != post.run or job.attempts != post.attempt:
+        return ResultAnswer("not-yours", f"job #{job_id} is {job.state} and no longer this run's attempt")
+    record_type, _ = _INGEST[post.kind]
+    return job, record_type.from_dict(post.result)
+
+
 def store_result(lab: LabMachine, job_id: int, post: ResultPost) -> ResultAnswer:
     """Store the result of a claimed attempt, once: a repeated post (its answer lost on the way)
     is ``already-stored``; a post for a job the run no longer holds is ``not-yours``.
@@ -344,28 +367,77 @@ def store_result(lab: LabMachine, job_id: int, post: ResultPost) -> ResultAnswer
     posts of one attempt at once take turns on the lock, and the second finds the job succeeded.
     """
     with transaction.atomic():
-        job = lock_job_for_result(job_id)
-        if job is None:
-            raise NotYours(f"job #{job_id} does not exist")
-        if not lab.owns_worker(job.device.worker):
-            raise NotYours(f"job #{job_id} is not routed to a device of lab machine {lab.name!r}")
-        if post.kind != job.kind:
-            raise PayloadError(f"result.kind: job #{job_id} is a {job.kind!r} job, not {post.kind!r}")
-        if job.state == JobState.SUCCEEDED and job.claimed_by == post.run and job.attempts == post.attempt:
-            return ResultAnswer("already-stored", f"job #{job_id}'s attempt {post.attempt} was stored before")
-        if job.state != JobState.RUNNING or job.claimed_by != post.run or job.attempts != post.attempt:
-            return ResultAnswer("not-yours", f"job #{job_id} is {job.state} and no longer this run's attempt")
-        record_type, ingest = _INGEST[post.kind]
-        record = record_type.from_dict(post.result)
+        checked = _checked_post(lab, job_id, post)
+        if isinstance(checked, ResultAnswer):
+            return checked
+        job, record = checked
         stored = (
             ingest_result(job_id, post.run, record, locked=job)
             if post.kind == "profile"
-            else ingest(job_id, post.run, record)
+            else _INGEST[post.kind][1](job_id, post.run, record)
         )
     # Under the lock, a job running under this attempt has no result yet: the ingest stores it.
     if stored is None:
         return ResultAnswer("not-yours", f"job #{job_id} is no longer this run's attempt")
     return ResultAnswer("stored")
+
+
+def store_results(lab: LabMachine, batch: ResultBatch) -> ResultBatchAnswer:
+    """Store several results at once, each answered as its own post would be (a refusal is
+    ``refused``: one result refused does not refuse the others). The profiles among them are
+    stored together, in one transaction: one INSERT of their result rows and one COPY of all
+    their operator rows (``store_results`` of the profiling services); the other kinds each by
+    their own ingest in that transaction.
+
+    Should the grouped store fail in the database, each profile is stored again alone, and one
+    that fails alone is ``unstored`` (its machine posts it again later)."""
+    answers: list[BatchedAnswer | None] = [None] * len(batch.results)
+    profiles: list[tuple[int, ProfilingJob, str, ProfileRecord]] = []  # (place in the batch, ...)
+    seen: set[int] = set()
+    with transaction.atomic():
+        for at, item in enumerate(batch.results):
+            if item.job in seen:
+                answers[at] = BatchedAnswer(item.job, "refused", f"job #{item.job} is twice in the batch")
+                continue
+            seen.add(item.job)
+            post = item.post()
+            try:
+                if post.kind == "profile":  # checked (reads and a row lock), stored with the others below
+                    checked = _checked_post(lab, item.job, post)
+                    if isinstance(checked, ResultAnswer):
+                        answers[at] = BatchedAnswer(item.job, checked.outcome, checked.message)
+                    else:
+                        profiles.append((at, checked[0], post.run, checked[1]))
+                    continue
+                with transaction.atomic():  # a savepoint: another kind's ingest failing leaves the others
+                    checked = _checked_post(lab, item.job, post)
+                    if isinstance(checked, ResultAnswer):
+                        answers[at] = BatchedAnswer(item.job, checked.outcome, checked.message)
+                    elif _INGEST[post.kind][1](item.job, post.run, checked[1]) is None:
+                        answers[at] = BatchedAnswer(item.job, "not-yours", "no longer this run's attempt")
+                    else:
+                        answers[at] = BatchedAnswer(item.job, "stored")
+            except (NotYours, PayloadError) as exc:
+                answers[at] = BatchedAnswer(item.job, "refused", str(exc))
+            except DatabaseError as exc:
+                if post.kind == "profile":  # outside a savepoint: the transaction is broken
+                    raise
+                log.exception("job %s: its batched result could not be stored", item.job)
+                answers[at] = BatchedAnswer(item.job, "unstored", f"the server could not store it: {exc}")
+        try:
+            with transaction.atomic():
+                store_profiles([(job, run, record) for _, job, run, record in profiles])
+        except DatabaseError:
+            log.exception("a batch of %d profiles could not be stored together; storing each alone", len(profiles))
+            for at, job, run, record in profiles:
+                try:
+                    with transaction.atomic():
+                        store_profiles([(job, run, record)])
+                except DatabaseError as exc:
+                    answers[at] = BatchedAnswer(job.pk, "unstored", f"the server could not store it: {exc}")
+        for at, job, _, _ in profiles:
+            answers[at] = answers[at] or BatchedAnswer(job.pk, "stored")
+    return ResultBatchAnswer([answer for answer in answers if answer is not None])
 
 
 # -- files ------------------------------------------------------------------------------------------
@@ -393,4 +465,5 @@ __all__ = [
     "register_lab_devices",
     "retry_for_lab",
     "store_result",
+    "store_results",
 ]

@@ -25,6 +25,7 @@ CALLS: dict[tuple[str, str], tuple[type | None, type | None, str]] = {
     ("post", "/api/lab/jobs/{id}/claim"): (wire.Claim, wire.ClaimAnswer, "200"),
     ("post", "/api/lab/jobs/{id}/progress"): (wire.Progress, wire.ProgressAnswer, "200"),
     ("post", "/api/lab/jobs/{id}/result"): (wire.ResultPost, wire.ResultAnswer, "201"),
+    ("post", "/api/lab/results"): (wire.ResultBatch, wire.ResultBatchAnswer, "200"),
     ("post", "/api/lab/jobs/{id}/fail"): (wire.Ending, wire.Outcome, "200"),
     ("post", "/api/lab/jobs/{id}/retry"): (wire.Ending, wire.Outcome, "200"),
     ("get", "/api/lab/files/{sha256}"): (None, None, "200"),

@@ -170,6 +170,16 @@ class ResultView(LabView):
         return Response(wire.as_json(answer), status=code)
 
 
+class ResultBatchView(LabView):
+    """``POST /api/lab/results``."""
+
+    @lab_schema(wire.ResultBatch, wire.ResultBatchAnswer, "Post several results at once, each answered (idempotent)")
+    def post(self, request: Request) -> Response:
+        """Store the results in one transaction; one answer per result, in the batch's order."""
+        answer = protocol.store_results(self.lab(request), self.read(request, wire.ResultBatch))
+        return Response(wire.as_json(answer))
+
+
 class FailView(LabView):
     """``POST /api/lab/jobs/<id>/fail``."""
 

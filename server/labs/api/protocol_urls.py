@@ -15,6 +15,7 @@ urlpatterns: list[URLPattern] = [
     path("lab/jobs/<int:pk>/claim", views.ClaimView.as_view(), name="lab-job-claim"),
     path("lab/jobs/<int:pk>/progress", views.ProgressView.as_view(), name="lab-job-progress"),
     path("lab/jobs/<int:pk>/result", views.ResultView.as_view(), name="lab-job-result"),
+    path("lab/results", views.ResultBatchView.as_view(), name="lab-results"),
     path("lab/jobs/<int:pk>/fail", views.FailView.as_view(), name="lab-job-fail"),
     path("lab/jobs/<int:pk>/retry", views.RetryView.as_view(), name="lab-job-retry"),
     path("lab/files/<str:sha256>", views.ModelFileView.as_view(), name="lab-file"),
