@@ -8,9 +8,11 @@ tick (every 5 s) when the process's exit is not noticed at once, which on a load
 most of the time: a job waited seconds for a process to be forked for it.
 
 ``DevicePool`` keeps the fresh process per job without the wait. It holds one process more than
-the consumer runs jobs at once: the consumer still takes one message at a time (its prefetch and
-its slots count one process), so one process measures while the other has been forked and
-initialized already and takes the next job the moment it arrives. The finished process is
+the consumer runs jobs at once: the consumer still starts one job at a time (its slots count the
+concurrency, one), so one process measures while the other has been forked and initialized
+already and takes the next job the moment it arrives; the consumer's prefetch counts both, so
+the next message is already taken from the broker (acknowledged late, as every message) when
+the job before it ends, and it is looked at (``workers.stale_messages``) only then. The finished process is
 replaced while the next job is set up (its claim, its model, its runtime session), before its
 warm-up runs; the pool also looks for exited processes every ``MAINTAIN_SECONDS`` instead of 5 s.
 
@@ -50,8 +52,9 @@ class _PromptAsynPool(AsynPool):  # type: ignore[misc]  # Celery ships no types
 
 
 class DevicePool(TaskPool):  # type: ignore[misc]
-    """Celery's prefork pool with ``WARM_SPARES`` processes beyond its concurrency, which the
-    consumer does not count: it takes no more messages than its concurrency."""
+    """Celery's prefork pool with ``WARM_SPARES`` processes beyond its concurrency. The consumer
+    still starts one job at a time (its slots are the concurrency, ``--concurrency 1``); its
+    prefetch counts the processes, so the next message is already at hand when a job ends."""
 
     Pool = _PromptAsynPool
 
@@ -61,11 +64,6 @@ class DevicePool(TaskPool):  # type: ignore[misc]
             super().on_start()
         finally:
             self.limit -= WARM_SPARES
-
-    @property
-    def num_processes(self) -> int:
-        """The jobs run at once (the consumer's prefetch and slots), not the processes held."""
-        return int(self.limit)
 
 
 __all__ = ["MAINTAIN_SECONDS", "WARM_SPARES", "DevicePool"]

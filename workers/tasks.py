@@ -19,7 +19,7 @@ from typing import Any
 from celery import Task
 from celery.exceptions import TimeLimitExceeded
 
-from devicelab.lab_protocol import PROFILING_TASK, Claim, Ending
+from devicelab.lab_protocol import PROFILING_TASK, Claim, ClaimAnswer, Ending
 from workers.celery_app import app
 from workers.context import WorkerContext
 from workers.device_lock import device_lock, host_lock
@@ -94,7 +94,7 @@ class ProfilingTask(Task):  # type: ignore[misc]
 CLAIM_TRIES = 3
 
 
-def claim(server: LabServer, job_id: int, call: Claim, pause_s: float = 1.0) -> Any:
+def claim(server: LabServer, job_id: int, call: Claim, pause_s: float = 1.0) -> ClaimAnswer:
     """``server.claim``, made again with the same key while no answer comes."""
     for tries_left in range(CLAIM_TRIES - 1, -1, -1):
         try:
