@@ -789,7 +789,11 @@ def _requeue_or_fail(job: ProfilingJob, why: str) -> bool:
     if job.attempts >= MAX_ATTEMPTS:
         job.fail(f"{why}; the job was attempted {job.attempts} times (limit {MAX_ATTEMPTS}), so it is not retried")
         return False
-    return job.requeue(job.claimed_by or None)
+    if not job.requeue(job.claimed_by or None):
+        return False
+    note = f"attempt {job.attempts} lost: {why}"
+    ProfilingJob.objects.filter(pk=job.pk).update(moved_from=f"{job.moved_from}; {note}" if job.moved_from else note)
+    return True
 
 
 def requeue_silent_jobs(now: datetime | None = None) -> list[int]:

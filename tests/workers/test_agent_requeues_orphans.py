@@ -37,6 +37,7 @@ def test_restarted_agent_requeues_its_earlier_runs_jobs(
     mine.refresh_from_db()
     theirs.refresh_from_db()
     assert mine.state == "queued" and mine.claimed_by == "" and mine.attempts == 1
+    assert mine.moved_from == "attempt 1 lost: worker 'lab-3' restarted while running the job"
     assert theirs.state == "running" and theirs.claimed_by == other.token
     assert len(callbacks) == 1  # one enqueue, for the re-queued job
     assert new_run.devices[0].pk == old_run.devices[0].pk  # same identity, same row, same queue
