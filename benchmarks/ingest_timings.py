@@ -43,7 +43,6 @@ import json
 import os
 import platform
 import pstats
-import random
 import statistics
 import sys
 import time
@@ -67,7 +66,7 @@ from django.utils import timezone  # noqa: E402
 from devicelab.backends.base import ColdStart, DeviceInfo, OpTiming, ProfileResult, ProfileSettings  # noqa: E402
 from devicelab.backends.profile_record import ProfileRecord  # noqa: E402
 from devicelab.graph import GraphBuilder, graph_to_json  # noqa: E402
-from devicelab.measure.stats import summarize  # noqa: E402
+from devicelab.measure.stats import median_interval, summarize  # noqa: E402
 
 GOAL = 0.9  # issue 33: ingest at least 0.9x the fair reference's rows/s
 RUN = "bench"
@@ -367,13 +366,6 @@ def timed(run: Callable[[], None]) -> float:
     return time.perf_counter() - start
 
 
-def bootstrap_median(values: list[float], draws: int = 4000, seed: int = 7) -> tuple[float, float]:
-    """A 95 % bootstrap interval of the median."""
-    rng = random.Random(seed)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
-    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
-
-
 def measure(rounds: int, block: int, record: ProfileRecord, jobs: Jobs) -> dict[str, Any]:
     """``rounds`` rounds (and one warm-up): ours and the reference ABAB / BABA, then batch and one COPY."""
     rows_per_result = len(record.ops)
@@ -413,7 +405,7 @@ def measure(rounds: int, block: int, record: ProfileRecord, jobs: Jobs) -> dict[
             f"load {load:.2f}",
             flush=True,
         )
-    low, high = bootstrap_median(ratios)
+    low, high = median_interval(ratios, draws=4000)
     median = statistics.median(ratios)
     context = {
         f"{path}_over_reference": round(statistics.median(a / b for a, b in zip(per[path], per["reference"])), 3)

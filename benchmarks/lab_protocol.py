@@ -54,15 +54,9 @@ from benchmarks.ingest_timings import make_result  # noqa: E402
 from devicelab.backends.base import DeviceInfo  # noqa: E402
 from devicelab.backends.profile_record import ProfileRecord  # noqa: E402
 from devicelab.lab_protocol import Claim, Registration, ResultPost  # noqa: E402
+from devicelab.measure.stats import median_interval  # noqa: E402
 
 OUT = ROOT / "var" / "benchmarks" / "lab_protocol.json"
-
-
-def bootstrap_median(values: list[float], draws: int = 2000, seed: int = 7) -> tuple[float, float]:
-    """A 95 % bootstrap interval of the median."""
-    rng = random.Random(seed)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
-    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
 
 
 def spread(values_s: list[float]) -> dict[str, Any]:
@@ -80,7 +74,7 @@ def spread(values_s: list[float]) -> dict[str, Any]:
 def ratio_report(http: list[float], direct: list[float]) -> dict[str, Any]:
     """Per-round ratios HTTP / direct: their median and its interval."""
     ratios = [h / d for h, d in zip(http, direct, strict=True)]
-    low, high = bootstrap_median(ratios)
+    low, high = median_interval(ratios)
     return {
         "http": spread(http),
         "direct": spread(direct),

@@ -55,6 +55,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "server.settings")
 
+from benchmarks.predict_batch import spread, var_dir  # noqa: E402
+from devicelab.measure.stats import median_interval  # noqa: E402
+
 N = 1000
 GOAL_S = 0.5
 PATHS = ("graph JSON", "NB-201")
@@ -230,24 +233,6 @@ def max_rel_diff(a: list[float], b: list[float]) -> float:
     return max(abs(x - y) / abs(y) if y else abs(x) for x, y in zip(a, b, strict=True))
 
 
-def bootstrap_median(values: list[float], draws: int = 2000, seed: int = 7) -> tuple[float, float]:
-    """A 95 % bootstrap interval of the median."""
-    rng = random.Random(seed)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
-    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
-
-
-def spread(values: list[float]) -> dict[str, Any]:
-    """Median and range of timings (s)."""
-    return {
-        "n": len(values),
-        "median_s": round(statistics.median(values), 4),
-        "min_s": round(min(values), 4),
-        "max_s": round(max(values), 4),
-        "values_s": [round(v, 4) for v in values],
-    }
-
-
 def measure(
     rows: dict[str, Any], live: dict[str, Any], key: str, args: argparse.Namespace, media: str
 ) -> dict[str, Any]:
@@ -317,13 +302,6 @@ def measure(
         server.stop()
         pool.close()
     return {"http": http, "library": lib, "max_rel_diff": diffs, "first_requests": firsts, "load_average_rounds": loads}
-
-
-def var_dir() -> Path:
-    """Where benchmarks write: ``$LATENCYLAB_VAR_DIR/benchmarks`` (default ``<checkout>/var/benchmarks``)."""
-    from django.conf import settings
-
-    return Path(settings.VAR_DIR) / "benchmarks"
 
 
 def main() -> None:
@@ -411,7 +389,7 @@ def main() -> None:
             if path in PATHS:
                 lib = measured["library"][name][path]
                 ratios = [a / b for a, b in zip(h, lib, strict=True)]
-                low, high = bootstrap_median(ratios)
+                low, high = median_interval(ratios)
                 entry["library"] = spread(lib)
                 entry["ratio_http_over_library"] = {
                     "median": round(statistics.median(ratios), 3),

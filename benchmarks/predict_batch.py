@@ -44,6 +44,7 @@ if str(ROOT) not in sys.path:  # run as `python benchmarks/predict_batch.py` wit
 
 from devicelab.graph import graph_to_dict, nas  # noqa: E402
 from devicelab.graph.nas import nb201  # noqa: E402
+from devicelab.measure.stats import median_interval  # noqa: E402
 from devicelab.predict import qed  # noqa: E402
 from devicelab.predict.batch import answer_items  # noqa: E402
 from devicelab.predict.cpu_learning import learn_cpu_deducer  # noqa: E402
@@ -61,13 +62,6 @@ def var_dir() -> Path:
     return Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var").resolve() / "benchmarks"
 
 
-def bootstrap_median(values: list[float], draws: int = 2000, seed: int = 7) -> tuple[float, float]:
-    """A 95 % bootstrap interval of the median."""
-    rng = random.Random(seed)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
-    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
-
-
 def spread(values: list[float]) -> dict[str, Any]:
     """Median and range of timings (s)."""
     return {
@@ -82,7 +76,7 @@ def spread(values: list[float]) -> dict[str, Any]:
 def ratio(numerator: list[float], denominator: list[float]) -> dict[str, Any]:
     """Per-round ratios: their median and its bootstrap 95 % interval."""
     ratios = [a / b for a, b in zip(numerator, denominator, strict=True)]
-    low, high = bootstrap_median(ratios)
+    low, high = median_interval(ratios)
     return {"median": round(statistics.median(ratios), 3), "ci95": [round(low, 3), round(high, 3)]}
 
 

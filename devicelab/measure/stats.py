@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -86,3 +88,11 @@ def from_aggregate(
 def central(stats: SampleStats) -> float:
     """The median, or the mean where only aggregates were reported (no median)."""
     return stats.median if np.isfinite(stats.median) else stats.mean
+
+
+def median_interval(values: Sequence[float], draws: int = 2000, seed: int = 7) -> tuple[float, float]:
+    """A 95 % bootstrap interval of the median of ``values`` (resampled ``draws`` times, seeded:
+    the same values give the same interval)."""
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(list(values), k=len(values))) for _ in range(draws))
+    return medians[int(0.025 * draws)], medians[int(0.975 * draws) - 1]
