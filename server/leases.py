@@ -9,10 +9,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,13 @@ class LeaseKeeper:
                     connection.close()
         finally:
             connection.close()  # this thread's own connection
+
+
+def lease_lapsed(working: QuerySet[Any], now: datetime) -> QuerySet[Any]:
+    """The rows of ``working`` whose lease ran out, or which hold none (rows claimed before
+    leases) and started longer ago than the task time limit."""
+    limit = timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    return working.filter(Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - limit))
 
 
 def sweep_lapsed(
@@ -89,4 +98,4 @@ def sweep_lapsed(
     return swept
 
 
-__all__ = ["LeaseKeeper", "sweep_lapsed"]
+__all__ = ["LeaseKeeper", "lease_lapsed", "sweep_lapsed"]

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Max
 from django.utils import timezone
 
 from devicelab.backends.base import DELEGATES, UnsupportedSetting
@@ -28,7 +28,7 @@ from devicelab.predict.models import SEARCHES
 from devicelab.predict.predictor import OVERHEADS, Scenario
 from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind
-from server.leases import LeaseKeeper, sweep_lapsed
+from server.leases import LeaseKeeper, lease_lapsed, sweep_lapsed
 from server.predictors.models import (
     ImportedMeasurement,
     Predictor,
@@ -394,12 +394,8 @@ def sweep_lost_trainings(now: datetime | None = None) -> list[int]:
     ``MAX_TRAINING_ATTEMPTS`` attempts. Returns their ids. Run by every trainer's sweeper; the
     conditional updates make two sweeps at once do the work once."""
     now = now or timezone.now()
-    limit = django_settings.CELERY_TASK_TIME_LIMIT
-    lapsed = Predictor.objects.filter(state=PredictorState.TRAINING).filter(
-        Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - timedelta(seconds=limit))
-    )
     return sweep_lapsed(
-        lapsed,
+        lease_lapsed(Predictor.objects.filter(state=PredictorState.TRAINING), now),
         held_by="attempts",
         attempts="attempts",
         max_attempts=MAX_TRAINING_ATTEMPTS,

@@ -20,14 +20,14 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from devicelab.selection import POLICIES, ModelProfile, NetworkProfile, paper_scenario, simulate
 from devicelab.text import clip_middle
 from server.accounts.models import Team
 from server.devices.models import Device
-from server.leases import LeaseKeeper, sweep_lapsed
+from server.leases import LeaseKeeper, lease_lapsed, sweep_lapsed
 from server.selection.models import SelectionSimulation, SimulationState
 from server.selection.profiles import candidate_profiles
 from server.selection.services import network_profile
@@ -180,12 +180,8 @@ def sweep_lost_simulations(now: datetime | None = None) -> list[int]:
     are queued again and sent, or failed, saying why, after ``MAX_SIMULATION_ATTEMPTS`` attempts;
     their ids. Run by every trainer's sweeper; the conditional updates do the work once."""
     now = now or timezone.now()
-    limit = django_settings.CELERY_TASK_TIME_LIMIT
-    lapsed = SelectionSimulation.objects.filter(state=SimulationState.RUNNING).filter(
-        Q(lease_until__lt=now) | Q(lease_until__isnull=True, started_at__lt=now - timedelta(seconds=limit))
-    )
     return sweep_lapsed(
-        lapsed,
+        lease_lapsed(SelectionSimulation.objects.filter(state=SimulationState.RUNNING), now),
         held_by="claimed_by",
         attempts="attempts",
         max_attempts=MAX_SIMULATION_ATTEMPTS,
