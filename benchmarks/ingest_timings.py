@@ -160,6 +160,10 @@ class Jobs:
             batch_size=1000,
         )
         self.ids = [j.pk for j in jobs]
+        # A live database has its tables' statistics (autovacuum); without them the planner
+        # takes the thousand running jobs made here for a handful and scans them all.
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {ProfilingJob._meta.db_table}, {Device._meta.db_table}")
 
     def take(self, n: int) -> list[int]:
         """The next ``n`` job ids."""

@@ -560,26 +560,6 @@ def _result_row(job: ProfilingJob, record: ProfileRecord) -> JobResult:
     )
 
 
-def _insert_result_rows(rows: list[JobResult]) -> None:
-    """Insert result rows in one statement, each value prepared by its field as the ORM's INSERT
-    prepares it, without the ORM's query building (half a millisecond a result)."""
-    fields = [f for f in JobResult._meta.concrete_fields if not f.primary_key]
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in fields)
-    marks = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    values = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows for f in fields]
-    sql = (
-        f"INSERT INTO {quote(JobResult._meta.db_table)} ({columns}) VALUES {', '.join([marks] * len(rows))} "
-        f"RETURNING {_column(JobResult, 'id')}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, values)
-        pks = [pk for (pk,) in cursor.fetchall()]  # in the VALUES' order, as bulk_create relies on
-    for row, pk in zip(rows, pks, strict=True):
-        row.pk = pk
-        row._state.adding, row._state.db = False, connection.alias
-
-
 def _column(model: type[Model], name: str) -> str:
     """The quoted column of a model's field."""
     field = model._meta.get_field(name)
@@ -587,13 +567,17 @@ def _column(model: type[Model], name: str) -> str:
     return connection.ops.quote_name(field.column)
 
 
-def _succeed_sql() -> str:
-    """One statement that moves jobs (``unnest`` of ids and run tokens) RUNNING -> SUCCEEDED for
-    their run and frees their busy devices that have no other running job; it answers how many
-    jobs moved. The device's check reads the snapshot before the move, so the jobs moving are
-    left out of it by id."""
-    job, device = ProfilingJob._meta, Device._meta
+def _store_sql(count: int) -> str:
+    """One statement that inserts ``count`` result rows and, in the same round trip, moves their
+    jobs (``unnest`` of ids and run tokens) RUNNING -> SUCCEEDED for their run and frees their
+    busy devices that have no other running job; it answers each result's job id and id, and
+    how many jobs moved. Its parts read one snapshot, from before the moves, so the device's
+    check leaves the jobs moving out by id."""
+    job, device, result = ProfilingJob._meta, Device._meta, JobResult._meta
     q = connection.ops.quote_name
+    fields = [f for f in result.concrete_fields if not f.primary_key]
+    columns = ", ".join(q(f.column) for f in fields)
+    marks = "(" + ", ".join(["%s"] * len(fields)) + ")"
 
     def jc(name: str) -> str:
         return _column(ProfilingJob, name)
@@ -602,76 +586,94 @@ def _succeed_sql() -> str:
         return _column(Device, name)
 
     return (
-        f"WITH done AS (UPDATE {q(job.db_table)} AS j SET {jc('state')} = %(succeeded)s, "
-        f"{jc('progress')} = 1.0, {jc('progress_message')} = 'done', {jc('finished_at')} = %(now)s "
-        f"FROM unnest(%(ids)s::bigint[], %(tokens)s::text[]) AS t(id, token) "
-        f"WHERE j.{jc('id')} = t.id AND j.{jc('state')} = %(running)s AND j.{jc('claimed_by')} = t.token "
-        f"RETURNING j.{jc('id')} AS id, j.{jc('device')} AS device_id), "
-        f"freed AS (UPDATE {q(device.db_table)} AS d SET {dc('status')} = %(online)s "
-        f"WHERE d.{dc('id')} IN (SELECT device_id FROM done) AND d.{dc('status')} = %(busy)s "
+        f"WITH stored AS (INSERT INTO {q(result.db_table)} ({columns}) VALUES {', '.join([marks] * count)} "
+        f"RETURNING {_column(JobResult, 'job')} AS job_id, {_column(JobResult, 'id')} AS id), "
+        f"done AS (UPDATE {q(job.db_table)} AS j SET {jc('state')} = %s, "
+        f"{jc('progress')} = 1.0, {jc('progress_message')} = 'done', {jc('finished_at')} = %s "
+        f"WHERE j.{jc('id')} = ANY(%s::bigint[]) AND j.{jc('state')} = %s "
+        f"AND j.{jc('claimed_by')} = (%s::text[])[array_position(%s::bigint[], j.{jc('id')})] "
+        f"RETURNING j.{jc('id')}), "
+        f"freed AS (UPDATE {q(device.db_table)} AS d SET {dc('status')} = %s "
+        f"WHERE d.{dc('id')} = ANY(%s::bigint[]) AND d.{dc('status')} = %s "
         f"AND NOT EXISTS (SELECT 1 FROM {q(job.db_table)} AS o WHERE o.{jc('device')} = d.{dc('id')} "
-        f"AND o.{jc('state')} = %(running)s AND o.{jc('id')} NOT IN (SELECT id FROM done))) "
-        "SELECT count(*) FROM done"
+        f"AND o.{jc('state')} = %s AND o.{jc('id')} <> ALL(%s::bigint[]))) "
+        "SELECT job_id, id, (SELECT count(*) FROM done) FROM stored"
     )
 
 
-assert JobState.SUCCEEDED in TRANSITIONS[JobState.RUNNING]  # the move _succeed_sql makes
+assert JobState.SUCCEEDED in TRANSITIONS[JobState.RUNNING]  # the move _store_sql makes
 
 
-def _succeed_jobs(checked: list[tuple[ProfilingJob, str, ProfileRecord]]) -> None:
-    """Each job succeeds (RUNNING -> SUCCEEDED for its run) and its device is free again; the
-    instances are brought up to date without reading their rows back."""
-    now = timezone.now()
-    if connection.vendor == "postgresql":
-        # one round trip for every job and device, instead of two queries a job
-        params: dict[str, Any] = {
-            "ids": [job.pk for job, _, _ in checked],
-            "tokens": [token for _, token, _ in checked],
-            "now": now,
-            "running": JobState.RUNNING,
-            "succeeded": JobState.SUCCEEDED,
-            "online": DeviceStatus.ONLINE,
-            "busy": DeviceStatus.BUSY,
-        }
-        with connection.cursor() as cursor:
-            cursor.execute(_succeed_sql(), params)
-            (moved,) = cursor.fetchone()
-    else:
-        moved = sum(
-            ProfilingJob.objects.transition(
-                job.pk,
-                JobState.SUCCEEDED,
-                from_states=[JobState.RUNNING],
-                token=token,
-                progress=1.0,
-                progress_message="done",
-                finished_at=now,
-            )
-            for job, token, _ in checked
+def _store_rows(rows: list[JobResult], checked: list[tuple[ProfilingJob, str, ProfileRecord]], now: datetime) -> int:
+    """Insert result rows, each value prepared by its field as the ORM's INSERT prepares it,
+    their jobs' success and their devices' release, in one statement (``_store_sql``); the rows
+    get their ids. Answers how many jobs moved."""
+    fields = [f for f in JobResult._meta.concrete_fields if not f.primary_key]
+    values = [f.get_db_prep_save(f.pre_save(row, True), connection) for row in rows for f in fields]
+    ids = [job.pk for job, _, _ in checked]
+    values += [
+        JobState.SUCCEEDED,
+        now,
+        ids,
+        JobState.RUNNING,
+        [token for _, token, _ in checked],
+        ids,
+        DeviceStatus.ONLINE,
+        [job.device_id for job, _, _ in checked],
+        DeviceStatus.BUSY,
+        JobState.RUNNING,
+        ids,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_store_sql(len(rows)), values)
+        answered = cursor.fetchall()
+    pks = {job_id: pk for job_id, pk, _ in answered}
+    for row in rows:
+        row.pk = pks[row.job_id]
+        row._state.adding, row._state.db = False, connection.alias
+    return int(answered[0][2])
+
+
+def _succeed_jobs(checked: list[tuple[ProfilingJob, str, ProfileRecord]], now: datetime) -> int:
+    """Each job succeeds (RUNNING -> SUCCEEDED for its run) and its device is free again, one
+    query a job (the store's statement does this on PostgreSQL); answers how many moved."""
+    moved = sum(
+        ProfilingJob.objects.transition(
+            job.pk,
+            JobState.SUCCEEDED,
+            from_states=[JobState.RUNNING],
+            token=token,
+            progress=1.0,
+            progress_message="done",
+            finished_at=now,
         )
-        release_devices({job.device_id for job, _, _ in checked})
-    if moved != len(checked):  # cannot happen under the row locks; keep the invariant loud
-        raise RuntimeError(f"{len(checked) - moved} job(s) changed state while their results were being stored")
-    for job, _, _ in checked:
-        job.state, job.progress, job.progress_message, job.finished_at = JobState.SUCCEEDED, 1.0, "done", now
+        for job, token, _ in checked
+    )
+    release_devices({job.device_id for job, _, _ in checked})
+    return moved
 
 
 def store_results(checked: list[tuple[ProfilingJob, str, ProfileRecord]]) -> list[JobResult]:
     """Store results whose jobs the caller locked and checked (each running under its run token,
-    with no result yet), in the caller's transaction: their result rows in one INSERT, all their
-    operator timings in one COPY; each job succeeds and its device is free again.
+    with no result yet), in the caller's transaction: their result rows, each job's success and
+    its device free again in one statement, then all their operator timings in one COPY.
 
     The work of ``ingest_result`` once its job is checked, for one result or several posted
     together (``server.labs.protocol.store_results``)."""
     if not checked:
         return []
+    now = timezone.now()
     rows = [_result_row(job, record) for job, _, record in checked]
     if connection.vendor == "postgresql":
-        _insert_result_rows(rows)
+        moved = _store_rows(rows, checked, now)  # one round trip: the result rows, the jobs, the devices
     else:
         rows = JobResult.objects.bulk_create(rows)
+        moved = _succeed_jobs(checked, now)
+    if moved != len(checked):  # cannot happen under the row locks; keep the invariant loud
+        raise RuntimeError(f"{len(checked) - moved} job(s) changed state while their results were being stored")
     insert_timings((row.pk, record.timings()) for row, (_, _, record) in zip(rows, checked, strict=True))
-    _succeed_jobs(checked)
+    for job, _, _ in checked:  # the instances brought up to date without reading their rows back
+        job.state, job.progress, job.progress_message, job.finished_at = JobState.SUCCEEDED, 1.0, "done", now
     return rows
 
 
