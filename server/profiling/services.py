@@ -609,7 +609,7 @@ def _store_sql(count: int) -> str:
 assert JobState.SUCCEEDED in TRANSITIONS[JobState.RUNNING]  # the move _store_sql makes
 
 
-def _result_value(field: Field, value: Any) -> Any:
+def _result_value(field: Field[Any, Any], value: Any) -> Any:
     """A result row's value as the INSERT sends it: JSON as text, dumped by orjson (a NaN, which
     PostgreSQL's JSON cannot hold, becomes null, as in the statistics' columns), what orjson
     cannot dump and every other field's value prepared by its field, as the ORM prepares it.
