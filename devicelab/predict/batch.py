@@ -19,6 +19,7 @@ from typing import Any
 
 from devicelab.graph import DEFAULT_LIMITS, Graph, GraphError, ImportLimits, graph_from_dict, load_graph
 from devicelab.graph.nas import nb201, nb201_cells
+from devicelab.predict import nb201_kernels
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.kernels import Kernel
 from devicelab.predict.predictor import Prediction, ScenarioPredictor
@@ -124,9 +125,19 @@ def answer_archs(
 ) -> tuple[dict[int, Result], list[Error]]:
     """Deduce and predict read architectures: results by index, or the errors of those that cannot be."""
     errors: list[Error] = []
+    # NB-201 cells without a breakdown: kernels from three cells per stage (``nb201_kernels``),
+    # each distinct cell of the batch once
+    by_cell = not breakdown and any(a.graph is None for a in archs) and nb201_kernels.verified(p.deducer)
+    cell_kernels: dict[tuple[str, ...], list[Kernel]] = {}
     for a in archs:
         try:
             if a.graph is None and a.cell is not None:
+                if by_cell:
+                    known = cell_kernels.get(a.cell)
+                    if known is None:
+                        known = cell_kernels[a.cell] = nb201_kernels.cell_kernels(p.deducer, a.cell)  # type: ignore[arg-type]
+                    a.kernels = known
+                    continue
                 a.graph = nb201_cells.from_cell(a.cell, name=a.name)
             assert a.graph is not None
             a.kernels = p.deducer.kernels(a.graph)

@@ -241,6 +241,11 @@ class CpuDeducer:
 
     def kernels(self, graph: Graph) -> list[Kernel]:
         """The kernels the runtime runs for ``graph``: fused anchors, then the reorders."""
+        return [k for k, _ in self.sited_kernels(graph)]
+
+    def sited_kernels(self, graph: Graph) -> list[tuple[Kernel, int]]:
+        """``kernels``, each with the operator that places it in the list: its anchor, or the
+        operator that reads a reordered tensor (the number of operators for a graph output)."""
         anchor, layout = self.assign(graph)
         members: dict[int, list[int]] = {}
         for i, a in anchor.items():
@@ -253,9 +258,10 @@ class CpuDeducer:
             shapes_in = [t[n].shape for n in op.inputs]
             kind = op_kind(op.type, op.attrs, shapes_in)
             raw = self._work(kind, layout[a], op_raw_features(graph, op))
-            out.append(Kernel(f"{kind}/{layout[a]}", tuple(m), raw, op.name))
-        for tensor, _, kind in self.boundaries(graph, anchor, layout):
-            out.append(Kernel(f"{kind}/{BLOCKED}", (), move_raw(t[tensor].shape), f"{kind}:{tensor}"))
+            out.append((Kernel(f"{kind}/{layout[a]}", tuple(m), raw, op.name), a))
+        for tensor, reader, kind in self.boundaries(graph, anchor, layout):
+            kernel = Kernel(f"{kind}/{BLOCKED}", (), move_raw(t[tensor].shape), f"{kind}:{tensor}")
+            out.append((kernel, len(ops) if reader is None else reader))
         return out
 
     # -- measured kernels ------------------------------------------------------------------------

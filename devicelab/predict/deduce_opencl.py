@@ -54,6 +54,10 @@ class OpenclDeducer:
 
     def kernels(self, graph: Graph) -> list[Kernel]:
         """The kernels the backend launches for ``graph``, one per anchor."""
+        return [k for k, _ in self.sited_kernels(graph)]
+
+    def sited_kernels(self, graph: Graph) -> list[tuple[Kernel, int]]:
+        """``kernels``, each with its anchor operator (which places it in launch order)."""
         from devicelab.backends.opencl.plan import PlanError, kernels_for_graph
 
         try:
@@ -62,7 +66,7 @@ class OpenclDeducer:
             raise PredictorError(f"the opencl backend cannot run graph {graph.name!r}: {e}") from None
         index = {o.name: i for i, o in enumerate(graph.operators)}
         t = graph.tensors
-        out: list[Kernel] = []
+        out: list[tuple[Kernel, int]] = []
         seen: set[str] = set()
         for k in planned:
             if k.anchor in seen:
@@ -71,7 +75,7 @@ class OpenclDeducer:
             a = index[k.anchor]
             op = graph.operators[a]
             ktype = kernel_type(k.kernel, op.type, op.attrs, [t[n].shape for n in op.inputs])
-            out.append(Kernel(ktype, tuple(index[n] for n in k.ops), op_raw_features(graph, op), k.name))
+            out.append((Kernel(ktype, tuple(index[n] for n in k.ops), op_raw_features(graph, op), k.name), a))
         return out
 
     def measured(self, record: ProfileRecord, statistic: str = "median") -> list[Kernel]:

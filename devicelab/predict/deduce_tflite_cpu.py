@@ -166,16 +166,23 @@ class TfliteCpuDeducer:
 
     def kernels(self, graph: Graph) -> list[Kernel]:
         """The kernels TFLite runs for ``graph``, in graph order of their anchors."""
+        return [k for k, _ in self.sited_kernels(graph)]
+
+    def sited_kernels(self, graph: Graph) -> list[tuple[Kernel, int]]:
+        """``kernels``, each with its anchor operator (which places it in the list)."""
         members: dict[int, list[int]] = {}
         for i, a in self.assign(graph).items():
             members.setdefault(a, []).append(i)
         ops = graph.operators
         return [
-            Kernel(
-                f"{_kind(graph, a)}/{self.variant(graph, a)}",
-                tuple(m),
-                op_raw_features(graph, ops[a]),
-                ops[a].name,
+            (
+                Kernel(
+                    f"{_kind(graph, a)}/{self.variant(graph, a)}",
+                    tuple(m),
+                    op_raw_features(graph, ops[a]),
+                    ops[a].name,
+                ),
+                a,
             )
             for a, m in sorted(members.items())
         ]

@@ -486,13 +486,21 @@ def chain_name(chain: Sequence[DelegateNode]) -> str:
 
 def deduce_kernels(graph: Graph, family: str) -> list[Kernel]:
     """The kernels the TFLite GPU delegate runs for ``graph`` on a GPU of ``family``."""
+    return [k for k, _ in sited_kernels(graph, family)]
+
+
+def sited_kernels(graph: Graph, family: str) -> list[tuple[Kernel, int]]:
+    """``deduce_kernels``, each with the operator that places it in launch order: the first
+    operator of its chain's last node."""
     _check_family(family)
     kernels = []
     for chain in merge_nodes(delegate_nodes(graph, family)):
         head = chain[0]
         # Features only for the chain heads: most nodes are linked into one and need none.
         raw = head.raw or op_raw_features(graph, graph.operators[head.ops[0]])
-        kernels.append(Kernel(head.kind, tuple(i for n in chain for i in n.ops), raw, chain_name(chain)))
+        kernels.append(
+            (Kernel(head.kind, tuple(i for n in chain for i in n.ops), raw, chain_name(chain)), chain[-1].ops[0])
+        )
     return kernels
 
 
@@ -524,6 +532,10 @@ class TfliteGpuDeducer:
         """The kernels the delegate runs for ``graph``."""
         return deduce_kernels(graph, self.family)
 
+    def sited_kernels(self, graph: Graph) -> list[tuple[Kernel, int]]:
+        """``kernels``, each with the operator that places it in launch order."""
+        return sited_kernels(graph, self.family)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data for the predictor artifact."""
         return {"kind": KIND, "family": self.family}
@@ -549,4 +561,5 @@ __all__ = [
     "merge_nodes",
     "raw_features",
     "select_conv_kernel",
+    "sited_kernels",
 ]

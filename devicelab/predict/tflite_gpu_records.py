@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from devicelab.graph.ir import Graph
-from devicelab.predict.deduce_tflite_gpu import KIND, TfliteGpuDeducer, deduce_kernels
+from devicelab.predict.deduce_tflite_gpu import KIND, TfliteGpuDeducer, deduce_kernels, sited_kernels
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.features import RAW_NAMES, feature_group
 from devicelab.predict.kernels import Kernel
@@ -178,6 +178,10 @@ class TfliteGpuRecordDeducer:
     def kernels(self, graph: Graph) -> list[Kernel]:
         """The kernels the delegate runs for ``graph``."""
         return deduce_kernels(graph, self.family)
+
+    def sited_kernels(self, graph: Graph) -> list[tuple[Kernel, int]]:
+        """``kernels``, each with the operator that places it in launch order."""
+        return sited_kernels(graph, self.family)
 
     def measured(
         self, record: ProfileRecord, statistic: str = "median", deduced: Sequence[Kernel] | None = None

@@ -129,9 +129,10 @@ def _cell_program(cell_ops: Sequence[str]) -> list[tuple[Any, ...]] | None:
     return program
 
 
-def from_cell(cell_ops: Sequence[str], name: str | None = None) -> Graph:
+def from_cell(cell_ops: Sequence[str], name: str | None = None, cells_per_stage: int = N) -> Graph:
     """The default-size NAS-Bench-201 network of six edge ops (``nb201.parse`` order): the graph
-    ``nb201.from_string(nb201.to_string(cell_ops), name=name)`` builds."""
+    ``nb201.from_string(nb201.to_string(cell_ops), name=name)`` builds (with ``cells_per_stage``
+    other than ``N``: ``from_string(..., N=cells_per_stage)``, for ``nb201_kernels``)."""
     cell_ops = tuple(cell_ops)
     if len(cell_ops) != len(nb201.EDGES) or any(op not in nb201.OPS for op in cell_ops):
         raise GraphError(f"a cell needs {len(nb201.EDGES)} ops from {list(nb201.OPS)}, got {list(cell_ops)!r}")
@@ -172,7 +173,7 @@ def from_cell(cell_ops: Sequence[str], name: str | None = None) -> Graph:
             r = emit(f"{scope}/shortcut", p.shortcut_pool[stage], [x])
             r = emit(f"{scope}/shortcut", p.shortcut_conv[stage], [r])
             x = emit(scope, p.add[stage], [r, a])
-        for i in range(N):
+        for i in range(cells_per_stage):
             scope = f"stage{stage}/cell{i}"
             if program is None:
                 x = emit(scope, p.zero[stage], [x], "zero")
