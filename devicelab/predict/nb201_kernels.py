@@ -14,7 +14,8 @@ network, so ``cell_kernels`` serves predictions without a kernel breakdown (``ba
 breakdown through the general path). Locality is a property of a deducer's rules, and the CPU
 and TFLite CPU deducers learn theirs: each deducer is compared with the general path on
 ``CHECK_CELLS`` (every pattern of ``none`` edges: dead nodes, edges that never reach the output,
-the all-zero cell) the first time it is used (``verified``), and one that differs is answered
+the all-zero cell) the first time it is used (``verified``, ~0.3 s; a server checks a predictor
+when it loads it, and hands the answer to its batch workers), and one that differs is answered
 by the general path. tests/devicelab/predict/test_nb201_kernels.py and
 ``benchmarks/predict_batch.py --all-cells`` compare all 15,625 cells.
 """
@@ -109,6 +110,21 @@ _lock = threading.Lock()
 _KEEP = 16
 
 
+def known(deducer: Deducer) -> bool | None:
+    """``verified``'s answer for ``deducer`` if it is known in this process, else None."""
+    with _lock:
+        hit = _verified.get(id(deducer))
+    return hit[1] if hit is not None and hit[0] is deducer else None
+
+
+def remember(deducer: Deducer, ok: bool) -> None:
+    """Take ``verified``'s answer from the process that checked it (a batch worker is handed it)."""
+    with _lock:
+        _verified[id(deducer)] = (deducer, ok)
+        while len(_verified) > _KEEP:
+            _verified.popitem(last=False)
+
+
 def verified(deducer: Deducer) -> bool:
     """Whether ``cell_kernels`` answers for ``deducer``: it says where its kernels sit, and it
     agreed with the general path on ``CHECK_CELLS`` (checked once per deducer object, ~0.1 s)."""
@@ -135,11 +151,8 @@ def verified(deducer: Deducer) -> bool:
                 differ[0],
             )
             ok = False
-    with _lock:
-        _verified[key] = (deducer, ok)
-        while len(_verified) > _KEEP:
-            _verified.popitem(last=False)
+    remember(deducer, ok)
     return ok
 
 
-__all__ = ["CELLS", "CHECK_CELLS", "SitedDeducer", "agrees", "cell_kernels", "verified"]
+__all__ = ["CELLS", "CHECK_CELLS", "SitedDeducer", "agrees", "cell_kernels", "known", "remember", "verified"]

@@ -10,8 +10,9 @@ of rows may round the last bits differently).
 
 Workers come from a ``forkserver``: clean processes that share nothing with the caller (no
 database connections, no threads), started on first use and kept. Each task carries the
-predictor's pickled bytes (made once per predictor in the caller; a worker unpickles them only
-the first time it sees that predictor, and keeps the last few) and its architectures as JSON.
+predictor's pickled bytes (made once per predictor in the caller, with whether its NB-201
+kernels may come from three cells per stage, ``nb201_kernels.verified``; a worker
+unpickles them only the first time it sees that predictor, and keeps the last few) and its architectures as JSON.
 Pickle is only the in-memory hand-over between processes of one installation, never a stored
 artifact.
 
@@ -36,6 +37,7 @@ from typing import Any
 import orjson
 
 from devicelab.graph.limits import DEFAULT_LIMITS, ImportLimits
+from devicelab.predict import nb201_kernels
 from devicelab.predict.batch import Error, Result, answer_items
 from devicelab.predict.predictor import ScenarioPredictor
 
@@ -62,7 +64,9 @@ def _answer_chunk(
     gc.collect(1)  # the last chunk's cycles, if it left any; what lives on is the predictors
     p = _worker_predictors.get(key)
     if p is None:
-        p = _worker_predictors[key] = pickle.loads(payload)
+        p, local = pickle.loads(payload)
+        _worker_predictors[key] = p
+        nb201_kernels.remember(p.deducer, local)  # the caller checked its NB-201 kernels
         while len(_worker_predictors) > WORKER_PREDICTORS:
             _worker_predictors.popitem(last=False)
     else:
@@ -154,7 +158,9 @@ class BatchPool:
             if data is not None:
                 self._payloads.move_to_end(key)
                 return data
-        data = pickle.dumps(predictor, protocol=pickle.HIGHEST_PROTOCOL)
+        # checked here once (a server has checked it when it loaded the predictor), not in every worker
+        local = nb201_kernels.verified(predictor.deducer)
+        data = pickle.dumps((predictor, local), protocol=pickle.HIGHEST_PROTOCOL)
         with self._lock:
             self._payloads[key] = data
             while len(self._payloads) > _CALLER_PAYLOADS:

@@ -34,6 +34,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, QuerySet, Subquery
 
 from devicelab.graph.nas import nb201, nb201_cells
+from devicelab.predict import nb201_kernels
 from devicelab.predict.batch import Arch, answer_items, read_item, result
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.parallel import BatchPool
@@ -206,8 +207,12 @@ def loaded(row: Predictor) -> LoadedPredictor:
         full.n_test,
         warnings,
     )
-    # the batch workers start now, beside this request, not on the first large batch
+    # the batch workers start now, beside this request, not on the first large batch, and the
+    # predictor's NB-201 kernels are checked against the general path (``nb201_kernels``, ~0.3 s)
     threading.Thread(target=batch_pool().start, name="batch-pool-start", daemon=True).start()
+    threading.Thread(
+        target=nb201_kernels.verified, args=(predictor.deducer,), name="nb201-kernels-check", daemon=True
+    ).start()
     with _lock:
         for old in [k for k in _cache if k[0] == row.pk]:
             del _cache[old]
