@@ -1,7 +1,8 @@
 """Ingest's fast forms store exactly what the ORM would: the CSV COPY of operator rows (and its
 fall-back to the escaped text form for names it cannot carry), the lock read of a posted result,
-and several results stored together, each job succeeding and its device freed only when nothing
-else of it runs."""
+the result row's JSON, and several results stored together, each job succeeding and its device
+freed only when nothing else of it runs; a posted result costs the lock, one statement and the
+COPY, without savepoints."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import Any
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
-from devicelab.backends.base import OpTiming
+from devicelab.backends.base import OpTiming, ProfileResult
 from devicelab.backends.profile_record import ProfileRecord
 from devicelab.measure.stats import summarize
 from server.devices.models import DeviceStatus
@@ -139,3 +141,33 @@ def test_a_job_that_moved_under_the_store_rolls_it_back(member: Any, make_job: A
     assert not JobResult.objects.exists() and not OperatorTiming.objects.exists()
     job.refresh_from_db()
     assert job.state == JobState.RUNNING
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-statement store is PostgreSQL's")
+def test_a_posted_result_is_the_lock_one_statement_and_the_copy(member: Any, make_job: Any) -> None:
+    job = running_job(member, make_job)
+    record = ProfileRecord.of(profile_result(model_graph(job.model)))
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:  # as the result endpoint runs it
+        locked = lock_job_for_result(job.pk)
+        assert ingest_result(job.pk, "run-1", record, locked=locked) is not None
+    # the lock, then the result row with the job's success and its device freed (the COPY of the
+    # operator rows goes past the ORM); no savepoint inside the request's transaction
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert len(sql) == 2 and "FOR UPDATE" in sql[0] and sql[1].startswith("WITH stored AS (INSERT"), sql
+    assert not any("SAVEPOINT" in q for q in sql)
+    job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED and job.result.operators.count() == len(record.ops)
+
+
+def test_the_result_row_stores_its_json_as_the_orm_would(member: Any, make_job: Any) -> None:
+    job = running_job(member, make_job)
+    base = profile_result(model_graph(job.model))
+    environment = {"runtime": "x", 1: "an int key", "nested": {"v": [1.5, None, True, 1e-7]}, "é": "ü"}
+    result = ProfileResult(**{**base.__dict__, "environment": environment, "samples_ms": [1.0, 2.5e-7, 1e16]})
+    stored = ingest_result(job.pk, "run-1", result)
+    assert stored is not None
+    row = JobResult.objects.get(pk=stored.pk)
+    assert row.environment == {"runtime": "x", "1": "an int key", "nested": {"v": [1.5, None, True, 1e-7]}, "é": "ü"}
+    assert row.samples_ms == [1.0, 2.5e-7, 1e16] and row.settings == stored.settings
+    assert (row.device_info, row.cold_starts, row.flags) == (stored.device_info, stored.cold_starts, stored.flags)
+    assert row.created_at == stored.created_at
