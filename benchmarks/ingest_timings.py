@@ -30,8 +30,10 @@ round), then batch and one COPY. A round's ratio is ours' rows/s over the refere
 report gives the median of the per-round ratios with a 95 % bootstrap interval and the range,
 each path's median rows/s, the load average, and issue 33's goal (ours at least 0.9x the
 reference). Before timing, one result is stored both ways and the stored rows are compared: the
-two do the same work. ``--profile`` prints where ours spends its time (cProfile). The report goes
-to ``$LATENCYLAB_VAR_DIR/benchmarks/ingest_timings.json`` (else ``var/benchmarks/``).
+two do the same work; the statements each sends a result are counted then. The job and device
+tables are analyzed once their rows are made, as autovacuum keeps a live database's.
+``--profile`` prints where ours spends its time (cProfile). The report goes to
+``$LATENCYLAB_VAR_DIR/benchmarks/ingest_timings.json`` (else ``var/benchmarks/``).
 """
 
 from __future__ import annotations
@@ -351,13 +353,19 @@ def stored_rows(job_id: int) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
     return result, rows
 
 
-def check_same_work(jobs: Jobs, record: ProfileRecord) -> None:
-    """One result stored by ours and by the reference: the same rows."""
+def check_same_work(jobs: Jobs, record: ProfileRecord) -> dict[str, int]:
+    """One result stored by ours and by the reference: the same rows. Answers the statements
+    each sent for it: those the ORM counts (BEGIN and COMMIT among them) and the COPY."""
+    from django.test.utils import CaptureQueriesContext
+
     a, b = jobs.take(2)
-    ours([a], record)
-    reference([b], record)
+    with CaptureQueriesContext(connection) as ours_sql:
+        ours([a], record)
+    with CaptureQueriesContext(connection) as reference_sql:
+        reference([b], record)
     if stored_rows(a) != stored_rows(b):
         raise AssertionError("ours and the reference store different rows: the comparison would be unfair")
+    return {"ours": len(ours_sql) + 1, "reference": len(reference_sql) + 1}
 
 
 # -- measuring ---------------------------------------------------------------------------------------------
@@ -477,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         record = posted_record(args.ops)
         jobs = Jobs(2 + (args.rounds + 1) * 5 * args.block + (60 if args.profile else 0))
-        check_same_work(jobs, record)
+        statements = check_same_work(jobs, record)
         report: dict[str, Any] = {
             "benchmark": "ingest_timings",
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -486,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
             "results_per_block": args.block,
             "ops_per_result": args.ops,
             "same_work_checked": True,
+            "statements_per_result": statements,
         }
         report.update(measure(args.rounds, args.block, record, jobs))
         if args.profile:
@@ -504,6 +513,7 @@ def main(argv: list[str] | None = None) -> int:
         f"  ratio ours/reference: {ratio['median']:.3f} (95 % CI {ratio['ci95'][0]:.3f}-{ratio['ci95'][1]:.3f}, "
         f"range {ratio['range'][0]:.3f}-{ratio['range'][1]:.3f}); goal >= {GOAL}: "
         f"{'met' if report['goal']['met'] else 'met by the median only' if report['goal']['met_by_median'] else 'not met'}\n"
+        f"  statements a result (BEGIN and COMMIT included): ours {statements['ours']}, reference {statements['reference']}\n"
         f"  context: batch of {args.block} {report['rows_per_s_median']['batch']} rows/s "
         f"({report['context']['batch_over_reference']}x the reference), one COPY of a block "
         f"{report['rows_per_s_median']['one_copy']} rows/s ({report['context']['one_copy_over_reference']}x)"
