@@ -118,7 +118,7 @@ def test_settings_from_production_variables(clean_env: pytest.MonkeyPatch) -> No
     clean_env.setenv("ALLOWED_HOSTS", "lab.example.org")
     s = load_settings()
     db = s["DATABASES"]["default"]
-    assert (db["ENGINE"], db["HOST"], db["NAME"]) == ("django.db.backends.postgresql", "db.internal", "latencylab")
+    assert (db["ENGINE"], db["HOST"], db["NAME"]) == ("server.postgres", "db.internal", "latencylab")
     assert s["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/0"
     assert s["CELERY_BROKER_TRANSPORT_OPTIONS"]["visibility_timeout"] > s["CELERY_TASK_TIME_LIMIT"]
     assert s["ALLOWED_HOSTS"] == ["lab.example.org"]
