@@ -15,13 +15,15 @@ a job of its own, running on a busy device of its own, as a job is when its resu
   (``lock_job_for_result``) and ``ingest_result(..., locked=job)``: the result row, every operator row, the
   job's success and its device freed.
 * **reference** (the fair one): for each result, in its own transaction, the least a correct
-  ingest must do: insert the result row (one INSERT of its values), build the COPY text of its
-  operator rows from the same record, the fastest way we know (CSV with a quote character no
+  ingest must do: insert the result row (one INSERT of its values, the session's prepared
+  statement, as ours' lock and store are), build the COPY text of its operator rows from the
+  same record, the fastest way we know (CSV with a quote character no
   field holds, every field written once by one f-string, orjson for the JSON columns; the names
   checked for characters that form cannot carry), and COPY it. No job or device is touched.
 * context, not a goal: **batch**, the results of a block stored together as the batch endpoint
-  stores them (``POST /api/lab/results``: each job locked, then ``store_results``: one INSERT of
-  the result rows, one COPY of all their operator rows, one transaction); and **one COPY**, the
+  stores them (``POST /api/lab/results``: each job locked, then ``store_results``: one statement
+  for the result rows, the jobs' success and their devices freed, one COPY of all their operator
+  rows, one transaction); and **one COPY**, the
   operator rows of a block in one COPY whose text was built before the clock started (the old
   script's reference: no result row, no per-result transaction).
 
@@ -48,6 +50,7 @@ import pstats
 import statistics
 import sys
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -249,36 +252,44 @@ def _copy_sql() -> str:
     )
 
 
+_RESULT_COLUMNS = (
+    "job_id",
+    "attempt",
+    "e2e_mean",
+    "e2e_median",
+    "e2e_p90",
+    "e2e_std",
+    "e2e_min",
+    "e2e_max",
+    "e2e_cv",
+    "e2e_n",
+    "noisy",
+    "flags",
+    "samples_ms",
+    "load_ms",
+    "first_run_ms",
+    "peak_memory_mb",
+    "environment",
+    "settings",
+    "device_info",
+    "cold_starts",
+    "time_breakdown",
+    "created_at",
+)
+
+
 def _result_sql() -> str:
+    """The reference's INSERT of a result row, its values numbered for PREPARE."""
     from server.profiling.models import JobResult
 
-    columns = [
-        "job_id",
-        "attempt",
-        "e2e_mean",
-        "e2e_median",
-        "e2e_p90",
-        "e2e_std",
-        "e2e_min",
-        "e2e_max",
-        "e2e_cv",
-        "e2e_n",
-        "noisy",
-        "flags",
-        "samples_ms",
-        "load_ms",
-        "first_run_ms",
-        "peak_memory_mb",
-        "environment",
-        "settings",
-        "device_info",
-        "cold_starts",
-        "time_breakdown",
-        "created_at",
-    ]
-    names = ", ".join(f'"{c}"' for c in columns)
-    marks = ", ".join(["%s"] * len(columns))
+    names = ", ".join(f'"{c}"' for c in _RESULT_COLUMNS)
+    marks = ", ".join(f"${i}" for i in range(1, len(_RESULT_COLUMNS) + 1))
     return f'INSERT INTO "{JobResult._meta.db_table}" ({names}) VALUES ({marks}) RETURNING "id"'
+
+
+# The reference's INSERT is the session's prepared statement, planned once, as ours' lock and store are.
+_REFERENCE_INSERT = "bench_reference_insert"
+_prepared_in: weakref.WeakSet[Any] = weakref.WeakSet()  # the sessions (connections) that prepared it
 
 
 def _nan_null(value: float | None) -> float | None:
@@ -286,12 +297,16 @@ def _nan_null(value: float | None) -> float | None:
 
 
 def reference(job_ids: list[int], record: ProfileRecord, result_ids: list[int] | None = None) -> None:
-    """Per result, its own transaction: the result row in one INSERT, its operator rows' text
-    built from the record and COPYed."""
-    insert, copy = _result_sql(), _copy_sql()
+    """Per result, its own transaction: the result row in one INSERT (prepared), its operator
+    rows' text built from the record and COPYed."""
+    copy = _copy_sql()
+    insert = f"EXECUTE {_REFERENCE_INSERT}({', '.join(['%s'] * len(_RESULT_COLUMNS))})"
     e = record.e2e
     for job_id in job_ids:
         with transaction.atomic(), connection.cursor() as cursor:
+            if cursor.cursor.connection not in _prepared_in:
+                cursor.execute(f"PREPARE {_REFERENCE_INSERT} AS {_result_sql()}")
+                _prepared_in.add(cursor.cursor.connection)
             cursor.execute(
                 insert,
                 (
@@ -355,7 +370,8 @@ def stored_rows(job_id: int) -> tuple[dict[str, Any], list[tuple[Any, ...]]]:
 
 def check_same_work(jobs: Jobs, record: ProfileRecord) -> dict[str, int]:
     """One result stored by ours and by the reference: the same rows. Answers the statements
-    each sent for it: those the ORM counts (BEGIN and COMMIT among them) and the COPY."""
+    each sent for it: those the ORM counts (BEGIN and COMMIT among them, a session's PREPARE
+    not) and the COPY."""
     from django.test.utils import CaptureQueriesContext
 
     a, b = jobs.take(2)
@@ -365,7 +381,11 @@ def check_same_work(jobs: Jobs, record: ProfileRecord) -> dict[str, int]:
         reference([b], record)
     if stored_rows(a) != stored_rows(b):
         raise AssertionError("ours and the reference store different rows: the comparison would be unfair")
-    return {"ours": len(ours_sql) + 1, "reference": len(reference_sql) + 1}
+
+    def sent(queries: CaptureQueriesContext) -> int:  # a PREPARE is once a session, not once a result
+        return sum(not q["sql"].startswith("PREPARE") for q in queries.captured_queries) + 1
+
+    return {"ours": sent(ours_sql), "reference": sent(reference_sql)}
 
 
 # -- measuring ---------------------------------------------------------------------------------------------

@@ -151,12 +151,32 @@ def test_a_posted_result_is_the_lock_one_statement_and_the_copy(member: Any, mak
         locked = lock_job_for_result(job.pk)
         assert ingest_result(job.pk, "run-1", record, locked=locked) is not None
     # the lock, then the result row with the job's success and its device freed (the COPY of the
-    # operator rows goes past the ORM); no savepoint inside the request's transaction
-    sql = [q["sql"] for q in queries.captured_queries]
-    assert len(sql) == 2 and "FOR UPDATE" in sql[0] and sql[1].startswith("WITH stored AS (INSERT"), sql
-    assert not any("SAVEPOINT" in q for q in sql)
+    # operator rows goes past the ORM), each the session's prepared statement (prepared on its
+    # first use); no savepoint inside the request's transaction
+    sql = [q["sql"] for q in queries.captured_queries if not q["sql"].startswith("PREPARE")]
+    assert len(sql) == 2, sql
+    assert sql[0].startswith("EXECUTE latencylab_lock_for_result(") and sql[1].startswith(
+        "EXECUTE latencylab_store_result("
+    )
+    assert not any("SAVEPOINT" in q["sql"] for q in queries.captured_queries)
     job.refresh_from_db()
     assert job.state == JobState.SUCCEEDED and job.result.operators.count() == len(record.ops)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_the_prepared_statements_outlive_a_rollback_and_a_new_connection(member: Any, make_job: Any) -> None:
+    job, other = running_job(member, make_job), running_job(member, make_job, token="run-2")
+    record = ProfileRecord.of(profile_result(model_graph(job.model)))
+    connection.close()  # a new session: prepared again on first use
+    with pytest.raises(RuntimeError, match="changed state"), transaction.atomic():
+        store_results([(lock_job_for_result(job.pk), "another-run", record)])  # type: ignore[list-item]
+    with transaction.atomic():  # the rollback kept what was prepared
+        assert ingest_result(job.pk, "run-1", record, locked=lock_job_for_result(job.pk)) is not None
+    connection.close()
+    with transaction.atomic():
+        assert ingest_result(other.pk, "run-2", record, locked=lock_job_for_result(other.pk)) is not None
+    assert JobResult.objects.filter(job__in=[job, other]).count() == 2
 
 
 def test_the_result_row_stores_its_json_as_the_orm_would(member: Any, make_job: Any) -> None:
