@@ -10,23 +10,31 @@ in one process with the collector paused (as the server answers a batch), in a r
 * ``synthetic built``: ``nas.sample`` builds 1,000 synthetic NAS graphs and ``predict`` answers them;
 * ``graph JSON``: ``batch.answer_items`` reads 1,000 graph JSON documents and answers them (the
   API's work for graph JSON in one process, its HTTP and JSON text aside);
-* ``NB-201``: ``answer_items`` of 1,000 cell strings: graphs by ``nb201_cells``, deduced, predicted;
+* ``NB-201``: ``answer_items`` of 1,000 cell strings: kernels deduced on three cells per stage
+  (``nb201_kernels``), predicted;
+* ``NB-201 five-cell graphs``: the same cells built whole by ``nb201_cells``, deduced and
+  ``predict``-ed: the reference, how NB-201 batches were answered before ``nb201_kernels``;
 * ``NB-201 general builder``: the same cells built by ``nb201.from_string`` and ``predict``-ed:
-  the reference, how NB-201 batches were answered before ``nb201_cells``.
+  how they were answered before ``nb201_cells``.
 
-Prints, per predictor and path, the median and the spread (min-max) over the rounds, the ratio
-NB-201 / general builder (median of the per-round ratios with a bootstrap 95 % interval), the load
-average, and the goal each path is held to (< 0.5 s for 1,000: the API's goal, which it cannot meet
-unless the library does). Writes ``predict_batch.json`` under ``$LATENCYLAB_VAR_DIR/benchmarks/``
-(default ``var/benchmarks/``)::
+Every round checks that the three NB-201 paths answer the same latencies to the last bit.
+``--all-cells`` also compares, for each predictor's deducer, the kernels ``nb201_kernels`` gives
+for every one of the 15,625 cells with the five-cell graph's (types and features, in order).
 
-    .venv/bin/python benchmarks/predict_batch.py [--rounds 7]
+Prints, per predictor and path, the median and the spread (min-max) over the rounds, the ratios
+NB-201 / five-cell graphs and NB-201 / general builder (median of the per-round ratios with a
+bootstrap 95 % interval), the load average, and the goal each path is held to (< 0.5 s for 1,000:
+the API's goal, which it cannot meet unless the library does). Writes ``predict_batch.json`` under
+``$LATENCYLAB_VAR_DIR/benchmarks/`` (default ``var/benchmarks/``)::
+
+    .venv/bin/python benchmarks/predict_batch.py [--rounds 7] [--all-cells]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
 import os
 import platform
@@ -43,9 +51,9 @@ if str(ROOT) not in sys.path:  # run as `python benchmarks/predict_batch.py` wit
     sys.path.insert(0, str(ROOT))
 
 from devicelab.graph import graph_to_dict, nas  # noqa: E402
-from devicelab.graph.nas import nb201  # noqa: E402
+from devicelab.graph.nas import nb201, nb201_cells  # noqa: E402
 from devicelab.measure.stats import median_interval  # noqa: E402
-from devicelab.predict import qed  # noqa: E402
+from devicelab.predict import nb201_kernels, qed  # noqa: E402
 from devicelab.predict.batch import answer_items  # noqa: E402
 from devicelab.predict.cpu_learning import learn_cpu_deducer  # noqa: E402
 from devicelab.predict.cpu_probes import probe_graphs  # noqa: E402
@@ -146,7 +154,8 @@ def predictors(methods: list[str]) -> dict[str, ScenarioPredictor]:
     return out
 
 
-PATHS = ("synthetic built", "graph JSON", "NB-201", "NB-201 general builder")
+PATHS = ("synthetic built", "graph JSON", "NB-201", "NB-201 five-cell graphs", "NB-201 general builder")
+REFERENCES = ("NB-201 five-cell graphs", "NB-201 general builder")
 
 
 def one_round(p: ScenarioPredictor, seed: int, order: list[str]) -> dict[str, float]:
@@ -163,20 +172,47 @@ def one_round(p: ScenarioPredictor, seed: int, order: list[str]) -> dict[str, fl
     def fast() -> Any:
         return answer_items(p, [(i, {"name": f"c{i}", "nb201": c}) for i, c in enumerate(cells)])
 
+    def five_cells() -> Any:
+        graphs = [nb201_cells.from_cell(nb201.parse(c), name=f"c{i}") for i, c in enumerate(cells)]
+        return p.predict(graphs, on_missing="zero")
+
     def general() -> Any:
         return p.predict([nb201.from_string(c, name=f"c{i}") for i, c in enumerate(cells)], on_missing="zero")
 
-    paths = {"synthetic built": synthetic, "graph JSON": graph_json, "NB-201": fast, "NB-201 general builder": general}
+    paths = {
+        "synthetic built": synthetic,
+        "graph JSON": graph_json,
+        "NB-201": fast,
+        "NB-201 five-cell graphs": five_cells,
+        "NB-201 general builder": general,
+    }
     seconds: dict[str, float] = {}
     answers: dict[str, Any] = {}
     for name in order:
         seconds[name], answers[name] = timed(paths[name])
-    # the fast builder answers exactly what the general one did
+    # the fast paths answer exactly what the general one did
     answered, errors = answers["NB-201"]
     assert not errors, errors[:3]
-    reference = answers["NB-201 general builder"]
-    assert [answered[i]["latency_ms"] for i in range(N)] == [x.latency_ms for x in reference]
+    for reference in REFERENCES:
+        assert [answered[i]["latency_ms"] for i in range(N)] == [x.latency_ms for x in answers[reference]], reference
     return seconds
+
+
+def check_all_cells(preds: dict[str, ScenarioPredictor]) -> dict[str, Any]:
+    """Per predictor: the cells (of all 15,625) whose ``nb201_kernels`` kernels differ from the
+    five-cell graph's, and how long the comparison took."""
+    cells = list(itertools.product(nb201.OPS, repeat=len(nb201.EDGES)))
+    out = {}
+    for name, p in preds.items():
+        start = time.perf_counter()
+        differ = nb201_kernels.agrees(p.deducer, cells)  # type: ignore[arg-type]
+        out[name] = {"cells": len(cells), "different": len(differ), "examples": differ[:5]}
+        print(
+            f"{name}: nb201_kernels vs five-cell graphs on all {len(cells)} cells: {len(differ)} different "
+            f"({time.perf_counter() - start:.0f} s)",
+            flush=True,
+        )
+    return out
 
 
 def main() -> None:
@@ -184,9 +220,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--methods", nargs="+", default=["gbdt"], choices=["lasso", "rf", "gbdt", "mlp"])
+    parser.add_argument("--all-cells", action="store_true", help="compare nb201_kernels on all 15,625 cells first")
     args = parser.parse_args()
     load_before = load_average()
     preds = predictors(args.methods)
+    all_cells = check_all_cells(preds) if args.all_cells else None
     rng = random.Random(5)
     times: dict[str, dict[str, list[float]]] = {name: {path: [] for path in PATHS} for name in preds}
     for p in preds.values():  # a round to warm imports and memo tables, not counted
@@ -208,6 +246,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "load_average_before": load_before,
         "load_average_rounds": loads,
+        "all_cells": all_cells,
         "results": {},
     }
     print(
@@ -220,13 +259,15 @@ def main() -> None:
         rows: dict[str, Any] = {}
         for path in PATHS:
             st = rows[path] = spread(times[name][path])
-            verdict = "" if path == "NB-201 general builder" else ("met" if st["median_s"] < GOAL_S else "not met")
+            verdict = "" if path in REFERENCES else ("met" if st["median_s"] < GOAL_S else "not met")
             print(f"| {name} | {path} | {st['median_s']:.3f} | {st['min_s']:.3f}-{st['max_s']:.3f} | {verdict} |")
-        rows["NB-201 / general builder"] = ratio(times[name]["NB-201"], times[name]["NB-201 general builder"])
+        for reference in REFERENCES:
+            rows[f"NB-201 / {reference}"] = ratio(times[name]["NB-201"], times[name][reference])
         result["results"][name] = rows
     for name, rows in result["results"].items():
-        r = rows["NB-201 / general builder"]
-        print(f"{name}: NB-201 with nb201_cells / general builder = {r['median']} (95 % interval {r['ci95']})")
+        for reference in REFERENCES:
+            r = rows[f"NB-201 / {reference}"]
+            print(f"{name}: NB-201 (nb201_kernels) / {reference} = {r['median']} (95 % interval {r['ci95']})")
     out = var_dir() / "predict_batch.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1) + "\n")
