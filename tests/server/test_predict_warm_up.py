@@ -58,3 +58,16 @@ def test_the_answer_is_plain_json_and_bad_input_still_a_named_400(api: Any, make
     assert resp.status_code == 400
     (error,) = json.loads(resp.content)["errors"]
     assert error["index"] == 0 and error["name"] == "b" and "unknown op 'conv_9x9'" in error["error"]
+
+
+def test_loading_a_predictor_checks_its_nb201_kernels_beside_the_request(make_device: Any) -> None:
+    from devicelab.predict import nb201_kernels
+    from server.predictors import serving
+    from server.predictors.models import Predictor
+    from tests.waiting import wait_for
+
+    row = ready_predictor(make_device(kind="android"))
+    entry = serving.loaded(serving._light(Predictor.objects.filter(pk=row.pk)).get())
+    deducer = entry.predictor.deducer
+    wait_for(lambda: nb201_kernels.known(deducer) is not None, timeout=30, what="the NB-201 kernel check")
+    assert nb201_kernels.known(deducer) is True
