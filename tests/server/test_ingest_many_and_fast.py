@@ -88,6 +88,7 @@ def test_the_csv_form_refuses_what_it_cannot_carry() -> None:
     assert timing_csv_text(1, [op()]) is not None
     for name in ("tab\there", "new\nline", "cr\r", "q\x01"):
         assert timing_csv_text(1, [op(name=name)]) is None
+    assert timing_csv_text(1, [op(attrs={1: "an int key"})]) is None  # not orjson's: the text form writes it
 
 
 def test_the_lock_reads_what_the_checks_need(member: Any, make_job: Any) -> None:
