@@ -17,9 +17,9 @@ configurations, one round each in turn (order rotated every round, so drift hits
 * with ``--alternatives``, ``sync`` (the same code on 2 sync workers) and ``sync-inline`` (every
   upload parsed in its request on 2 sync workers, as before issue 18).
 
-In a round, 20 client threads (``requests``, loopback, closed loop, no think time) cycle through
-``GET /api/jobs/`` (50 jobs in the team), ``POST /api/predict/`` (5 NAS-Bench-201 cells against a
-lasso predictor of the imported qed s10 phone, trained here in seconds) and ``GET /api/models/``,
+In a round, 20 clients (``requests``, 5 threads in each of 4 processes, loopback, closed loop, no
+think time) cycle through ``GET /api/jobs/`` (50 jobs in the team), ``POST /api/predict/`` (5
+NAS-Bench-201 cells against a lasso predictor of the imported qed s10 phone, trained here in seconds) and ``GET /api/models/``,
 while one client uploads a generated graph JSON (``--upload-mb``, default 60 MB, a chain of
 ReLUs) at ``--upload-rate`` MB/s, as a client on a slow link would. The window measured runs from
 the upload's first byte until its answer, at least ``--min-window`` seconds (so it takes in the
@@ -60,6 +60,7 @@ OUT_DIR = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmar
 GOAL_P99_MS = 300.0
 GOAL_ENDPOINTS = ("GET /api/jobs/", "POST /api/predict/")
 CLIENTS = 20
+CLIENT_PROCESSES = 4
 JOBS_IN_TEAM = 50
 WARMUP_SECONDS = 4.0
 REQUEST_TIMEOUT = 120.0
@@ -248,52 +249,78 @@ class ThrottledBody:
         return block
 
 
-class Load:
-    """``CLIENTS`` threads in a closed loop over ``ENDPOINTS``, each request's start, latency and status kept."""
+def _client_process(url: str, token: str, predictor: int, first: int, threads: int, stopping: Any, out: Any) -> None:
+    """``threads`` closed-loop clients of one process; their samples are sent to ``out`` at the end."""
+    samples: list[tuple[str, float, float, int]] = []
+    lock = threading.Lock()
+    body = {"predictor": predictor, "architectures": [{"name": f"c{i}", "nb201": c} for i, c in enumerate(CELLS)]}
 
-    def __init__(self, url: str, token: str, predictor: int) -> None:
-        self.url, self.token, self.predictor = url, token, predictor
-        self.samples: list[tuple[str, float, float, int]] = []  # endpoint, started, seconds, status
-        self.stopping = threading.Event()
-        self.lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._client, args=(i,), daemon=True) for i in range(CLIENTS)]
-
-    def _client(self, index: int) -> None:
+    def client(index: int) -> None:
         import requests
 
         session = requests.Session()
-        session.headers["Authorization"] = f"Token {self.token}"
-        body = {
-            "predictor": self.predictor,
-            "architectures": [{"name": f"c{i}", "nb201": c} for i, c in enumerate(CELLS)],
-        }
+        session.headers["Authorization"] = f"Token {token}"
         turn = index
-        while not self.stopping.is_set():
+        while not stopping.is_set():
             endpoint = ENDPOINTS[turn % len(ENDPOINTS)]
             turn += 1
             started = time.monotonic()
             try:
                 if endpoint.startswith("POST"):
-                    resp = session.post(f"{self.url}/predict/", json=body, timeout=REQUEST_TIMEOUT)
+                    resp = session.post(f"{url}/predict/", json=body, timeout=REQUEST_TIMEOUT)
                 else:
-                    resp = session.get(f"{self.url}/{endpoint.split('/api/')[1]}", timeout=REQUEST_TIMEOUT)
+                    resp = session.get(f"{url}/{endpoint.split('/api/')[1]}", timeout=REQUEST_TIMEOUT)
                 status = resp.status_code
             except requests.RequestException:
                 status = 0
-            with self.lock:
-                self.samples.append((endpoint, started, time.monotonic() - started, status))
+            with lock:
+                samples.append((endpoint, started, time.monotonic() - started, status))
         session.close()
+
+    workers = [threading.Thread(target=client, args=(first + i,), daemon=True) for i in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    out.send(samples)
+    out.close()
+
+
+class Load:
+    """``CLIENTS`` closed-loop clients over ``ENDPOINTS``, each request's start, latency and status
+    kept. They run in ``CLIENT_PROCESSES`` processes, as clients on other machines would: 20
+    threads of one process would time their own wait for its interpreter lock as the server's
+    latency (``time.monotonic`` is one clock for every process of the machine)."""
+
+    def __init__(self, url: str, token: str, predictor: int) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")  # the children use ``requests`` only, no database
+        self.stopping = context.Event()
+        self.samples: list[tuple[str, float, float, int]] = []
+        self.pipes = []
+        self.processes = []
+        per = -(-CLIENTS // CLIENT_PROCESSES)
+        for first in range(0, CLIENTS, per):
+            receive, send = context.Pipe(duplex=False)
+            args = (url, token, predictor, first, min(per, CLIENTS - first), self.stopping, send)
+            self.processes.append(context.Process(target=_client_process, args=args, daemon=True))
+            self.pipes.append(receive)
 
     def start(self) -> None:
         """Start every client."""
-        for t in self.threads:
-            t.start()
+        for p in self.processes:
+            p.start()
 
     def stop(self) -> None:
-        """Stop every client after its current request."""
+        """Stop every client after its current request and gather the samples."""
         self.stopping.set()
-        for t in self.threads:
-            t.join(timeout=REQUEST_TIMEOUT + 5)
+        for pipe, p in zip(self.pipes, self.processes, strict=True):
+            if pipe.poll(REQUEST_TIMEOUT + 5):
+                self.samples.extend(pipe.recv())
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
 
 
 def _upload(url: str, token: str, data: bytes, rate: float, outcome: dict[str, Any]) -> None:
