@@ -28,7 +28,9 @@ against the library's. Each start of the server (``--starts``) times its first r
 NB-201 cells, table off) against the steady median.
 
 Prints, per predictor and path, the HTTP and library medians with their spread (min-max), the
-ratio HTTP / library (the median of per-round ratios with a bootstrap 95 % interval), the load
+ratio HTTP / library (the median of per-round ratios with a bootstrap 95 % interval), the server's
+CPU seconds per request (all its processes, and the busiest one: what the request costs when the
+machine is busy with other work and its wall time is mostly waiting for a core), the load
 average, and the goal (< 0.5 s for 1,000 architectures through HTTP); writes ``predict_api.json``
 under ``$LATENCYLAB_VAR_DIR/benchmarks/`` (default ``var/benchmarks/``).
 """
@@ -159,6 +161,27 @@ class Server:
                     raise SystemExit(f"the server did not start; see {self.log_path}") from None
                 time.sleep(0.05)
 
+    def cpu_seconds(self) -> dict[int, float]:
+        """CPU seconds (user + system) so far of each process of the server (gunicorn, its web
+        workers, their batch workers): on a busy machine a request's wall time is mostly waiting
+        for a core, and what it costs shows here."""
+        import psutil
+
+        if self.proc is None:
+            return {}
+        out = {}
+        try:
+            root = psutil.Process(self.proc.pid)
+            for p in [root, *root.children(recursive=True)]:
+                try:
+                    t = p.cpu_times()
+                    out[p.pid] = t.user + t.system
+                except psutil.NoSuchProcess:
+                    continue
+        except psutil.NoSuchProcess:
+            pass
+        return out
+
     def stop(self) -> None:
         """Stop gunicorn and its workers (their batch processes follow them)."""
         if self.proc is not None:
@@ -178,6 +201,7 @@ class Bench:
         import requests
 
         self.server = server
+        self.last_cpu = (0.0, 0.0)  # the last request's server CPU seconds: all processes, the busiest one
         self.session = requests.Session()
         self.headers = {"Authorization": f"Token {key}", "Content-Type": "application/json"}
 
@@ -186,10 +210,14 @@ class Bench:
         import orjson
 
         data = orjson.dumps(body)
+        before = self.server.cpu_seconds()
         start = time.perf_counter()
         resp = self.session.post(f"{self.server.url}/api/predict/", data=data, headers=self.headers)
         content = resp.content
         seconds = time.perf_counter() - start
+        after = self.server.cpu_seconds()
+        spent = {pid: after[pid] - before.get(pid, 0.0) for pid in after}
+        self.last_cpu = (sum(spent.values()), max(spent.values(), default=0.0))
         if resp.status_code != 200:
             raise SystemExit(f"POST /api/predict/ answered {resp.status_code}: {content[:500]!r}")
         results = orjson.loads(content)["results"]
@@ -251,6 +279,8 @@ def measure(
     rng = random.Random(11)
     predictors = {name: load_row(row) for name, row in live.items()}
     http: dict[str, dict[str, list[float]]] = {name: {p: [] for p in (*PATHS, "NB-201 table")} for name in rows}
+    # per request: the server's CPU seconds over all its processes, and in the busiest one
+    cpu: dict[str, dict[str, list[tuple[float, float]]]] = {name: {p: [] for p in PATHS} for name in rows}
     lib: dict[str, dict[str, list[float]]] = {name: {p: [] for p in PATHS} for name in rows}
     diffs: dict[str, float] = {}
     firsts: list[dict[str, Any]] = []
@@ -284,6 +314,7 @@ def measure(
                         if way == "http":
                             s, answers[way] = bench.post({"predictor": row.pk, "architectures": archs[path]})
                             http[name][path].append(s)
+                            cpu[name][path].append(bench.last_cpu)
                         else:
                             s, answers[way] = library(pool, predictors[name], f"bench-{name}", archs[path])
                             lib[name][path].append(s)
@@ -301,7 +332,14 @@ def measure(
     finally:
         server.stop()
         pool.close()
-    return {"http": http, "library": lib, "max_rel_diff": diffs, "first_requests": firsts, "load_average_rounds": loads}
+    return {
+        "http": http,
+        "server_cpu": cpu,
+        "library": lib,
+        "max_rel_diff": diffs,
+        "first_requests": firsts,
+        "load_average_rounds": loads,
+    }
 
 
 def main() -> None:
@@ -387,6 +425,9 @@ def main() -> None:
                 continue
             entry: dict[str, Any] = {"http": spread(h), "goal_met": statistics.median(h) < GOAL_S}
             if path in PATHS:
+                used = measured["server_cpu"][name][path]
+                entry["server_cpu_s"] = spread([a for a, _ in used])
+                entry["busiest_process_cpu_s"] = spread([b for _, b in used])
                 lib = measured["library"][name][path]
                 ratios = [a / b for a, b in zip(h, lib, strict=True)]
                 low, high = median_interval(ratios)
@@ -405,13 +446,16 @@ def main() -> None:
         f"({os.cpu_count()} cores)"
     )
     print(
-        "| predictor | path | HTTP median s (min-max) | library median s (min-max) | HTTP / library (95 % interval) | goal < 0.5 s |"
+        "| predictor | path | HTTP median s (min-max) | library median s (min-max) | HTTP / library (95 % interval) "
+        "| server CPU s: all processes / busiest (medians) | goal < 0.5 s |"
     )
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, paths in results.items():
         for path, e in paths.items():
             h = e["http"]
-            lib_text = ratio_text = ""
+            lib_text = ratio_text = cpu_text = ""
+            if "server_cpu_s" in e:
+                cpu_text = f"{e['server_cpu_s']['median_s']:.3f} / {e['busiest_process_cpu_s']['median_s']:.3f}"
             if "library" in e:
                 lib = e["library"]
                 lib_text = f"{lib['median_s']:.3f} ({lib['min_s']:.3f}-{lib['max_s']:.3f})"
@@ -421,7 +465,7 @@ def main() -> None:
             label = path if path != "NB-201" else "NB-201, no table"
             print(
                 f"| {name} | {label} | {h['median_s']:.3f} ({h['min_s']:.3f}-{h['max_s']:.3f}) | {lib_text} | "
-                f"{ratio_text} | {verdict} |"
+                f"{ratio_text} | {cpu_text} | {verdict} |"
             )
     for f in measured["first_requests"]:
         print(
