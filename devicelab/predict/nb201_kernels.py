@@ -14,10 +14,11 @@ network, so ``cell_kernels`` serves predictions without a kernel breakdown (``ba
 breakdown through the general path). Locality is a property of a deducer's rules, and the CPU
 and TFLite CPU deducers learn theirs: each deducer is compared with the general path on
 ``CHECK_CELLS`` (every pattern of ``none`` edges: dead nodes, edges that never reach the output,
-the all-zero cell) the first time it is used (``verified``, ~0.3 s; a server checks a predictor
-when it loads it, and hands the answer to its batch workers), and one that differs is answered
-by the general path. tests/devicelab/predict/test_nb201_kernels.py and
-``benchmarks/predict_batch.py --all-cells`` compare all 15,625 cells.
+the all-zero cell) the first time its rules are used in a process (``verified``, ~0.2 s; a server
+checks a predictor when it loads it and hands the answer to its batch workers), and one that
+differs is answered by the general path. A slow test of
+tests/devicelab/predict/test_nb201_kernels.py (a Mali GPU) and ``benchmarks/predict_batch.py
+--all-cells`` (the host CPU's learned rules and Mali) compare all 15,625 cells.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
+
+import orjson
 
 from devicelab.graph.ir import Graph
 from devicelab.graph.nas import nb201, nb201_cells
@@ -106,6 +109,7 @@ def agrees(deducer: SitedDeducer, cells: Sequence[Sequence[str]]) -> list[tuple[
 
 
 _verified: OrderedDict[int, tuple[Deducer, bool]] = OrderedDict()
+_by_rules: OrderedDict[bytes, bool] = OrderedDict()
 _lock = threading.Lock()
 _KEEP = 16
 
@@ -125,15 +129,30 @@ def remember(deducer: Deducer, ok: bool) -> None:
             _verified.popitem(last=False)
 
 
+def _rules_key(deducer: Deducer) -> bytes | None:
+    """What a deducer deduces from (its ``to_dict``, which rebuilds it), or None if it cannot say."""
+    try:
+        return f"{type(deducer).__qualname__}:".encode() + orjson.dumps(deducer.to_dict(), option=orjson.OPT_SORT_KEYS)
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
 def verified(deducer: Deducer) -> bool:
     """Whether ``cell_kernels`` answers for ``deducer``: it says where its kernels sit, and it
-    agreed with the general path on ``CHECK_CELLS`` (checked once per deducer object, ~0.1 s)."""
+    agreed with the general path on ``CHECK_CELLS`` (checked once per set of rules in a process,
+    ~0.2 s: two loaded copies of one predictor share the answer)."""
     key = id(deducer)
     with _lock:
         hit = _verified.get(key)
         if hit is not None and hit[0] is deducer:
             _verified.move_to_end(key)
             return hit[1]
+    rules = _rules_key(deducer)
+    with _lock:
+        same = _by_rules.get(rules) if rules is not None else None
+    if same is not None:
+        remember(deducer, same)
+        return same
     ok = callable(getattr(deducer, "sited_kernels", None))
     if ok:
         try:
@@ -152,6 +171,11 @@ def verified(deducer: Deducer) -> bool:
             )
             ok = False
     remember(deducer, ok)
+    if rules is not None:
+        with _lock:
+            _by_rules[rules] = ok
+            while len(_by_rules) > _KEEP:
+                _by_rules.popitem(last=False)
     return ok
 
 

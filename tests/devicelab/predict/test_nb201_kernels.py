@@ -152,3 +152,15 @@ def test_a_batch_answers_as_the_general_path_and_a_breakdown_names_the_real_kern
     for i in range(3):
         assert detailed[i]["latency_ms"] == full[i].latency_ms
         assert [k["name"] for k in detailed[i]["kernels"]] == [k.name for k in full[i].kernels or ()]
+
+
+def test_two_copies_of_one_set_of_rules_are_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert nb201_kernels.verified(TfliteGpuDeducer("adreno"))
+
+    def fail(*args: object) -> list[tuple[str, ...]]:
+        raise AssertionError("checked again")
+
+    monkeypatch.setattr(nb201_kernels, "agrees", fail)
+    copy = TfliteGpuDeducer("adreno")
+    assert nb201_kernels.known(copy) is None
+    assert nb201_kernels.verified(copy) and nb201_kernels.known(copy) is True
