@@ -236,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedded", action="store_true", help="measure the filesystem transport, not Redis")
     args = parser.parse_args(argv)
 
+    OUT_DIR.mkdir(parents=True, exist_ok=True)  # the services' logs go there from the start
     env = _environment(args)
     os.environ.update(env)
     if env["DATABASE_URL"].startswith("postgres"):
