@@ -126,11 +126,17 @@ _gc_last_pass = 0.0  # time.monotonic() of the last collection made while paused
 # as long as predictions keep coming, and cycles made by every other request would pile up: a
 # request that ends while others still hold the pause runs one pass if the last was this long ago.
 MAX_GC_PAUSE_SECONDS = 10.0
+# A body smaller than this (a NAS loop's few cells) is answered with the collector on: its pause
+# would save nothing, and under many such requests at once (20 clients on 8 threads) the pauses
+# overlapped, the collector stayed off for every request of the process, and the collections that
+# finally ran were the long ones (api_under_load.py: a worker stopped up to 0.2 s at a time).
+GC_PAUSE_MIN_BYTES = 32 * 1024
 
 
 @contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a batch is read and predicted.
+def gc_paused(body_bytes: int | None = None) -> Iterator[None]:
+    """No cyclic garbage collection while a batch is read and predicted (a request body of
+    ``body_bytes``, when known, of at least ``GC_PAUSE_MIN_BYTES``; else nothing changes).
 
     A batch of 1,000 graphs builds a few million small objects that all stay alive until the
     answer is sent; every collection pass walks all of them, and with the collector on, reading
@@ -138,6 +144,9 @@ def gc_paused() -> Iterator[None]:
     freed early; reference counting frees it all when the request ends. Nested and concurrent
     pauses (threads of one process) re-enable the collector only when the last one ends."""
     global _gc_pauses, _gc_was_enabled, _gc_last_pass
+    if body_bytes is not None and body_bytes < GC_PAUSE_MIN_BYTES:
+        yield
+        return
     with _gc_lock:
         if _gc_pauses == 0:
             _gc_was_enabled = gc.isenabled()

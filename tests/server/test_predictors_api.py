@@ -389,3 +389,37 @@ def test_overlapping_prediction_requests_do_not_hold_the_collector_off_for_ever(
         assert ref() is None, "the cycle made during a long pause was never collected"
         assert not gc.isenabled()
     assert gc.isenabled()
+
+
+def test_a_small_batch_leaves_the_collector_on_and_a_large_one_pauses_it() -> None:
+    import gc
+
+    from server.predictors import serving
+
+    assert gc.isenabled()
+    with serving.gc_paused(600):  # a few NB-201 cells
+        assert gc.isenabled()
+    with serving.gc_paused(serving.GC_PAUSE_MIN_BYTES):  # a batch of thousands
+        assert not gc.isenabled()
+    with serving.gc_paused(None):  # a chunked body of unknown length is taken for a large one
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_the_predict_endpoint_pauses_the_collector_by_the_body_s_length(
+    member: Any, client_for: Any, phone: Any, monkeypatch: Any
+) -> None:
+    from server.predictors import serving
+
+    seen: list[int | None] = []
+    real = serving.gc_paused
+
+    def spy(body_bytes: int | None = None) -> Any:
+        seen.append(body_bytes)
+        return real(body_bytes)
+
+    monkeypatch.setattr("server.predictors.api.views.gc_paused", spy)
+    ready_predictor(phone)
+    arch = [{"name": "cell", "nb201": nb201.sample_strings(1, 0)[0]}]
+    assert _predict(client_for(member), device=phone.pk, architectures=arch).status_code == 200
+    assert len(seen) == 1 and seen[0] is not None and 0 < seen[0] < serving.GC_PAUSE_MIN_BYTES

@@ -116,6 +116,14 @@ class PredictorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewset
 _CELL_EXAMPLE = "|nor_conv_3x3~0|+|nor_conv_3x3~0|avg_pool_3x3~1|+|skip_connect~0|nor_conv_1x1~1|nor_conv_3x3~2|"
 
 
+def _body_bytes(request: Request) -> int | None:
+    """The request body's declared length (None when it has none: a chunked body)."""
+    try:
+        return int(request.META["CONTENT_LENGTH"])
+    except (KeyError, ValueError):
+        return None
+
+
 class PredictView(APIView):
     """Predicted latency of a batch of architectures."""
 
@@ -155,7 +163,7 @@ class PredictView(APIView):
     )
     def post(self, request: Request) -> Response:
         """Answer one batch."""
-        with gc_paused():
+        with gc_paused(_body_bytes(request)):
             try:
                 return self._answer(request)
             finally:
@@ -218,7 +226,7 @@ class SideBySideView(APIView):
     def post(self, request: Request) -> Response:
         """Answer for the device and the phones of its model (a batch is read and answered with
         the collector paused, as ``PredictView`` does, for the same reason)."""
-        with gc_paused():
+        with gc_paused(_body_bytes(request)):
             try:
                 return self._answer(request)
             finally:
