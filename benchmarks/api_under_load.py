@@ -206,23 +206,66 @@ class Service:
             time.sleep(0.5)
         raise SystemExit(f"latencylab up did not serve within {timeout:.0f} s; see {self.log_path}")
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU seconds (user + system) so far of the service's processes: ``web`` (gunicorn and
+        its workers' batch processes) and ``other`` (``up`` itself, the trainer, the worker)."""
+        if self.proc is None:
+            return {}
+        return _cpu_of_tree(self.proc.pid, lambda cmdline: "web" if "gunicorn" in cmdline else "other")
+
     def stop(self) -> None:
-        """SIGTERM to ``up`` (it stops its children), then SIGKILL to whatever of the group is left."""
+        """SIGTERM to ``up`` (it stops its children), then SIGKILL to whatever of its process tree
+        is left: the trainer and the worker run in sessions of their own, and a trainer still
+        parsing the round's upload would otherwise go on using a core through the next rounds."""
+        import psutil
+
         if self.proc is None:
             return
+        try:
+            tree = psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            tree = []
         self.proc.send_signal(signal.SIGTERM)
         try:
             self.proc.wait(timeout=10)  # not the trainer's warm shutdown: a parse may be running
         except subprocess.TimeoutExpired:
             pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        for p in [psutil.Process(self.proc.pid) if self.proc.poll() is None else None, *tree]:
+            try:
+                if p is not None:
+                    p.kill()
+            except psutil.NoSuchProcess:
+                pass
         self.proc.wait()
+        psutil.wait_procs(tree, timeout=10)
 
 
 # -- the clients ------------------------------------------------------------------------------------
+
+
+def _cpu_of_tree(pid: int, role: Any) -> dict[str, float]:
+    """CPU seconds of a process and its descendants, summed by ``role(command line)``; a process
+    is counted under the role of its nearest ancestor that has one of its own (a gunicorn
+    worker's batch processes are ``web``)."""
+    import psutil
+
+    out: dict[str, float] = defaultdict(float)
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return {}
+    roles: dict[int, str] = {}
+    for p in tree:
+        try:
+            cmdline = " ".join(p.cmdline())
+            parent = roles.get(p.ppid())
+            roles[p.pid] = parent if parent == "web" else role(cmdline)
+            t = p.cpu_times()
+            out[roles[p.pid]] += t.user + t.system
+        except psutil.NoSuchProcess:
+            continue
+    return dict(out)
 
 
 class ThrottledBody:
@@ -312,6 +355,19 @@ class Load:
         for p in self.processes:
             p.start()
 
+    def cpu_seconds(self) -> float:
+        """CPU seconds so far of the client processes."""
+        import psutil
+
+        total = 0.0
+        for p in self.processes:
+            try:
+                t = psutil.Process(p.pid).cpu_times()
+                total += t.user + t.system
+            except (psutil.NoSuchProcess, ValueError):
+                continue
+        return total
+
     def stop(self) -> None:
         """Stop every client after its current request and gather the samples."""
         self.stopping.set()
@@ -364,6 +420,7 @@ def run_round(config: str, env: dict[str, str], prepared: dict[str, Any], args: 
         time.sleep(WARMUP_SECONDS)
         log(f"round {n} {config}: {len(bodies)} upload(s) of {args.upload_mb:.0f} MB at {args.upload_rate} MB/s")
         window_start = time.monotonic()
+        cpu_start = {**service.cpu_seconds(), "clients": load.cpu_seconds()}
         uploaders = [
             threading.Thread(
                 target=_upload, args=(service.url, prepared["token"], data, args.upload_rate * 1e6, out), daemon=True
@@ -376,6 +433,7 @@ def run_round(config: str, env: dict[str, str], prepared: dict[str, Any], args: 
             t.join(timeout=max(0.0, window_start + args.max_window - time.monotonic()))
         time.sleep(max(0.0, window_start + args.min_window - time.monotonic()))
         window_end = time.monotonic()
+        cpu_end = {**service.cpu_seconds(), "clients": load.cpu_seconds()}
         for t, out in zip(uploaders, outcomes, strict=True):
             row = NetworkModel.objects.filter(pk=out.get("id")).values("state").first()
             out["state"] = row["state"] if row else ("uploading" if t.is_alive() else f"HTTP {out.get('status')}")
@@ -392,11 +450,17 @@ def run_round(config: str, env: dict[str, str], prepared: dict[str, Any], args: 
             if status != 200:
                 errors[endpoint] += 1
     window = window_end - window_start
+    served = sum(len(v) for v in per.values())
+    cpu = {k: cpu_end[k] - cpu_start.get(k, 0.0) for k in cpu_end}
     result: dict[str, Any] = {
         "config": config,
         "round": n,
         "window_s": round(window, 1),
-        "requests_per_s": round(sum(len(v) for v in per.values()) / window, 1),
+        "requests_per_s": round(served / window, 1),
+        # What a request costs, where: with 20 closed-loop clients on a 2-core machine, the cores
+        # are the limit, and the clients' own share is part of it (loopback, same machine).
+        "cpu_ms_per_request": {k: round(1000 * v / max(served, 1), 2) for k, v in sorted(cpu.items())},
+        "cpu_busy_cores": round(sum(cpu.values()) / window, 2),
         "load_average": round(os.getloadavg()[0], 2),
         "uploads": [
             {
@@ -413,7 +477,8 @@ def run_round(config: str, env: dict[str, str], prepared: dict[str, Any], args: 
         "latencies_ms": per,
     }
     log(
-        f"round {n} {config}: {result['requests_per_s']} requests/s "
+        f"round {n} {config}: {result['requests_per_s']} requests/s, CPU ms a request "
+        f"{result['cpu_ms_per_request']} ({result['cpu_busy_cores']} cores busy) "
         + json.dumps(result["uploads"])
         + " "
         + _line(result["endpoints"])
@@ -457,6 +522,7 @@ def summarize(rounds: list[dict[str, Any]], configs: list[str]) -> dict[str, Any
             "requests_per_s_median": round(statistics.median(rates), 1) if rates else None,
             "requests_per_s_rounds": rates,
             "load_average_rounds": [r["load_average"] for r in mine],
+            "cpu_ms_per_request_rounds": [r["cpu_ms_per_request"] for r in mine],
         }
         for e in ENDPOINTS:
             pooled = [ms for r in mine for ms in r["latencies_ms"][e]]
@@ -612,7 +678,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             f"round {r['round']} {r['config']:14} window {r['window_s']} s, {r['requests_per_s']} requests/s, "
-            f"load {r['load_average']}; upload(s): {answers or 'none'}"
+            f"load {r['load_average']}, CPU ms a request {r['cpu_ms_per_request']} on "
+            f"{r['cpu_busy_cores']} busy cores; upload(s): {answers or 'none'}"
         )
     for e, v in verdicts.items():
         print(
