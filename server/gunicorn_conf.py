@@ -18,6 +18,14 @@ from __future__ import annotations
 worker_class = "gthread"
 workers = 2
 threads = 4
+# A connection is closed after its answer. Kept open, a connection stays with the worker that
+# accepted it: 20 clients that keep theirs (requests' sessions) were spread over the 2 workers by
+# chance, in one run of four all 20 on one worker, the other idle, and that worker's process is
+# one core (the interpreter lock): 112 requests/s instead of 209. Closed, each request is
+# accepted again, by the worker that is free first: 162-190 requests/s every time, p99 240-270 ms
+# (api_under_load's load, benchmarks/results/HISTORY-api.md). Behind a proxy, whose upstream
+# connections are per request unless set otherwise, this is what happens anyway.
+keepalive = 0
 timeout = 60
 graceful_timeout = 30
 # gunicorn 27 opens a control socket at one path per user (~/.gunicorn/gunicorn.ctl): two servers
