@@ -13,7 +13,7 @@ figure 13's setting (prototype WiFi, SLA <= 300 ms), over each profile and over 
 paper's other numbers beside ours; and sweeps of T_threshold, which the paper does not state, and of how the WiFi round
 trip splits into fixed latency and bytes (our assumption).
 
-Writes ``var/benchmarks/cnnselect_simulation.json`` (the main run's ``as_dict()``, the
+Writes ``<var>/benchmarks/cnnselect_simulation.json`` (the main run's ``as_dict()``, the
 comparisons, the sweep and the machine).
 
     python benchmarks/cnnselect_simulation.py
@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as `python benchmarks/cnnselect_simulation.py` without an install
     sys.path.insert(0, str(ROOT))
 
-OUT = ROOT / "var" / "benchmarks" / "cnnselect_simulation.json"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "cnnselect_simulation.json"
 PAPER_IMPROVEMENT_PCT = 88.5
 FIG13_PROFILE = "prototype_wifi"
 FIG13_SLA_MAX_MS = 300.0

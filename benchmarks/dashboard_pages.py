@@ -10,7 +10,7 @@ var/ otherwise, dropped at the end). The job's result is stored through ``claim_
 as onnxruntime fuses them); the other jobs that fill the fleet's queues are plain rows, since
 what is measured is reading pages. Each page is requested in-process with Django's test client
 (no network): a few warm-up requests, then REQUESTS timed ones. Prints median and p90 and writes
-var/benchmarks/dashboard_pages.json.
+<var>/benchmarks/dashboard_pages.json.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def _time_page(client: Client, url: str, requests: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Measure, print, and write var/benchmarks/dashboard_pages.json."""
+    """Measure, print, and write <var>/benchmarks/dashboard_pages.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20, help="timed requests per page")
     args = parser.parse_args()
@@ -188,7 +188,7 @@ def main() -> None:
     finally:
         connection.creation.destroy_test_db(original_name, verbosity=0)
         media.cleanup()
-    out = ROOT / "var" / "benchmarks" / "dashboard_pages.json"
+    out = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "dashboard_pages.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out}")
 

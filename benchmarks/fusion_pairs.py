@@ -24,7 +24,7 @@ How it measures:
 * **Correct first.** Every fused kernel is checked against the sequential run once per round
   (bit for bit or within 1e-6 relative); the count of failures is printed and recorded.
 
-Writes ``var/benchmarks/fusion_pairs.json``.
+Writes ``<var>/benchmarks/fusion_pairs.json``.
 
     python benchmarks/fusion_pairs.py                        # 6 networks, 3 rounds of 20 runs
     python benchmarks/fusion_pairs.py --layout auto,paper    # the default layout beside the paper's
@@ -52,7 +52,7 @@ from devicelab.fusion.fuse import LAYOUTS  # noqa: E402
 from devicelab.fusion.pool import table1_models  # noqa: E402
 from devicelab.fusion.spec import KINDS  # noqa: E402
 
-OUT = ROOT / "var" / "benchmarks" / "fusion_pairs.json"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "fusion_pairs.json"
 VARIANTS = ("rounded", "unrounded")
 
 

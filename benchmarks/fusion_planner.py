@@ -19,7 +19,7 @@ With ``--sweep`` a fusion sweep (pairs and triples of operator kinds, ``devicela
 first runs on each scenario's models, and the planner takes its rows as measured benefits (and
 fits its fusion costs to their timings); the scenario is then planned both ways.
 
-Writes ``var/benchmarks/fusion_planner.json`` (``--out`` to change).
+Writes ``<var>/benchmarks/fusion_planner.json`` (``--out`` to change).
 
     python benchmarks/fusion_planner.py                      # both scenarios, 5 + 30 rounds
     python benchmarks/fusion_planner.py --sweep --sweep-runs 10
@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as `python benchmarks/fusion_planner.py` without an install
     sys.path.insert(0, str(ROOT))
 
-OUT = ROOT / "var" / "benchmarks" / "fusion_planner.json"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "fusion_planner.json"
 SCENARIOS = "mobilenet_v2+mobilenet_v2,googlenet"
 
 

@@ -6,7 +6,7 @@ node count that decides whether the request parses it (``count_onnx_nodes``, bou
 defaults), over the generated family of ``tests/devicelab/graph/hostile_models.py`` (each
 operator that can grow a tensor to 2**28 elements, followed by each cheap one), the long run-time
 Reshape target, external data at five locations, and a 10**5-node chain (3.2 MB) that must go to
-the trainer. It prints and writes (var/benchmarks/hostile_uploads.json) the process's peak RSS
+the trainer. It prints and writes (<var>/benchmarks/hostile_uploads.json) the process's peak RSS
 over all of them (VmHWM; goal under 1 GB) and each refusal's time::
 
     .venv/bin/python benchmarks/hostile_uploads.py [--rounds 5]
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -35,7 +36,7 @@ from devicelab.graph import GraphError, LimitExceeded, load_graph  # noqa: E402
 from devicelab.graph.onnx import count_onnx_nodes  # noqa: E402
 from tests.devicelab.graph import hostile_models as hostile  # noqa: E402
 
-OUT = ROOT / "var" / "benchmarks" / "hostile_uploads.json"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "hostile_uploads.json"
 GOAL_KB = 1024 * 1024
 PARSE_INLINE_MAX_NODES = 10_000  # server.networks.services.PARSE_INLINE_MAX_NODES (no Django here)
 

@@ -18,7 +18,7 @@ of the per-round ratios with a bootstrap 95 % interval, beside each path's media
         .venv/bin/python benchmarks/lab_protocol.py
 
 It works in a throw-away database (``<name>_lab_bench``, dropped at the end) and under a unique
-queue prefix, and writes var/benchmarks/lab_protocol.json.
+queue prefix, and writes <var>/benchmarks/lab_protocol.json.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from devicelab.backends.profile_record import ProfileRecord  # noqa: E402
 from devicelab.lab_protocol import Claim, Registration, ResultPost  # noqa: E402
 from devicelab.measure.stats import median_interval  # noqa: E402
 
-OUT = ROOT / "var" / "benchmarks" / "lab_protocol.json"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "lab_protocol.json"
 
 
 def spread(values_s: list[float]) -> dict[str, Any]:
@@ -231,7 +231,7 @@ class Bench:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Measure, print, and write var/benchmarks/lab_protocol.json."""
+    """Measure, print, and write <var>/benchmarks/lab_protocol.json."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--ops", type=int, default=300, help="operators per profile (default %(default)s)")

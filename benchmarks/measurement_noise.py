@@ -12,7 +12,7 @@ network's profiles lie a round apart in time) and prints, for the median and the
 
 A lab admin reads from it whether a machine is quiet enough to train predictors on; the
 predictor benchmark's perfect-kernel bound follows the second number. Writes
-``var/benchmarks/measurement_noise.json``.
+``<var>/benchmarks/measurement_noise.json``.
 
     python benchmarks/measurement_noise.py                  # 40 networks x 3 rounds, 1 thread
     python benchmarks/measurement_noise.py --n 60 --rounds 5 --threads 2
@@ -38,7 +38,7 @@ from devicelab.backends import cpu  # noqa: E402
 from devicelab.backends.base import ProfileSettings  # noqa: E402
 from devicelab.graph import nas  # noqa: E402
 
-OUT = ROOT / "var" / "benchmarks" / "measurement_noise.json"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "measurement_noise.json"
 SEED = 7  # not the predictor benchmark's seed: other networks than its training set
 STATISTICS = ("median", "min")
 

@@ -6,12 +6,12 @@
     network: end-to-end and per-kernel-type MAPE per device and method, with the paper's
     constant overhead and with the affine one.
 (b) host CPU (ONNX Runtime, 1 and 2 threads): N synthetic NAS samples, the zoo, and the probe
-    graphs are profiled (cached under ``var/benchmarks/cache/`` so re-runs are cheap); the
+    graphs are profiled (cached under ``<var>/benchmarks/cache/`` so re-runs are cheap); the
     fusion rules are learned from the training samples and the probes; then
     synthetic -> synthetic (train on up to 900, test on the last 100), synthetic -> zoo, and
     training sizes 30 / 100 / 900, per method.
 
-Prints the tables and writes ``var/benchmarks/predictor_accuracy.json``. Targets (issue #6):
+Prints the tables and writes ``<var>/benchmarks/predictor_accuracy.json``. Targets (issue #6):
 GBDT end-to-end MAPE <= 2.4 % synthetic -> synthetic on the host CPU with 900 training networks;
 Lasso trained on 30 <= 6.5 % on the zoo; qed GPU end-to-end MAPE per device <= 8.3 %.
 
@@ -56,8 +56,8 @@ from devicelab.predict.predictor import Scenario, ScenarioPredictor, train_predi
 from devicelab.predict.records import ProfileRecord, merge_rounds, record_from_result  # noqa: E402
 from devicelab.predict.samples import Sample  # noqa: E402
 
-OUT = ROOT / "var" / "benchmarks" / "predictor_accuracy.json"
-CACHE = ROOT / "var" / "benchmarks" / "cache" / "predictor_accuracy"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "predictor_accuracy.json"
+CACHE = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "cache" / "predictor_accuracy"
 SYNTHETIC_SEED = 2023
 TEST_SIZE = 100
 TRAIN_SIZES = (30, 100, 900)

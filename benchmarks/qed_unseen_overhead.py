@@ -14,7 +14,7 @@ of the repository, with ``--published``; nothing of it is copied here). It print
   and calibrated overheads, *before* (without the activation-traffic term) and *after* (with it,
   ``devicelab/predict/traffic.py``; what ``train_predictor`` fits for the qed phones).
 
-Writes ``var/benchmarks/qed_unseen_overhead.json``.
+Writes ``<var>/benchmarks/qed_unseen_overhead.json``.
 
     python benchmarks/qed_unseen_overhead.py --published ~/src/mobile-ml-benchmark
     python benchmarks/qed_unseen_overhead.py --published DIR --methods rf --devices s10
@@ -52,7 +52,7 @@ from devicelab.predict.predictor import (  # noqa: E402
 from devicelab.predict.samples import Sample  # noqa: E402
 from devicelab.predict.traffic import fit_traffic, kernels_moved  # noqa: E402
 
-OUT = ROOT / "var" / "benchmarks" / "qed_unseen_overhead.json"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "qed_unseen_overhead.json"
 OVERHEADS = ("affine", "calibrated")
 
 

@@ -15,7 +15,7 @@ order rotating from load to load.
 Prints per policy the attainment (share of requests within their target), throughput
 (requests/s, goodput: requests/s within target, GFLOP/s), p50/p99 latency, and for space-time the
 mean batch size and why batches were launched; every output is checked against the tenant's
-exclusive run. Writes ``var/benchmarks/sharing_online.json`` (each run's ``as_dict()``, without
+exclusive run. Writes ``<var>/benchmarks/sharing_online.json`` (each run's ``as_dict()``, without
 the per-request records unless ``--keep-requests``, plus the machine and its load).
 
     python benchmarks/sharing_online.py
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as `python benchmarks/sharing_online.py` without an install
     sys.path.insert(0, str(ROOT))
 
-OUT = ROOT / "var" / "benchmarks" / "sharing_online.json"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "sharing_online.json"
 POLICIES = ("time_only", "space_only", "space_time")
 
 

@@ -14,7 +14,7 @@ is space-time's GFLOP/s (from the median step) over the better of time-only and 
 table gives the geometric mean over R in [2, 120] and, as the noise, the range of the per-round
 paired ratios. numpy's SGEMM on the same cores (in a fresh process) is printed as the ceiling.
 
-Writes ``var/benchmarks/sharing_table1.json`` (the sweep's ``as_dict()`` plus the machine).
+Writes ``<var>/benchmarks/sharing_table1.json`` (the sweep's ``as_dict()`` plus the machine).
 
     python benchmarks/sharing_table1.py                          # R = 1,2,4,8,10,16,20,32,64,120
     python benchmarks/sharing_table1.py --tenants 1,2,4,8,16 --runs 10
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as `python benchmarks/sharing_table1.py` without an install
     sys.path.insert(0, str(ROOT))
 
-OUT = ROOT / "var" / "benchmarks" / "sharing_table1.json"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "sharing_table1.json"
 ORDER = (
     "exclusive",
     "exclusive_batched",

@@ -13,7 +13,7 @@ The tests (``tests/devicelab/backends/opencl/test_graph_vs_onnxruntime.py``,
 ``tests/devicelab/graph/test_tflite_zoo_export.py``) run the networks that together hold every
 operator configuration of the zoo; this runs all of them. On a fresh machine most of its time is
 PoCL compiling kernels (kept in PoCL's cache afterwards). Prints one line per network and writes
-``var/benchmarks/zoo_numerics.json``; exits 1 when any check fails.
+``<var>/benchmarks/zoo_numerics.json``; exits 1 when any check fails.
 
     python benchmarks/zoo_numerics.py [--nas 50] [--only NAME,NAME]
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -43,7 +44,7 @@ from devicelab.measure.inputs import make_inputs  # noqa: E402
 
 OPENCL_TOLERANCE = 1e-3
 TFLITE_TOLERANCE = 1e-4
-OUT = ROOT / "var" / "benchmarks" / "zoo_numerics.json"
+OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "zoo_numerics.json"
 
 
 def _relative_error(got: np.ndarray, want: np.ndarray) -> float:
