@@ -3,6 +3,8 @@ and the qed measurements from real phones (read from ``../shared/data``, never c
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from devicelab.predict import qed
@@ -46,3 +48,20 @@ def cpu_records() -> dict[str, list[ProfileRecord]]:
     synthetic = [record_from_result(g, cpu.profile(device, g, timed)) for g in nas.sample("synthetic", N_SYNTHETIC, 7)]
     probes = [record_from_result(g, cpu.profile(device, g, once)) for g in probe_graphs()]
     return {"synthetic": synthetic, "probes": probes}
+
+
+@pytest.fixture(scope="session")
+def qed_s10_gbdt() -> Any:
+    """A GBDT predictor of the qed Mali G76 phone (s10), trained on its real measurements
+    (``shared/data``), once for the session."""
+    from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer
+    from devicelab.predict.predictor import Scenario, train_predictor
+
+    return train_predictor(
+        qed.gpu_samples("s10"),
+        TfliteGpuDeducer(qed.DEVICES["s10"][1]),
+        Scenario("tflite_gpu", "qed:s10", precision="fp16", gpu=qed.DEVICES["s10"][0]),
+        "gbdt",
+        search="fast",
+        overhead_kinds=("elementwise", "reshape", "split", "pad"),
+    )

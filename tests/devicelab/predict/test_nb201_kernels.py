@@ -23,7 +23,7 @@ from devicelab.predict.deduce_opencl import OpenclDeducer
 from devicelab.predict.deduce_tflite_cpu import TfliteCpuDeducer
 from devicelab.predict.deduce_tflite_gpu import GPU_FAMILIES, TfliteGpuDeducer
 from devicelab.predict.kernels import Kernel
-from devicelab.predict.predictor import Scenario, ScenarioPredictor, train_predictor
+from devicelab.predict.predictor import ScenarioPredictor
 from devicelab.predict.records import ProfileRecord
 
 EDGE_CASES = [
@@ -118,18 +118,9 @@ def test_a_deducer_that_is_not_local_takes_the_general_path() -> None:
 
 
 @pytest.fixture(scope="module")
-def predictor() -> ScenarioPredictor:
-    """A GBDT predictor of the qed Mali G76 phone, trained on its real measurements."""
-    from devicelab.predict import qed
-
-    return train_predictor(
-        qed.gpu_samples("s10"),
-        TfliteGpuDeducer(qed.DEVICES["s10"][1]),
-        Scenario("tflite_gpu", "qed:s10", precision="fp16", gpu=qed.DEVICES["s10"][0]),
-        "gbdt",
-        search="fast",
-        overhead_kinds=("elementwise", "reshape", "split", "pad"),
-    )
+def predictor(qed_s10_gbdt: ScenarioPredictor) -> ScenarioPredictor:
+    """A GBDT predictor of the qed Mali G76 phone (conftest.py)."""
+    return qed_s10_gbdt
 
 
 def test_a_batch_answers_as_the_general_path_and_a_breakdown_names_the_real_kernels(

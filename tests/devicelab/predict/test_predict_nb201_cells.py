@@ -16,8 +16,7 @@ import pytest
 from devicelab.graph import GraphError, graph_to_dict
 from devicelab.graph.nas import nb201, nb201_cells
 from devicelab.predict.batch import answer_items
-from devicelab.predict.deduce_tflite_gpu import TfliteGpuDeducer
-from devicelab.predict.predictor import Scenario, ScenarioPredictor, train_predictor
+from devicelab.predict.predictor import ScenarioPredictor
 
 LIVE_OPS = ("skip_connect", "nor_conv_1x1", "nor_conv_3x3", "avg_pool_3x3")
 
@@ -63,18 +62,9 @@ def test_graphs_are_independent() -> None:
 
 
 @pytest.fixture(scope="module")
-def predictor() -> ScenarioPredictor:
-    """A GBDT predictor of the qed Mali G76 phone, trained on its real measurements."""
-    from devicelab.predict import qed
-
-    return train_predictor(
-        qed.gpu_samples("s10"),
-        TfliteGpuDeducer(qed.DEVICES["s10"][1]),
-        Scenario("tflite_gpu", "qed:s10", precision="fp16", gpu=qed.DEVICES["s10"][0]),
-        "gbdt",
-        search="fast",
-        overhead_kinds=("elementwise", "reshape", "split", "pad"),
-    )
+def predictor(qed_s10_gbdt: ScenarioPredictor) -> ScenarioPredictor:
+    """A GBDT predictor of the qed Mali G76 phone (conftest.py)."""
+    return qed_s10_gbdt
 
 
 def test_a_batch_of_cells_is_predicted_as_from_the_general_graphs(predictor: ScenarioPredictor) -> None:
