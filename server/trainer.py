@@ -7,11 +7,7 @@ It trains predictors, parses big uploads and runs model-selection simulations: t
 (``server.taskqueue.models_queue``), one task at a time, in a prefork pool of one process (time
 limits need a pool process that can be killed), and lowers its own CPU priority (``--nice``,
 default 10) so that on a machine that also drives devices (``latencylab up``) a training takes
-what the device processes leave rather than disturbing their measurements. Its pool process, where
-the tasks run, goes further: Linux's idle scheduling class (``SCHED_IDLE``), so a parse or a
-training runs on what the web server and the devices leave idle, not beside them (a 60 MB
-upload's parse at nice 10 still took a quarter of a core from 20 API clients on 2 cores and
-raised their p99 by 100 ms; ``benchmarks/results/HISTORY-api.md``).
+what the device processes leave rather than disturbing their measurements.
 Several trainers may consume the queues; the conditional claim on the predictor row keeps each
 predictor trained once, and the conditional claim of a parse keeps each upload parsed once.
 
@@ -45,16 +41,6 @@ from datetime import timedelta
 log = logging.getLogger("latencylab.trainer")
 
 DEFAULT_NICE = 10
-
-
-def run_tasks_when_idle(**_: object) -> None:
-    """The calling process (the trainer's pool process, at ``worker_process_init``) takes the CPU
-    only when nothing else wants it (``SCHED_IDLE``; where the platform has no such class, the
-    process's nice value stays what it is)."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError) as exc:
-        log.info("tasks keep the trainer's priority (no idle scheduling class here: %s)", exc)
 
 
 def celery_argv(queue: str, node_name: str, loglevel: str) -> list[str]:
@@ -99,11 +85,7 @@ def run_trainer(name: str | None = None, nice: int = DEFAULT_NICE, loglevel: str
     django.setup()
     if nice:
         os.nice(max(0, min(19, nice)))
-    from celery.signals import worker_process_init
-
     from server.celery_app import app
-
-    worker_process_init.connect(run_tasks_when_idle, weak=False)
     from server.networks.services import resend_parsing_models
     from server.taskqueue import models_queue, trainer_queue
 
