@@ -127,7 +127,9 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
 # How a job is claimed: by a process that already holds its connection (``kept``), or as a worker
 # claims it (``fresh``): each job runs in a fresh pool process (``--max-tasks-per-child 1``), whose
 # claim opens its connection (to PostgreSQL on the direct path, to the server on the HTTP path);
-# its result goes out on the same connection.
+# its result goes out on the same connection. Since the web server closes a connection after its
+# answer (``server/gunicorn_conf.py``: ``keepalive = 0``), ``kept`` keeps only the direct path's
+# PostgreSQL connection; over HTTP each call connects again, as a pool process does.
 CONNECTIONS = ("kept", "fresh")
 
 
