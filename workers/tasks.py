@@ -19,7 +19,8 @@ from typing import Any
 from celery import Task
 from celery.exceptions import TimeLimitExceeded
 
-from devicelab.lab_protocol import PROFILING_TASK, Claim, ClaimAnswer, Ending
+from devicelab.backends.base import DeviceInfo
+from devicelab.lab_protocol import PROFILING_TASK, Claim, ClaimAnswer, DevicesGone, Ending
 from workers.celery_app import app
 from workers.context import WorkerContext
 from workers.device_lock import device_lock, host_lock
@@ -108,6 +109,17 @@ def claim(server: LabServer, job_id: int, call: Claim, pause_s: float = 1.0) -> 
     raise AssertionError("unreachable")
 
 
+def device_absent(info: DeviceInfo) -> str | None:
+    """Why the device is not there now (its backend's ``absent``), or None."""
+    from devicelab.backends.registry import backend_for
+
+    try:
+        backend = backend_for(info.kind)
+    except (ImportError, TypeError, ValueError):
+        return None  # the claim and the run say what is wrong with the backend
+    return backend.absent(info)
+
+
 @app.task(  # type: ignore[untyped-decorator]  # Celery ships no types
     bind=True,
     base=ProfilingTask,
@@ -147,6 +159,18 @@ def run_profiling_job(self: Task, job_id: int) -> str:
                 job_id,
                 lock["waited_s"],
             )
+        gone = device_absent(info)
+        if gone is not None:
+            # Claimed, the attempt would fail at once and count against the job; the device is
+            # said gone instead, so that the server moves its jobs to an equivalent device (or
+            # they wait) and sends them again when it comes back.
+            log.warning("job %s: not claimed, its device is not there: %s", job_id, gone)
+            try:
+                server.devices_gone(DevicesGone(ctx.name, ctx.token, {str(device_pk): gone}))
+            except (ServerUnreachable, TokenRevoked, Refused) as exc:
+                # the agent's next look at the device list tells the server instead
+                log.warning("job %s: could not tell the server that its device is gone: %s", job_id, exc)
+            return "absent"
         try:
             answer = claim(server, job_id, Claim(ctx.token, device_pk, key=uuid.uuid4().hex))
         except Refused as exc:

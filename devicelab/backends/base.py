@@ -347,6 +347,12 @@ class Backend(ABC):
     # machine's load is read on those cores and the breakdown's client stages run on them.
     pins_host_cores: bool = False
 
+    def absent(self, device: DeviceInfo) -> str | None:
+        """Why ``device`` cannot be reached now (a phone unplugged, ``offline`` or ``unauthorized``
+        on its adb server), or None when it is there. Asked before each attempt is claimed: an
+        attempt on a device already gone would fail at once and count against the job."""
+        return None
+
     @abstractmethod
     def discover(self) -> list[DeviceInfo]:
         """The devices of this kind on this machine, each with its capabilities; none (with a

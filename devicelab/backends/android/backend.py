@@ -34,7 +34,8 @@ import logging
 import math
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -152,6 +153,21 @@ def discover() -> list[DeviceInfo]:
 def describe_serial(serial: str) -> DeviceInfo:
     """One phone by serial (the agent's tracker, for a phone plugged in while it runs)."""
     return device_info(phone_state.describe(adb.PhoneLink(adb.client(), serial)))
+
+
+def _serial_of(device: DeviceInfo) -> str:
+    return str(device.hardware.get("serial") or device.identity.split(":", 1)[-1])
+
+
+def absent_reason(device: DeviceInfo) -> str | None:
+    """Why a phone is not usable now, from its adb state (``absent``, ``offline``,
+    ``unauthorized``), or None when adb lists it as ``device``."""
+    serial = _serial_of(device)
+    try:
+        state = adb.PhoneLink(adb.client(timeout=10), serial).state()
+    except DeviceLost as e:  # the adb server itself does not answer
+        return str(e)
+    return None if state == "device" else f"phone {serial}: {adb.state_reason(state)}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,6 +292,45 @@ def profile(
     data, nodes, model_format = _model_bytes(graph, settings, model_file)
     link = adb.PhoneLink(adb.client(), serial)
     link.check_ready()
+    with _gone_when_unlisted(link):
+        return _profile_on(link, device, graph, settings, h, tool, data, nodes, model_format, delegate, cores)
+
+
+@contextmanager
+def _gone_when_unlisted(link: adb.PhoneLink) -> Iterator[None]:
+    """A ``DeviceLost`` of one exchange (a stream cut short) says ``gone`` when adb no longer lists
+    the phone as ``device``: the worker then takes it offline at once, and the job's next attempt
+    goes to an equivalent phone instead of failing at once on this one before the tracker's next
+    look at the adb list (issue 34 item 4)."""
+    try:
+        yield
+    except DeviceLost as e:
+        if e.gone:
+            raise
+        try:
+            state = link.state()
+        except DeviceLost:
+            state = "unknown"
+        if state in ("device", "unknown"):
+            raise
+        raise DeviceLost(f"{e} (adb now lists it: {adb.state_reason(state)})", gone=True) from e
+
+
+def _profile_on(
+    link: adb.PhoneLink,
+    device: DeviceInfo,
+    graph: Graph,
+    settings: ProfileSettings,
+    h: Harness,
+    tool: bytes,
+    data: bytes,
+    nodes: list[ModelNode],
+    model_format: str,
+    delegate: str,
+    cores: tuple[int, ...],
+) -> ProfileResult:
+    """``profile``'s steps once the phone is known to be ready."""
+    serial = link.serial
     h.report(0.02, "pushing benchmark_model and the model")
     link.run(f"mkdir -p {tool_run.REMOTE_DIR}/models")
     ensure_file(link, tool, tool_run.REMOTE_TOOL, 0o755)
@@ -524,6 +579,10 @@ class AndroidBackend(Backend):
     def discover(self) -> list[DeviceInfo]:
         """The ready phones on the adb server, described."""
         return discover()
+
+    def absent(self, device: DeviceInfo) -> str | None:
+        """Why the phone cannot be used now (its adb state is not ``device``), or None."""
+        return absent_reason(device)
 
     def profile(
         self,

@@ -284,3 +284,32 @@ def test_the_photos_preparation_is_timed_on_the_phone_by_tflites_evaluation_tool
     assert stages[:3] == ["decode", "resize_crop", "normalize"]
     assert "evaluation tool failed" in failed.breakdown.note and "exit 3" in failed.breakdown.note
     assert "Could not run the task evaluation" in failed.breakdown.environment["phone_preparation_error"]
+
+
+def test_an_unplugged_phone_is_absent_before_its_attempt_and_gone_when_pulled_mid_run(farm: AdbDouble) -> None:
+    # issue 34 item 4: the run that lost the phone says it is gone (so the worker takes it offline
+    # at once), and the check before the next attempt finds it absent (so no attempt is spent)
+    info, phone = pixel(farm)
+    assert backend.BACKEND.absent(info) is None
+    phone.time_scale = 50.0
+    errors: list[BaseException] = []
+
+    def measure() -> None:
+        try:
+            run(info, net(), runs=50)
+        except BaseException as e:  # noqa: BLE001 - the test reads it
+            errors.append(e)
+
+    t = threading.Thread(target=measure)
+    t.start()
+    deadline = time.monotonic() + 60
+    while not any("benchmark_model" in c and "--graph" in c for c in phone.history) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    farm.unplug("PIXEL7-1")
+    t.join(60)
+    assert len(errors) == 1 and isinstance(errors[0], DeviceLost) and errors[0].gone, errors
+    reason = backend.BACKEND.absent(info)
+    assert reason is not None and "unplugged" in reason
+    locked = DeviceInfo("android", "android:LOCKED-1", "locked")
+    assert "unauthorized" in (backend.BACKEND.absent(locked) or "")
