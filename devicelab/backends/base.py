@@ -96,6 +96,9 @@ class Capabilities:
     # settings.cold_runs may be 1 .. max_cold_runs: a backend that can load a model in a fresh
     # process declares more than the one cold start every profile measures
     max_cold_runs: int = 1
+    # why the device takes no job at all as it is set up now (a phone whose ABI the lab's
+    # benchmark_model binary is not built for); empty: it takes jobs
+    refuses: str = ""
 
     def cluster_cores(self, name: str) -> tuple[int, ...]:
         """The core ids of a named cluster; ``UnsupportedSetting`` for a name the device lacks."""
@@ -106,6 +109,8 @@ class Capabilities:
 
     def check(self, settings: ProfileSettings) -> None:
         """Raise ``UnsupportedSetting`` for the first setting this device cannot honour."""
+        if self.refuses:
+            raise UnsupportedSetting("backend", f"this device takes no jobs: {self.refuses}")
         if settings.precision not in self.precisions:
             raise UnsupportedSetting(
                 "precision", f"{settings.precision!r} is not offered; this device runs {', '.join(self.precisions)}"

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tests.adb_double import benchmark_tool, imagenet_eval, services, toybox
+from tests.adb_double import benchmark_tool, elf, imagenet_eval, services, toybox
 from tests.adb_double.services import Battery, GpuInfo
 from tests.adb_double.shell import SH, Proc, Program, Session, Shell
 from tests.adb_double.thermal import CORE_WATTS, IPC, Thermal, cluster_kinds, zone_for
@@ -397,6 +397,12 @@ class Phone:
         if not f.mode & 0o111:
             return fail(f"{name}: can't execute: Permission denied", "Permission denied", 126)
         content = f.read()
+        built = elf.read(content)
+        if built is not None:
+            abi, content = built
+            if abi not in self.props.get("ro.product.cpu.abilist", "").split(","):
+                bits = 64 if abi in ("arm64-v8a", "x86_64") else 32
+                return fail(f"{name}: not executable: {bits}-bit ELF file", "Exec format error", 126)
         program = benchmark_tool.program_for(content) or imagenet_eval.program_for(content)
         if program is not None:
             return program

@@ -29,6 +29,7 @@ raises ``BackendError`` with the tool's message (``tool_run.check_exit``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -104,9 +105,39 @@ def identity_of(serial: str) -> str:
     return f"{KIND}:{serial}"
 
 
+@functools.lru_cache(maxsize=8)
+def _abi_of(path: Path, mtime_ns: int, size: int) -> str | None:
+    """The ABI in a binary's ELF header, read once per version of the file (its path, mtime, size)."""
+    try:
+        with path.open("rb") as f:
+            return tool_run.binary_abi(f.read(64))
+    except OSError:
+        return None
+
+
+def configured_tool_abi() -> str | None:
+    """The ABI the configured ``benchmark_model`` is built for, or None (none configured, not an
+    ELF file of a known ABI)."""
+    path = configured_tool()
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _abi_of(path, st.st_mtime_ns, st.st_size)
+
+
+def abi_refusal(desc: phone_state.PhoneDescription) -> str:
+    """Why this phone cannot run the configured binary (its ABI is not in the phone's
+    ``ro.product.cpu.abilist``); empty when it can, or when either side is unknown."""
+    return tool_run.abi_refusal(configured_tool_abi(), list(desc.hardware.get("abilist") or []))
+
+
 def capabilities(desc: phone_state.PhoneDescription) -> Capabilities:
     """What a phone runs: ``.tflite`` models through benchmark_model, on any of its delegates,
-    on any of its cores or named clusters, fp32 or fp16, with a thermal cool-down."""
+    on any of its cores or named clusters, fp32 or fp16, with a thermal cool-down; no job at all
+    when the configured binary is built for an ABI the phone does not run."""
     sdk = desc.hardware.get("sdk") or 0
     delegates = tuple(d for d in DELEGATES if d != "nnapi" or sdk >= 27)  # NNAPI 1.1 came with Android 8.1
     return Capabilities(
@@ -120,6 +151,7 @@ def capabilities(desc: phone_state.PhoneDescription) -> Capabilities:
         core_clusters={c["name"]: tuple(c["cores"]) for c in desc.clusters},
         cools_down=True,
         max_cold_runs=MAX_COLD_RUNS,
+        refuses=abi_refusal(desc),
     )
 
 
@@ -128,7 +160,12 @@ def device_info(desc: phone_state.PhoneDescription) -> DeviceInfo:
     tool = configured_tool()
     hardware = dict(desc.hardware)
     hardware["runtime"] = RUNTIME if tool is not None else f"{RUNTIME}: none configured ({TOOL_ENV} unset)"
-    return DeviceInfo(KIND, identity_of(desc.serial), desc.name, hardware, capabilities(desc))
+    caps = capabilities(desc)
+    if tool is not None:
+        hardware["tool_abi"] = configured_tool_abi() or "unknown (not an ELF header we know)"
+    if caps.refuses:
+        hardware["runtime"] = f"{RUNTIME}: takes no jobs: {caps.refuses}"
+    return DeviceInfo(KIND, identity_of(desc.serial), desc.name, hardware, caps)
 
 
 def discover() -> list[DeviceInfo]:

@@ -122,6 +122,9 @@ def describe(link: PhoneLink) -> PhoneDescription:
         "soc": soc,
         "soc_manufacturer": props.get("ro.soc.manufacturer", ""),
         "abi": props.get("ro.product.cpu.abi", ""),
+        # every ABI the phone executes, preferred first (a 64-bit phone also runs 32-bit ARM)
+        "abilist": [a for a in props.get("ro.product.cpu.abilist", "").split(",") if a.strip()]
+        or [a for a in (props.get("ro.product.cpu.abi", ""),) if a],
         "android_version": props.get("ro.build.version.release", ""),
         "sdk": _int(props.get("ro.build.version.sdk")),
         "build": props.get("ro.build.fingerprint", ""),

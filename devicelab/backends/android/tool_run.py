@@ -132,7 +132,34 @@ def check_exit(out: ShellOutput, serial: str, model: str) -> None:
     raise BackendError(f"benchmark_model failed on model {model!r} on phone {serial} ({how}): {message}")
 
 
+# (EI_CLASS, e_machine) of an ELF header -> the Android ABI that runs it (elf.h: ELFCLASS32 = 1,
+# ELFCLASS64 = 2; EM_386 = 3, EM_ARM = 40, EM_X86_64 = 62, EM_AARCH64 = 183).
+ELF_ABIS = {(2, 183): "arm64-v8a", (1, 40): "armeabi-v7a", (2, 62): "x86_64", (1, 3): "x86"}
+
+
+def binary_abi(header: bytes) -> str | None:
+    """The Android ABI of an executable from its ELF header (its first 20 bytes suffice), or None
+    when it is not an ELF file of a known ABI."""
+    if len(header) < 20 or header[:4] != b"\x7fELF" or header[5] not in (1, 2):
+        return None
+    order = "little" if header[5] == 1 else "big"  # EI_DATA: ELFDATA2LSB = 1, ELFDATA2MSB = 2
+    return ELF_ABIS.get((header[4], int.from_bytes(header[18:20], order)))
+
+
+def abi_refusal(tool_abi: str | None, abilist: Sequence[str]) -> str:
+    """Why a phone cannot run a binary of ``tool_abi`` (empty when it can, or when either is unknown)."""
+    if tool_abi is None or not abilist or tool_abi in abilist:
+        return ""
+    return (
+        f"the configured benchmark_model is an {tool_abi} binary and this phone runs {', '.join(abilist)} "
+        f"(ro.product.cpu.abilist): configure a benchmark_model built for {abilist[0]} on this worker"
+    )
+
+
 __all__ = [
+    "ELF_ABIS",
+    "abi_refusal",
+    "binary_abi",
     "DEFAULT_DELEGATE",
     "DELEGATE_FLAGS",
     "MAX_SECS",
