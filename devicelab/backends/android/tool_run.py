@@ -142,8 +142,9 @@ def binary_abi(header: bytes) -> str | None:
     when it is not an ELF file of a known ABI."""
     if len(header) < 20 or header[:4] != b"\x7fELF" or header[5] not in (1, 2):
         return None
-    order = "little" if header[5] == 1 else "big"  # EI_DATA: ELFDATA2LSB = 1, ELFDATA2MSB = 2
-    return ELF_ABIS.get((header[4], int.from_bytes(header[18:20], order)))
+    # EI_DATA: ELFDATA2LSB = 1, ELFDATA2MSB = 2
+    machine = int.from_bytes(header[18:20], "little") if header[5] == 1 else int.from_bytes(header[18:20], "big")
+    return ELF_ABIS.get((header[4], machine))
 
 
 def abi_refusal(tool_abi: str | None, abilist: Sequence[str]) -> str:
