@@ -1,9 +1,14 @@
-"""The TFLite GPU deduction on phones measured here, where the delegate times no kernel.
+"""The TFLite GPU deduction on phones measured here, from partition rows or per-kernel rows.
 
-``benchmark_model`` with the GPU delegate reports one row per delegate partition
-(``TfLiteGpuDelegateV2``): the time of a whole run of operators, never of the kernels inside it
-(the qed data had per-kernel times from an instrumented build; the stock tool has none). The
-kernels are deduced as for the qed phones (``deduce_tflite_gpu``, Algorithms 3.1 and 3.2 for the
+``benchmark_model`` with the GPU delegate reports, depending on its version (see
+``docs/phones.md``), either one row per delegate partition (``TfLiteGpuDelegateV2``: TensorFlow
+Lite up to 2.13 and LiteRT 1.x, the time of a whole run of operators) or, with LiteRT 2.x's
+OpenCL delegate, one row per OpenCL dispatch and no partition row (``convolution_2d 0``, named
+``Delegate/convolution_2d 0:0``; ``benchmark_output.gpu_dispatch_nodes``). A dispatch row is a
+measured kernel time: each such row is a "partition" of the deduced kernels whose anchor operator
+it ran, without a partition cost (``fit_share_model(per_partition=False)``), so a row that ran one
+deduced kernel gives it exactly its time, and such records make a deducer whose kernels are
+measured (``kernels_measured = True``). From partition rows, the kernels are deduced as for the qed phones (``deduce_tflite_gpu``, Algorithms 3.1 and 3.2 for the
 phone's GPU family), and what is measured is each partition's total. So a sample is made this
 way, and it says so (``kernels_measured = False``; the trainer drops the kernel MAPE):
 
@@ -28,10 +33,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
+from devicelab.backends.android.benchmark_output import gpu_dispatch_nodes
 from devicelab.graph.ir import Graph
 from devicelab.predict.deduce_tflite_gpu import KIND, TfliteGpuDeducer, deduce_kernels, sited_kernels
 from devicelab.predict.errors import PredictorError
@@ -132,29 +138,33 @@ def _work_model(partitions: Sequence[Partition]) -> ShareModel:
     return ShareModel({g: float(x[0]) for g in groups}, {g: float(x[1]) for g in groups}, 0.0, 0.0, "work")
 
 
-def fit_share_model(partitions: Sequence[Partition]) -> ShareModel:
-    """The share model fitted on partition totals (see the module's docs)."""
+def fit_share_model(partitions: Sequence[Partition], per_partition: bool = True) -> ShareModel:
+    """The share model fitted on partition totals (see the module's docs); ``per_partition=False``
+    when the totals are kernel rows with no cost of their own (a GPU dispatch row)."""
     usable = [(ks, p) for ks, p in partitions if ks and p > 0]
     groups = sorted({feature_group(k.type) for ks, _ in usable for k in ks})
     if len(usable) < MIN_PARTITIONS:
         return _work_model(usable)
     rows = []
     for ks, _ in usable:
-        row = np.zeros(2 * len(groups) + 2)
+        row = np.zeros(2 * len(groups) + 2 if per_partition else 2 * len(groups) + 1)
         for k in ks:
             g = groups.index(feature_group(k.type))
             flops, moved = kernel_work(k)
             row[2 * g] += flops
             row[2 * g + 1] += moved
-        row[-2] = len(ks)
-        row[-1] = 1.0
+        if per_partition:
+            row[-2] = len(ks)
+            row[-1] = 1.0
+        else:
+            row[-1] = len(ks)
         rows.append(row)
     x = _nnls(np.asarray(rows), np.asarray([p for _, p in usable]))
     model = ShareModel(
         {g: float(x[2 * i]) for i, g in enumerate(groups)},
         {g: float(x[2 * i + 1]) for i, g in enumerate(groups)},
-        float(x[-2]),
-        float(x[-1]),
+        float(x[-2] if per_partition else x[-1]),
+        float(x[-1]) if per_partition else 0.0,
         "nnls",
     )
     if any(sum(model.cost(k) for k in ks) <= 0 for ks, _ in usable):
@@ -170,7 +180,7 @@ class TfliteGpuRecordDeducer:
     family: str
     shares: ShareModel
     kind: str = KIND
-    kernels_measured: ClassVar[bool] = False  # kernel latencies are shares of a partition's time
+    kernels_measured: bool = False  # True: from per-dispatch rows; False: shares of a partition's time
 
     def __post_init__(self) -> None:
         TfliteGpuDeducer(self.family)  # checks the family
@@ -208,22 +218,39 @@ class TfliteGpuRecordDeducer:
         return {
             "kind": KIND,
             "family": self.family,
-            "kernel_latencies": "shares of the delegate partitions' measured times",
+            "kernel_latencies": (
+                "the GPU delegate's per-dispatch rows"
+                if self.kernels_measured
+                else "shares of the delegate partitions' measured times"
+            ),
             "shares": self.shares.to_dict(),
         }
 
 
+def is_gpu_dispatch(kernel: str) -> bool:
+    """Whether a row's node type is one GPU delegate dispatch (``convolution_2d 0 -> add 1``)."""
+    return gpu_dispatch_nodes(kernel) is not None
+
+
+def dispatch_rows(record: ProfileRecord) -> set[int]:
+    """The owners of a record whose row is a GPU delegate dispatch (LiteRT 2.x per-kernel rows)."""
+    an = anatomy(record)
+    return {a for a, row in an.rows.items() if is_gpu_dispatch(row.kernel)}
+
+
 def partitions_of(record: ProfileRecord, kernels: Sequence[Kernel], statistic: str = "median") -> list[Partition]:
     """Each delegate partition of a record: the deduced kernels whose anchor operator it ran, and
-    its measured time (ms). Kernels whose anchor ran elsewhere (on the CPU) belong to none."""
+    its measured time (ms). Kernels whose anchor ran elsewhere (on the CPU) belong to none. A
+    record with GPU dispatch rows (no partition row) gives one "partition" per dispatch row."""
     an = anatomy(record)
-    where = {i: a for i, a in an.owner.items() if a in an.partitions}
-    groups: dict[int, list[Kernel]] = {a: [] for a in an.partitions}
+    timed = an.partitions | {a for a, row in an.rows.items() if is_gpu_dispatch(row.kernel)}
+    where = {i: a for i, a in an.owner.items() if a in timed}
+    groups: dict[int, list[Kernel]] = {a: [] for a in timed}
     for k in kernels:
         if k.ops and k.ops[0] in where:
             groups[where[k.ops[0]]].append(k)
     out: list[Partition] = []
-    for a in sorted(an.partitions):
+    for a in sorted(timed):
         stats = an.rows[a].stats
         assert stats is not None  # rows holds timed rows only
         out.append((groups[a], stat(stats, statistic)))
@@ -240,17 +267,22 @@ def learn_tflite_gpu_deducer(
     parts = [p for r in records for p in partitions_of(r, deduce_kernels(r.graph, family), statistic)]
     if not parts:
         raise PredictorError(
-            "none of the records ran an operator on the GPU delegate (no TfLiteGpuDelegate partition row): "
-            "nothing to train a GPU predictor on"
+            "none of the records ran an operator on the GPU delegate (no TfLiteGpuDelegate partition row and "
+            "no GPU dispatch row such as 'convolution_2d 0'): nothing to train a GPU predictor on"
         )
-    return TfliteGpuRecordDeducer(family, fit_share_model(parts))
+    # Dispatch rows time kernels themselves: a mix with partition records keeps the share model's
+    # partition cost and says the kernels are not all measured.
+    per_kernel = all(dispatch_rows(r) and not anatomy(r).partitions for r in records)
+    return TfliteGpuRecordDeducer(family, fit_share_model(parts, per_partition=not per_kernel), KIND, per_kernel)
 
 
 __all__ = [
     "FLOOR",
     "ShareModel",
     "TfliteGpuRecordDeducer",
+    "dispatch_rows",
     "fit_share_model",
+    "is_gpu_dispatch",
     "kernel_work",
     "learn_tflite_gpu_deducer",
     "partitions_of",

@@ -31,6 +31,7 @@ from tests.adb_double.shell import SIGABRT, SIGSEGV, Killed, Proc, Program
 from tests.adb_double.tflite_model import TfliteModel, read_model
 from tests.adb_double.tflite_runtime import (
     GPU,
+    GPU_PARTITION_US,
     KERNEL_NAMES,
     NNAPI,
     XNNPACK,
@@ -41,10 +42,12 @@ from tests.adb_double.tflite_runtime import (
     kernel_us,
     kernels,
 )
+from tests.adb_double.tflite_runtime import _gpu_us as gpu_op_us
 from tests.adb_double.thermal import GPU_WATTS, NPU_WATTS
 
 FAKE_BENCHMARK_MODEL_MARKER = b"\x7fELF latencylab-adb-double benchmark_model"
 GENERATIONS = ("litert", "tf2.8")
+GPU_ROWS = ("partition", "kernels")  # the GPU delegate as one partition row, or one row per OpenCL dispatch
 # Faults a binary (``crash=``) or a phone (``Phone.tool_fault``) can make the tool show:
 FAULTS = (
     "abort",  # SIGABRT during the first warm-up run: the shell prints "Aborted", exit 134
@@ -59,13 +62,24 @@ NNAPI_DEVICES = ["google-edgetpu", "nnapi-reference"]
 _FILLER_BYTES = 48 * 1024
 
 
-def benchmark_model_binary(generation: str = "litert", crash: str | None = None) -> bytes:
-    """The bytes of a pushable ``benchmark_model`` of this generation (and fault, if any)."""
+def benchmark_model_binary(generation: str = "litert", crash: str | None = None, gpu_rows: str = "partition") -> bytes:
+    """The bytes of a pushable ``benchmark_model`` of this generation (and fault, if any).
+
+    ``gpu_rows`` is how the GPU delegate shows in the op profile: ``partition`` (one
+    ``TfLiteGpuDelegateV2`` row, TensorFlow up to 2.13 and LiteRT 1.x) or ``kernels`` (one row
+    per OpenCL dispatch and no partition row, LiteRT 2.x; LiteRT generation only)."""
+    if gpu_rows not in GPU_ROWS:
+        raise ValueError(f"unknown gpu_rows {gpu_rows!r}; one of {GPU_ROWS}")
     if generation not in GENERATIONS:
         raise ValueError(f"unknown benchmark_model generation {generation!r}; one of {GENERATIONS}")
     if crash is not None and crash not in FAULTS:
         raise ValueError(f"unknown fault {crash!r}; one of {FAULTS}")
-    tag = f" {generation}" + (f" crash={crash}" if crash else "") + "\n"
+    tag = (
+        f" {generation}"
+        + (f" crash={crash}" if crash else "")
+        + (f" gpu_rows={gpu_rows}" if gpu_rows != "partition" else "")
+        + "\n"
+    )
     filler = hashlib.shake_256(tag.encode()).digest(_FILLER_BYTES)  # looks like a binary, is deterministic
     return FAKE_BENCHMARK_MODEL_MARKER + tag.encode() + filler
 
@@ -77,7 +91,8 @@ def program_for(content: bytes) -> Program | None:
     line = content[len(FAKE_BENCHMARK_MODEL_MARKER) :].split(b"\n", 1)[0].decode(errors="replace").split()
     generation = line[0] if line and line[0] in GENERATIONS else "litert"
     crash = next((word.split("=", 1)[1] for word in line if word.startswith("crash=")), None)
-    return lambda proc: BenchmarkModel(proc, generation, crash).main()
+    gpu_rows = next((word.split("=", 1)[1] for word in line if word.startswith("gpu_rows=")), "partition")
+    return lambda proc: BenchmarkModel(proc, generation, crash, gpu_rows).main()
 
 
 class _Failed(Exception):
@@ -137,8 +152,9 @@ class _Clock:
 class BenchmarkModel:
     """One run of the emulated tool in a process."""
 
-    def __init__(self, proc: Proc, generation: str, crash: str | None) -> None:
+    def __init__(self, proc: Proc, generation: str, crash: str | None, gpu_rows: str = "partition") -> None:
         self.proc = proc
+        self.gpu_rows = gpu_rows
         self.phone = proc.phone
         self.generation = generation
         self.litert = generation == "litert"
@@ -615,9 +631,16 @@ class BenchmarkModel:
         with_start = not self.litert
         init = StatsCalculator.from_runs([self.init_events], csv, with_start)
         times = np.concatenate(self.run_times) if self.run_times else np.zeros((0, len(self.kernels)), np.int64)
-        run = StatsCalculator.from_matrix(
-            [k.type for k in self.kernels], [k.name for k in self.kernels], times, csv, with_start
-        )
+        types, names = [k.type for k in self.kernels], [k.name for k in self.kernels]
+        if self.litert and self.gpu_rows == "kernels" and times.size:
+            hw, _ = self._hardware()
+            gpu = {
+                i: [(op_profiling.gpu_label(op.name, n), gpu_op_us(op, hw)) for n, op in enumerate(k.ops)]
+                for i, k in enumerate(self.kernels)
+                if k.executor == "gpu"
+            }
+            types, names, times = op_profiling.gpu_dispatch_columns(types, names, times, gpu, GPU_PARTITION_US)
+        run = StatsCalculator.from_matrix(types, names, times, csv, with_start)
         path = self.proc.resolve(target) if target else ""
         writable = bool(path) and self.phone.fs.is_dir(path.rsplit("/", 1)[0] or "/") and not self.phone.fs.is_dir(path)
         model = self.model

@@ -385,3 +385,79 @@ def proto(init: StatsCalculator, run: StatsCalculator, subgraph_name: str) -> by
     if run.num_runs:
         out += _field_bytes(3, _model_profile(run, subgraph_name))
     return out
+
+
+# -- the GPU delegate's per-kernel events ----------------------------------------------------------
+#
+# Newer GPU delegates (OpenCL backend, delegate flag ``kTfLiteDelegateFlagsPerOperatorProfiling``)
+# are not timed as one partition node: after a profiled run the delegate hands the profiler one
+# ``DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT`` per OpenCL dispatch (``AddTfLiteProfilerEvents``),
+# whose tag is the GPU node's label and whose metadata is the dispatch's index. The summarizer
+# types the row by the label and names it ``Delegate/<label>:<index>``. A label is the GPU
+# operation type and the GPU graph's node id (``convolution_2d 0``); merged element-wise nodes
+# are chained with `` -> `` (``convolution_2d 0 -> add 1``). Dispatch times are the GPU's own
+# (OpenCL event timestamps): the delegate's CPU-side work is in no row.
+
+GPU_OPERATION_NAMES = {  # TFLite builtin -> the GPU delegate's OperationType string
+    "CONV_2D": "convolution_2d",
+    "DEPTHWISE_CONV_2D": "depthwise_convolution",
+    "TRANSPOSE_CONV": "convolution_transposed",
+    "FULLY_CONNECTED": "fully_connected",
+    "BATCH_MATMUL": "batched_matmul",
+    "AVERAGE_POOL_2D": "pooling_2d",
+    "MAX_POOL_2D": "pooling_2d",
+    "CONCATENATION": "concat",
+    "ADD": "add",
+    "MUL": "mul",
+    "SUB": "sub",
+    "DIV": "div",
+    "MEAN": "mean",
+    "PAD": "pad",
+    "RESHAPE": "reshape",
+    "SOFTMAX": "softmax",
+    "RELU": "relu",
+    "RELU6": "relu",
+    "LOGISTIC": "sigmoid",
+    "HARD_SWISH": "hard_swish",
+    "TANH": "tanh",
+    "RESIZE_BILINEAR": "resize",
+    "STRIDED_SLICE": "slice",
+}
+
+
+def gpu_label(builtin: str, node_id: int) -> str:
+    """The GPU delegate's label for one node: its operation type and node id."""
+    return f"{GPU_OPERATION_NAMES.get(builtin, builtin.lower())} {node_id}"
+
+
+def gpu_dispatch_columns(
+    types: list[str],
+    names: list[str],
+    times: np.ndarray,
+    gpu_columns: dict[int, list[tuple[str, float]]],
+    overhead_us: float,
+) -> tuple[list[str], list[str], np.ndarray]:
+    """Replace each GPU partition column ``k`` of ``times[run, event]`` by its dispatches.
+
+    ``gpu_columns[k]`` lists the partition's nodes as (GPU label, modelled time µs); each
+    dispatch gets its share of the partition's time less ``overhead_us`` (the CPU-side work no
+    dispatch event holds), in whole µs, at least 1.
+    """
+    out_types: list[str] = []
+    out_names: list[str] = []
+    columns: list[np.ndarray] = []
+    for k, (kind, name) in enumerate(zip(types, names, strict=True)):
+        nodes = gpu_columns.get(k)
+        if not nodes:
+            out_types.append(kind)
+            out_names.append(name)
+            columns.append(times[:, k])
+            continue
+        weights = np.asarray([w for _, w in nodes], dtype=np.float64)
+        for i, (label, w) in enumerate(nodes):
+            share = times[:, k].astype(np.float64) * w / (float(weights.sum()) + overhead_us)
+            out_types.append(label)
+            out_names.append(f"Delegate/{label}:{i}")
+            columns.append(np.maximum(1, np.rint(share)).astype(np.int64))
+    matrix = np.stack(columns, axis=1) if columns else np.zeros((times.shape[0], 0), np.int64)
+    return out_types, out_names, matrix

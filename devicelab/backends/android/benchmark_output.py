@@ -116,6 +116,27 @@ class RunSummary:
     memory: MemoryFootprint | None
 
 
+# A row of the GPU delegate's per-dispatch events (LiteRT 2.x, OpenCL): the GPU node's label,
+# its operation type and node id, merged element-wise nodes chained with " -> "
+# ("convolution_2d 0 -> add 1"); the row is named "Delegate/<label>:<dispatch index>".
+GPU_DISPATCH_LABEL = re.compile(
+    r"^[a-z][a-z0-9_>\-]*(?: [a-z0-9_>\-]+)*? \d+(?: -> [a-z][a-z0-9_>\-]*(?: [a-z0-9_>\-]+)*? \d+)*$"
+)
+
+
+def gpu_dispatch_nodes(node_type: str) -> list[tuple[str, int]] | None:
+    """The (operation type, GPU node id) pairs of a GPU delegate dispatch row's label, or None when
+    the node type is not such a label (``convolution_2d 0 -> add 1`` -> ``[("convolution_2d", 0),
+    ("add", 1)]``)."""
+    if GPU_DISPATCH_LABEL.match(node_type) is None:
+        return None
+    out = []
+    for part in node_type.split(" -> "):
+        kind, _, node = part.rpartition(" ")
+        out.append((kind, int(node)))
+    return out
+
+
 def _strip(line: str) -> str:
     """The line without a log prefix or trailing line ending."""
     return _PREFIX.sub("", line.rstrip("\r\n"), count=1)
