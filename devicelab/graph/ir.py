@@ -198,8 +198,8 @@ class Graph:
                     )
             o.attrs = attrs
             if ops.spec(o.type).out_dtype is not ops.dtypes.same:
-                dtype = ops.output_dtype(o.type, attrs, [self.tensors[t].dtype for t in o.inputs], o.name)
-                for t in o.outputs:
+                out_dtypes = ops.output_dtypes(o.type, attrs, [self.tensors[t].dtype for t in o.inputs], o.name)
+                for t, dtype in zip(o.outputs, out_dtypes, strict=False):
                     if self.tensors[t].dtype != dtype:
                         raise GraphError(
                             f"output {t!r} is declared {self.tensors[t].dtype} but the operator writes {dtype}",
@@ -282,6 +282,11 @@ class Graph:
             for o in self.operators
             if o.type in QUANTIZATION_TYPES or ops.is_quantized_dtype(self._compute_dtype(o, producers, consumers))
         ]
+
+    def opaque_operators(self) -> list[Operator]:
+        """The operators the IR keeps without knowing what they compute (``opaque``): a backend
+        that runs the IR itself cannot run them; one that runs the uploaded file can."""
+        return [o for o in self.operators if o.type == ops.OPAQUE]
 
     def input_shape(self) -> Shape:
         """Shape of the first graph input."""

@@ -135,8 +135,12 @@ def graph_from_dict(doc: Any, limits: ImportLimits = DEFAULT_LIMITS) -> Graph:
             for t, s in zip(op_outputs, shapes):
                 check_elements(s, limits, node=op_name, op=op_type, what=f"its output {t!r}")
             check_weights(known[op_type].params(in_shapes, shapes, canonical), limits, node=op_name, op=op_type)
-        dtype = ops.output_dtype(op_type, canonical, [tensors[t].dtype for t in op_inputs], op_name)
-        for t, s in zip(op_outputs, shapes):
+        if op_type == ops.OPAQUE:
+            out_dtypes = list(canonical["output_dtypes"])
+        else:
+            out_dtypes = [ops.output_dtype(op_type, canonical, [tensors[t].dtype for t in op_inputs], op_name)]
+            out_dtypes *= len(op_outputs)
+        for t, s, dtype in zip(op_outputs, shapes, out_dtypes):
             if type(t) is not str:
                 raise GraphError("'outputs' must be a non-empty list of tensor names", node=op_name, op=op_type)
             if t in tensors:

@@ -39,6 +39,7 @@ from devicelab.graph import (
     load_graph,
 )
 from devicelab.graph.limits import NO_LIMITS
+from devicelab.graph.opaque import opaque_refusal
 from server.accounts.models import Team
 from server.api.parsers import MAX_JSON_DEPTH
 from server.leases import LeaseKeeper, sweep_lapsed
@@ -440,6 +441,24 @@ def model_not_ready_message(model: NetworkModel) -> str:
         f"model #{model.pk} ({model.name}) could not be parsed: {model.failure_reason}; "
         "upload a file LatencyLab can read"
     )
+
+
+# What a device registered before devices declared capabilities runs, by kind (else the IR).
+_FORMATS_BY_KIND = {"android": ("tflite",), "cpu": ("onnx",)}
+
+
+def check_model_runs_on(model: NetworkModel, device: Any) -> None:
+    """Refuse (``ValidationError`` on ``model``) a job of a model with operators outside the graph
+    IR on a device that does not run the uploaded file itself (OpenCL), naming the operator."""
+    if model.graph is None or "opaque" not in ((model.summary or {}).get("op_types") or {}):
+        return
+    capabilities = device.declared_capabilities()
+    formats = capabilities.formats if capabilities is not None else _FORMATS_BY_KIND.get(device.kind, ("ir",))
+    reason = opaque_refusal(model.graph.get("operators") or [], model.format, formats)
+    if reason is not None:
+        raise ValidationError(
+            {"model": f"device {device.name!r} (#{device.pk}) cannot run model #{model.pk}: {reason}"}
+        )
 
 
 def model_graph(model: NetworkModel) -> Graph:

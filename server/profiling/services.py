@@ -32,7 +32,7 @@ from devicelab.spec import SpecError
 from server.accounts.models import Team
 from server.devices.models import Device, DeviceKind, DeviceStatus
 from server.networks.models import NetworkModel
-from server.networks.services import model_not_ready_message
+from server.networks.services import check_model_runs_on, model_not_ready_message
 from server.profiling.models import (
     MAX_ATTEMPTS,
     TRANSITIONS,
@@ -195,6 +195,7 @@ def submit_profiling_job(
     if not model.is_ready:
         raise ValidationError({"model": model_not_ready_message(model)})
     check_device_takes_jobs(device)
+    check_model_runs_on(model, device)
     clean = validate_settings(device, settings)
     return queue_job(team, device, kind=JobKind.PROFILE, settings=clean, user=user, model=model)
 

@@ -77,7 +77,7 @@ def nodes_from_upload(data: bytes, graph: Graph) -> list[ModelNode]:
     the importer names each operator after its TFLite node's output tensor (plus ``/act``,
     ``/flatten`` ... for what it split off), so names lead back to nodes."""
     from devicelab.graph.tflite.importer import _op_name  # the builtin names the importer uses
-    from devicelab.graph.tflite.wire import decode
+    from devicelab.graph.tflite.wire import CUSTOM, decode
 
     raw = decode(bytes(data))
     names = [t.name or f"tensor_{i}" for i, t in enumerate(raw.tensors)]
@@ -95,7 +95,10 @@ def nodes_from_upload(data: bytes, graph: Graph) -> list[ModelNode]:
         ]
         for i in mine:
             taken[i] = op.index
-        out.append(ModelNode(op.index, _op_name(op.code), node, tuple(mine)))
+        # benchmark_model names a custom operator's rows by its custom code, as the importer names
+        # the opaque operator it keeps for it
+        builtin = op.custom if op.code == CUSTOM and op.custom is not None else _op_name(op.code)
+        out.append(ModelNode(op.index, builtin, node, tuple(mine)))
     return out
 
 

@@ -17,11 +17,13 @@ from devicelab.graph.ops.infer import (
     normalize_and_infer_memo,
     normalize_infer_and_size_memo,
     output_dtype,
+    output_dtypes,
 )
-from devicelab.graph.ops.vocabulary import OPS, OpSpec, spec
+from devicelab.graph.ops.vocabulary import OPAQUE, OPS, OpSpec, spec
 
 __all__ = [
     "DTYPES",
+    "OPAQUE",
     "OPS",
     "QUANTIZED",
     "Attrs",
@@ -34,5 +36,6 @@ __all__ = [
     "is_quantized_dtype",
     "numel",
     "output_dtype",
+    "output_dtypes",
     "spec",
 ]

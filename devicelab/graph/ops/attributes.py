@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 from devicelab.graph.ops.common import Attrs, Shape, check_axis, int_list, need, numel
 
@@ -238,3 +239,32 @@ def resize(attrs: Attrs, shapes: list[Shape]) -> Attrs:
     need(mode in ("nearest", "linear"), f"resize mode {mode!r} is not nearest or linear")
     align = bool(attrs.get("align_corners", False))
     return {"size": size, "mode": mode, "align_corners": align}
+
+
+def opaque(attrs: Attrs, shapes: list[Shape]) -> Attrs:
+    """opaque: the source operator's name, whether it is a custom one, and its outputs' declared
+    shapes and dtypes (the IR cannot infer what it does not know)."""
+    from devicelab.graph.ops.common import DTYPES
+
+    name = attrs.get("op")
+    need(isinstance(name, str) and name != "", "attribute 'op' (the source operator's name) is required")
+    out_shapes: Any = attrs.get("output_shapes")
+    need(
+        isinstance(out_shapes, (list, tuple))
+        and len(out_shapes) >= 1
+        and all(isinstance(s, (list, tuple)) and all(type(d) is int and d >= 1 for d in s) for s in out_shapes),
+        "attribute 'output_shapes' must be a non-empty list of shapes of positive integers",
+    )
+    out_dtypes: Any = attrs.get("output_dtypes", ["float32"] * len(out_shapes))
+    need(
+        isinstance(out_dtypes, (list, tuple))
+        and len(out_dtypes) == len(out_shapes)
+        and all(d in DTYPES for d in out_dtypes),
+        f"attribute 'output_dtypes' must list one of {list(DTYPES)} per output",
+    )
+    return {
+        "op": name,
+        "custom": bool(attrs.get("custom", False)),
+        "output_shapes": [[int(d) for d in s] for s in out_shapes],
+        "output_dtypes": [str(d) for d in out_dtypes],
+    }

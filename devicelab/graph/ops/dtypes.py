@@ -53,3 +53,8 @@ def integer_accumulator(dtypes: Sequence[str], a: Attrs) -> str:
 def is_quantized_dtype(dtype: str) -> bool:
     """Whether tensors of this dtype hold quantized values (int8 or uint8)."""
     return dtype in QUANTIZED
+
+
+def declared(dtypes: Sequence[str], a: Attrs) -> str:
+    """opaque: the first output's declared dtype (``output_dtypes`` gives each output's)."""
+    return str(a["output_dtypes"][0])

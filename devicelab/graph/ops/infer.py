@@ -9,7 +9,7 @@ import orjson
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ops.common import Attrs, Fail, Shape, numel
 from devicelab.graph.ops.costs import zero
-from devicelab.graph.ops.vocabulary import spec
+from devicelab.graph.ops.vocabulary import OPAQUE, spec
 
 
 def normalize_and_infer(
@@ -37,6 +37,14 @@ def output_dtype(op_type: str, attrs: Attrs, input_dtypes: Sequence[str], node: 
         return spec(op_type, node).out_dtype(list(input_dtypes), attrs)
     except Fail as exc:
         raise GraphError(str(exc), node=node, op=op_type) from None
+
+
+def output_dtypes(op_type: str, attrs: Attrs, input_dtypes: Sequence[str], node: str | None = None) -> list[str]:
+    """The dtype of each output of an operator with canonical ``attrs``: an opaque operator declares
+    one per output, every other operator writes one dtype to all its outputs."""
+    if op_type == OPAQUE:
+        return list(attrs["output_dtypes"])
+    return [output_dtype(op_type, attrs, input_dtypes, node)] * spec(op_type, node).num_outputs(attrs)
 
 
 _MEMO: dict[tuple[str, bytes, tuple[Shape, ...]], tuple[Attrs, list[Shape], int]] = {}

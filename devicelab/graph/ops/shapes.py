@@ -160,3 +160,8 @@ def resize(s: list[Shape], a: Attrs) -> list[Shape]:
     """resize: N x C x the target size."""
     x = s[0]
     return [(x[0], x[1], a["size"][0], a["size"][1])]
+
+
+def declared(s: list[Shape], a: Attrs) -> list[Shape]:
+    """opaque: the output shapes its ``output_shapes`` attribute declares."""
+    return [tuple(x) for x in a["output_shapes"]]

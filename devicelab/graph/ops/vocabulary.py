@@ -11,6 +11,9 @@ from devicelab.graph.ops.common import Attrs, CostFn
 from devicelab.graph.ops.dtypes import DtypeRule
 from devicelab.graph.ops.shapes import ShapeRule
 
+# The type of an operator the IR keeps without knowing what it computes.
+OPAQUE = "opaque"
+
 
 @dataclass(frozen=True)
 class OpSpec:
@@ -32,6 +35,8 @@ class OpSpec:
 
     def num_outputs(self, attrs: Attrs) -> int:
         """How many output tensors an operator of this type with these attrs has."""
+        if self.name == "opaque":
+            return len(attrs["output_shapes"])
         return len(attrs["sizes"]) if self.name == "split" else 1
 
 
@@ -360,6 +365,26 @@ def _build_specs() -> dict[str, OpSpec]:
         ),
     ]
     specs += _quantization_specs()
+    specs.append(
+        OpSpec(
+            name=OPAQUE,
+            doc="An operator of an imported model that has no equivalent in the IR (a TFLite ARG_MAX, a "
+            "custom operator): kept by name with its tensors and declared output shapes so the model "
+            "runs as uploaded on runtimes that read the file itself; no MACs, no FLOPs, no kernel.",
+            category=OPAQUE,
+            min_inputs=0,
+            max_inputs=None,
+            normalize=attributes.opaque,
+            infer=shapes.declared,
+            attr_doc={
+                "op": "str, the source operator (TFLite builtin name or custom code)",
+                "custom": "bool, default false: a TFLite custom operator",
+                "output_shapes": "list of shapes, one per output",
+                "output_dtypes": "list of dtypes, one per output, default float32",
+            },
+            out_dtype=dtypes.declared,
+        )
+    )
     return {s.name: s for s in specs}
 
 

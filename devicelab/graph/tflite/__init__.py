@@ -36,6 +36,11 @@ Only subgraph 0 (the model's main function) is read. What the reader does with T
 * **Bounds and products.** MAXIMUM / MINIMUM of an activation and a float scalar (float32, or
   float16 behind a DEQUANTIZE) read as a one-sided ``clip``; BATCH_MATMUL of two activations of
   rank other than 4 reads as ``matmul``.
+* **Operators outside the IR.** A builtin without a handler (ARG_MAX, GATHER ...) or a custom
+  operator becomes an ``opaque`` operator: its name (``op``), its computed inputs, its outputs with
+  their declared shapes and dtypes, no MACs. A phone runs the file as uploaded and times it; a
+  backend that executes the IR itself refuses such a model at submission (``unsupported_by_ir``).
+  A builtin with a handler whose options the IR cannot express is still refused.
 * **Not modelled.** Softmax ``beta``, resize ``half_pixel_centers``, quantization parameters.
 
 The phases, one module each: ``wire`` decodes the flatbuffer (bounds-checked), ``importer``

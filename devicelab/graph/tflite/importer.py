@@ -13,7 +13,7 @@ from typing import Any
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph, Operator, Tensor
 from devicelab.graph.limits import DEFAULT_LIMITS, ImportLimits, check_elements, check_graph, check_operators
-from devicelab.graph.ops import numel
+from devicelab.graph.ops import OPAQUE, numel
 from devicelab.graph.tflite.context import OpContext, to_nchw
 from devicelab.graph.tflite.mappers import HANDLERS
 from devicelab.graph.tflite.wire import CUSTOM, DTYPES, TYPE_NAMES, RawModel, RawOp, decode
@@ -233,11 +233,7 @@ class _Importer:
         kind = op.custom if op.code == CUSTOM and op.custom is not None else _op_name(op.code)
         node = self.names[op.outputs[0]] if op.outputs else f"operator_{op.index}"
         c = self.current = OpContext(op, kind, node)
-        if op.code == CUSTOM:
-            raise c.fail(f"custom operator {kind!r} is not supported")
-        handler = HANDLERS.get(kind)
-        if handler is None:
-            raise c.fail(f"TFLite operator {kind} has no equivalent in the graph IR")
+        handler = None if op.code == CUSTOM else HANDLERS.get(kind)
         if not op.outputs:
             raise c.fail("it has no outputs")
         if not any(self.is_live(i) for i in op.inputs):
@@ -249,4 +245,21 @@ class _Importer:
         for i in op.outputs:
             if i in self.live:
                 raise c.fail(f"it writes tensor {self.names[i]!r}, which is already written")
+        if handler is None:
+            self.emit_opaque(c)
+            return
         handler(self, c)
+
+    def emit_opaque(self, c: OpContext) -> None:
+        """Keep an operator the IR has no equivalent for (a builtin without a handler, a custom
+        operator) as an ``opaque`` one: LiteRT runs the file as uploaded, so the model can still be
+        profiled on a phone; only a backend that executes the IR itself refuses it (at submission)."""
+        inputs = [self.names[self.resolve(i)] for i in c.op.inputs if self.is_live(i)]
+        outputs = [self.declare(i) for i in c.op.outputs if i >= 0]
+        attrs = {
+            "op": c.kind,
+            "custom": c.op.code == CUSTOM,
+            "output_shapes": [list(self.tensors[t].shape) for t in outputs],
+            "output_dtypes": [self.tensors[t].dtype for t in outputs],
+        }
+        self.emit(OPAQUE, inputs, outputs, attrs, c.node)

@@ -317,11 +317,11 @@ ALL_CASES += [(build.__name__, build) for build in NETWORKS]
 
 
 def test_every_op_type_has_a_case() -> None:
-    missing = sorted(set(OPS) - set(CASES))
+    missing = sorted(set(OPS) - set(CASES) - {"opaque"})  # no export: test_tflite_opaque
     assert not missing, f"operator types without an ONNX round-trip case: {missing} (add them to CASES)"
 
 
-@pytest.mark.parametrize("op_type", sorted(OPS))
+@pytest.mark.parametrize("op_type", sorted(set(OPS) - {"opaque"}))
 def test_every_op_type_round_trips(op_type: str) -> None:
     cases = CASES.get(op_type)
     assert cases, f"operator type {op_type!r} has no ONNX round-trip case: add one to CASES"
