@@ -185,6 +185,12 @@ class ProfileEnvironment(TypedDict, total=False):
     frequencies_khz_after: dict[str, int]  # core -> current frequency after the run
     max_frequencies_khz: dict[str, int]  # core -> cpuinfo_max_freq
     frequency_caps_khz_after: dict[str, int]  # core -> scaling_max_freq after (lowered when throttled)
+    # core -> samples, min_khz, max_khz of scaling_cur_freq read about once a second during the run
+    frequencies_khz_during: dict[str, dict[str, int]]
+    cooling_devices_before: dict[str, list[int]]  # cooling device type -> [cur_state, max_state]
+    cooling_devices_after: dict[str, list[int]]  # the same after the run
+    thermal_status_before: int | None  # Android's thermal status (0 NONE .. 6 SHUTDOWN; None: unknown)
+    thermal_status_after: int | None  # the same after the run
     screen_on: bool | None  # whether the screen was on (None: unknown)
     charging: str  # ac, usb, wireless, none or unknown
     battery_level: int | None  # battery percent (None: unknown)

@@ -10,6 +10,7 @@ state: zones heat while a program runs, cool over wall time, and hot clusters th
 from __future__ import annotations
 
 import functools
+import math
 import stat
 import threading
 import time
@@ -156,6 +157,8 @@ DEFAULT_PROPS = {
     "ro.hardware.egl": "mali",
 }
 
+COOLING_STEPS = 20  # a cluster cooling device's max_state (its frequency table's steps)
+
 # Pixel 7 (Tensor G2): 4 little, 2 mid, 2 big cores.
 DEFAULT_CPU_MAX_KHZ = (1803000,) * 4 + (2348000,) * 2 + (2850000,) * 2
 # Thermal zones in sysfs order with their idle temperatures (°C): the battery first, then the
@@ -215,6 +218,11 @@ class Phone:
         self.all_cores = frozenset(range(len(cpu_max_khz)))
         zones = [zone_for(name, c) for name, c in (temps_c or DEFAULT_TEMPS_C).items()]
         self.thermal = Thermal(zones, lambda: self.cooling_time_scale)
+        # How thermal throttling shows: "cap" lowers scaling_max_freq (cpufreq cooling devices take
+        # steps) and the current frequency with it; "frequency" lowers only scaling_cur_freq (a
+        # vendor's firmware limit the kernel's cap and cooling devices do not show).
+        self.throttle_via = "cap"
+        self.thermal_status_override: int | None = None
         self._write_sysfs(mem_total_kb)
 
     # -- sysfs and procfs ------------------------------------------------------------------------
@@ -227,7 +235,7 @@ class Phone:
             fs.write(f"{base}/cpuinfo_max_freq", f"{khz}\n".encode())
             fs.write(f"{base}/cpuinfo_min_freq", f"{min(300000, khz)}\n".encode())
             fs.write(f"{base}/scaling_cur_freq", self._live(functools.partial(self._khz_text, cpu)))
-            fs.write(f"{base}/scaling_max_freq", self._live(functools.partial(self._khz_text, cpu)))
+            fs.write(f"{base}/scaling_max_freq", self._live(functools.partial(self._cap_text, cpu)))
             fs.write(f"{base}/scaling_min_freq", f"{min(300000, khz)}\n".encode())
             fs.write(f"{base}/scaling_governor", b"schedutil\n")
             fs.write(f"{base}/related_cpus", (" ".join(map(str, siblings)) + "\n").encode())
@@ -251,6 +259,14 @@ class Phone:
             if zone.trip_c is not None:
                 fs.write(f"{base}/trip_point_0_temp", f"{round(zone.trip_c * 1000)}\n".encode())
                 fs.write(f"{base}/trip_point_0_type", b"passive\n")
+        # one cpufreq cooling device per cluster, as the kernel's cpufreq_cooling registers them
+        # ("thermal-cpufreq-<first cpu>"): its state counts the frequency steps it took away
+        for i, kind in enumerate(dict.fromkeys(self.core_kinds)):
+            first = self.core_kinds.index(kind)
+            base = f"/sys/class/thermal/cooling_device{i}"
+            fs.write(f"{base}/type", f"thermal-cpufreq-{first}\n".encode())
+            fs.write(f"{base}/max_state", f"{COOLING_STEPS}\n".encode())
+            fs.write(f"{base}/cur_state", self._live(functools.partial(self._cooling_state_text, kind)))
         supply = "/sys/class/power_supply"
         battery = self.battery
         fs.write(f"{supply}/battery/temp", self._live(lambda: f"{self.battery_temp_tenths()}\n"))
@@ -270,6 +286,28 @@ class Phone:
 
     def _khz_text(self, cpu: int) -> str:
         return f"{self.cur_khz(cpu)}\n"
+
+    def _cap_text(self, cpu: int) -> str:
+        # a phone that throttles below the kernel's view keeps its cap at the maximum
+        return f"{self.cpu_max_khz[cpu] if self.throttle_via == 'frequency' else self.cur_khz(cpu)}\n"
+
+    def _cooling_state_text(self, kind: str) -> str:
+        if self.throttle_via == "frequency":
+            return "0\n"
+        cap = self.thermal.cap(kind)
+        return f"{min(COOLING_STEPS, math.ceil((1.0 - cap) * COOLING_STEPS - 1e-9))}\n"
+
+    def thermal_status(self) -> int:
+        """Android's thermal status (PowerManager.THERMAL_STATUS_*): the override when one is set
+        (``cmd thermalservice override-status``), else from how far the hottest zone with a trip
+        point is above it: LIGHT above it, MODERATE 5 °C above, SEVERE 10 °C above."""
+        if self.thermal_status_override is not None:
+            return self.thermal_status_override
+        over = max(
+            (self.temperature(z.name) - z.trip_c for z in self.thermal.zones.values() if z.trip_c is not None),
+            default=-1.0,
+        )
+        return 0 if over <= 0 else 1 if over < 5 else 2 if over < 10 else 3
 
     def _millicelsius_text(self, zone: str) -> str:
         return f"{round(self.temperature(zone) * 1000)}\n"

@@ -69,7 +69,7 @@ def dumpsys(proc: Proc) -> int:
     args = proc.argv[1:]
     phone = proc.phone
     if not args:
-        proc.out("Currently running services:\n  SurfaceFlinger\n  battery\n  power\n")
+        proc.out("Currently running services:\n  SurfaceFlinger\n  battery\n  power\n  thermalservice\n")
         return 0
     service, rest = args[0], args[1:]
     if service == "battery":
@@ -80,8 +80,59 @@ def dumpsys(proc: Proc) -> int:
     if service == "SurfaceFlinger":
         proc.out(_surface_flinger(phone))
         return 0
+    if service == "thermalservice":
+        proc.out(_thermal_service(phone))
+        return 0
     proc.err(f"Can't find service: {service}\n")
     return 0
+
+
+# android.os.Temperature's TYPE_* of the double's zone names (TYPE_CPU 0, GPU 1, BATTERY 2, SKIN 3, NPU 9).
+_TEMPERATURE_TYPES = {"battery": 2, "g3d": 1, "gpu": 1, "tpu": 9, "npu": 9, "quiet_therm": 3}
+
+
+def _thermal_service(phone: Phone) -> str:
+    """``dumpsys thermalservice`` as ThermalManagerService.dumpInternal prints it (Android 11-15):
+    the listeners, ``Thermal Status: N``, the cached and the HAL's temperatures and cooling devices
+    (``Temperature{mValue=.., mType=.., mName=.., mStatus=..}``, ``CoolingDevice{...}``)."""
+    status = phone.thermal_status()
+    temps = []
+    for name, zone in phone.thermal.zones.items():
+        celsius = phone.temperature(name)
+        kind = _TEMPERATURE_TYPES.get(name.lower(), 0)
+        zone_status = 0
+        if zone.trip_c is not None and celsius > zone.trip_c:
+            zone_status = min(3, 1 + int((celsius - zone.trip_c) // 5))
+        temps.append(f"\tTemperature{{mValue={celsius:.1f}, mType={kind}, mName={name}, mStatus={zone_status}}}")
+    coolers = []
+    for i, kind in enumerate(dict.fromkeys(phone.core_kinds)):
+        state = phone.fs.get(f"/sys/class/thermal/cooling_device{i}/cur_state")
+        value = int(state.read().decode().strip()) if state is not None else 0
+        coolers.append(
+            f"\tCoolingDevice{{mValue={value}, mType=2, mName=thermal-cpufreq-{phone.core_kinds.index(kind)}}}"
+        )
+    lines = [
+        f"IsStatusOverride: {str(phone.thermal_status_override is not None).lower()}",
+        "ThermalEventListeners:",
+        "\tcallbacks: 2",
+        "\tkilled: false",
+        "\tbroadcasts count: -1",
+        "ThermalStatusListeners:",
+        "\tcallbacks: 3",
+        "\tkilled: false",
+        "\tbroadcasts count: -1",
+        f"Thermal Status: {status}",
+        "Cached temperatures:",
+        *temps,
+        "HAL Ready: true",
+        "HAL connection:",
+        "\tThermalHAL AIDL 1  connected: yes",
+        "Current temperatures from HAL:",
+        *temps,
+        "Current cooling devices from HAL:",
+        *coolers,
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _battery(proc: Proc, phone: Phone, args: list[str]) -> int:

@@ -287,14 +287,36 @@ class _Cooldown:
         return record, snap
 
 
+FREQUENCY_SAMPLE_S = 1.0  # how often the used cores' frequencies are read while the tool runs
+
+
+class _FrequencySampler:
+    """The used cores' current frequencies, read every ``FREQUENCY_SAMPLE_S`` while the tool runs
+    (from the stream's ticks): a phone that throttles by lowering ``scaling_cur_freq`` under load,
+    its cap untouched, shows it only then; idle before and after, every core may sit low."""
+
+    def __init__(self, link: adb.PhoneLink, cores: tuple[int, ...]) -> None:
+        self.link = link
+        self.cores = cores
+        self.samples: list[phone_state.FrequencySample] = []
+        self.last = time.monotonic()  # the first sample a period in: the tool is loading its model
+
+    def tick(self) -> None:
+        if time.monotonic() - self.last < FREQUENCY_SAMPLE_S:
+            return
+        self.last = time.monotonic()
+        self.samples.append(phone_state.frequency_sample(self.link, self.cores))
+
+
 class _RunProgress:
     """Progress while the tool runs: by the phases its output shows, and creeping with time."""
 
-    def __init__(self, h: Harness) -> None:
+    def __init__(self, h: Harness, sampler: _FrequencySampler | None = None) -> None:
         self.h = h
         self.t0 = time.monotonic()
         self.text = ""
         self.counts = 0
+        self.sampler = sampler
 
     def output(self, text: str) -> None:
         self.text += text
@@ -302,6 +324,8 @@ class _RunProgress:
         self.tick()
 
     def tick(self) -> None:
+        if self.sampler is not None:
+            self.sampler.tick()
         # the tool prints "count=" after warm-up and after the timed runs
         phase = {0: 0.15, 1: 0.4}.get(self.counts, 0.85)
         elapsed = time.monotonic() - self.t0
@@ -394,7 +418,8 @@ def _profile_on(
     )
     link.run(f"rm -f {csv_path}")
     h.report(0.1, "benchmark_model starting")
-    run_progress = _RunProgress(h)
+    sampler = _FrequencySampler(link, used)
+    run_progress = _RunProgress(h, sampler)
     timeout = RUN_TIMEOUT_BASE_S + RUN_TIMEOUT_PER_RUN_S * (settings.runs + settings.warmup_runs)
     out = link.stream(cmd.command, run_progress.output, run_progress.tick, timeout)
     tool_run.check_exit(out, serial, graph.name)
@@ -410,7 +435,9 @@ def _profile_on(
         raise BackendError(f"benchmark_model on phone {serial} printed output we cannot read: {e}") from None
     e2e = _e2e(summary, serial)
     rows, notes = op_timings(graph, nodes, op_profile, e2e.n)
-    flags = _flags(cool, before, after, used)
+    all_busy = bool(cores) and settings.threads >= len(cores)
+    during = phone_state.throttled_during(sampler.samples, before.max_khz, all_busy)
+    flags = _flags(cool, before, after, used, during)
     memory = summary.memory
     env: ProfileEnvironment = {
         "runtime": RUNTIME,
@@ -434,6 +461,11 @@ def _profile_on(
         "frequencies_khz_after": after.cur_khz,
         "max_frequencies_khz": before.max_khz,
         "frequency_caps_khz_after": after.cap_khz,
+        "frequencies_khz_during": phone_state.summarize_samples(sampler.samples),
+        "cooling_devices_before": {k: list(v) for k, v in before.cooling.items()},
+        "cooling_devices_after": {k: list(v) for k, v in after.cooling.items()},
+        "thermal_status_before": before.thermal_status,
+        "thermal_status_after": after.thermal_status,
         "machine_load": _phone_load(load, device, used),
         "screen_on": before.screen_on,
         "charging": before.charging,
@@ -545,7 +577,11 @@ def _e2e(summary: RunSummary, serial: str) -> SampleStats:
 
 
 def _flags(
-    cool: CooldownRecord, before: phone_state.Snapshot, after: phone_state.Snapshot, cores: tuple[int, ...]
+    cool: CooldownRecord,
+    before: phone_state.Snapshot,
+    after: phone_state.Snapshot,
+    cores: tuple[int, ...],
+    during: list[str] | None = None,
 ) -> list[str]:
     """Why a measurement should not be trusted as is: measured hot, or on throttled cores."""
     flags = []
@@ -555,7 +591,7 @@ def _flags(
         flags.append(f"hot: {start:.1f} °C at start > {limit:.0f} °C after waiting {cool['waited_s']:.0f} s")
     if end is not None and end > limit:
         flags.append(f"hot: {end:.1f} °C at the end > {limit:.0f} °C")
-    capped = before.throttled(cores) or after.throttled(cores)
+    capped = list(dict.fromkeys([*before.throttled(cores), *(during or []), *after.throttled(cores)]))
     if capped:
         flags.append("throttled: " + "; ".join(capped))
     return flags

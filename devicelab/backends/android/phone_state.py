@@ -149,6 +149,9 @@ class Snapshot:
     screen_on: bool | None = None
     charging: str = "unknown"  # ac, usb, wireless, none
     battery_level: int | None = None
+    # cooling device (type, made unique) -> (cur_state, max_state) from /sys/class/thermal
+    cooling: dict[str, tuple[int, int]] = field(default_factory=dict)
+    thermal_status: int | None = None  # Android's thermal status (``dumpsys thermalservice``), None: unknown
 
     def watched_c(self) -> float | None:
         """The hottest of the battery and the CPU/SoC zones (all zones when none is named so)."""
@@ -157,13 +160,102 @@ class Snapshot:
         return max(values) if values else None
 
     def throttled(self, cores: Sequence[int]) -> list[str]:
-        """Cores (of ``cores``) whose frequency cap sits below their maximum: thermal throttling."""
+        """What says the phone throttles: cores (of ``cores``) whose frequency cap sits below their
+        maximum, cooling devices at a non-zero state, an Android thermal status above NONE."""
         out = []
         for c in cores:
             cap, top = self.cap_khz.get(str(c)), self.max_khz.get(str(c))
             if cap is not None and top is not None and cap < top:
                 out.append(f"cpu{c} capped at {cap / 1e6:.2f} of {top / 1e6:.2f} GHz")
+        active = [f"{name} {cur}/{top}" for name, (cur, top) in sorted(self.cooling.items()) if cur > 0]
+        if active:
+            out.append("cooling devices active: " + ", ".join(active))
+        if self.thermal_status:
+            out.append(f"Android thermal status {thermal_status_name(self.thermal_status)} ({self.thermal_status})")
         return out
+
+
+# android.os.PowerManager's THERMAL_STATUS_* values, as ``dumpsys thermalservice`` prints them.
+THERMAL_STATUSES = ("NONE", "LIGHT", "MODERATE", "SEVERE", "CRITICAL", "EMERGENCY", "SHUTDOWN")
+
+
+def thermal_status_name(status: int) -> str:
+    """The name of an Android thermal status (``THERMAL_STATUS_LIGHT`` -> ``LIGHT``)."""
+    return THERMAL_STATUSES[status] if 0 <= status < len(THERMAL_STATUSES) else f"status {status}"
+
+
+def parse_thermal_status(text: str) -> int | None:
+    """The ``Thermal Status: N`` line of ``dumpsys thermalservice`` (ThermalManagerService's dump,
+    Android 10 onward), or None where the service is missing or prints none."""
+    m = re.search(r"^\s*Thermal Status:\s*(\d+)\s*$", text, re.MULTILINE)
+    return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True)
+class FrequencySample:
+    """The used cores' ``scaling_cur_freq`` and ``scaling_max_freq`` at one moment of a run (kHz)."""
+
+    cur_khz: dict[str, int]
+    cap_khz: dict[str, int]
+
+
+# A core counts as held below its maximum in a sample when it runs under this share of it: the
+# governor's frequency steps are a few percent apart, and a loaded core sits at the top one.
+BELOW_MAX = 0.95
+# ... and as throttled during the run when at least this share of the samples found it so (a
+# sample taken as the tool reads its model, or between runs, may catch an idle core).
+THROTTLED_SHARE = 0.5
+
+
+def frequency_sample(link: PhoneLink, cores: Sequence[int]) -> FrequencySample:
+    """One reading of the cores' current frequency and cap (one shell command)."""
+    paths = {(c, k): f"{CPU_DIR}/cpu{c}/cpufreq/{k}" for c in cores for k in ("scaling_cur_freq", "scaling_max_freq")}
+    files = read_files(link, list(paths.values()))
+    cur = {str(c): v for (c, k), p in paths.items() if k == "scaling_cur_freq" and (v := _int(files[p])) is not None}
+    cap = {str(c): v for (c, k), p in paths.items() if k == "scaling_max_freq" and (v := _int(files[p])) is not None}
+    return FrequencySample(cur, cap)
+
+
+def throttled_during(samples: Sequence[FrequencySample], max_khz: dict[str, int], all_busy: bool) -> list[str]:
+    """What the samples taken during the run say of throttling: under load a core that runs below
+    its maximum (``cpuinfo_max_freq``) most of the time is throttled, whether its cap
+    (``scaling_max_freq``) was lowered or only its current frequency. ``all_busy``: every sampled
+    core runs a thread of the tool (pinned, threads >= cores), so each is judged alone; otherwise
+    an idle core may sit low by right, and the run counts as throttled when in most samples not
+    one of the cores ran at its maximum."""
+    cores = sorted((c for c in max_khz if max_khz[c] > 0), key=int)
+    if all_busy:
+        out = []
+        for core in cores:
+            seen = [s.cur_khz[core] for s in samples if core in s.cur_khz]
+            low = [v for v in seen if v < BELOW_MAX * max_khz[core]]
+            if seen and len(low) >= THROTTLED_SHARE * len(seen):
+                out.append(
+                    f"cpu{core} ran at {min(seen) / 1e6:.2f}-{max(seen) / 1e6:.2f} of {max_khz[core] / 1e6:.2f} GHz "
+                    f"during the run ({len(low)} of {len(seen)} samples below {BELOW_MAX:.0%})"
+                )
+        return out
+    best = [
+        max(s.cur_khz[c] / max_khz[c] for c in cores if c in s.cur_khz) for s in samples if set(cores) & set(s.cur_khz)
+    ]
+    slow = [b for b in best if b < BELOW_MAX]
+    if best and len(slow) >= THROTTLED_SHARE * len(best):
+        return [
+            f"no core of {', '.join(f'cpu{c}' for c in cores)} reached {BELOW_MAX:.0%} of its maximum in {len(slow)} "
+            f"of {len(best)} samples during the run (the fastest at {max(best):.0%})"
+        ]
+    return []
+
+
+def summarize_samples(samples: Sequence[FrequencySample]) -> dict[str, dict[str, int]]:
+    """Per core: how many samples, and the lowest and highest current frequency seen (kHz)."""
+    out: dict[str, dict[str, int]] = {}
+    for s in samples:
+        for core, v in s.cur_khz.items():
+            row = out.setdefault(core, {"samples": 0, "min_khz": v, "max_khz": v})
+            row["samples"] += 1
+            row["min_khz"], row["max_khz"] = min(row["min_khz"], v), max(row["max_khz"], v)
+    return out
 
 
 def _celsius(raw: str | None) -> float | None:
@@ -212,9 +304,12 @@ def snapshot(link: PhoneLink, cores: Sequence[int]) -> Snapshot:
     """Read temperatures, the governors and frequencies of ``cores``, screen and charging state."""
     listing = link.run(f"ls {THERMAL_DIR}").stdout.split()
     zones = sorted((z for z in listing if z.startswith("thermal_zone")), key=lambda z: _int(z[12:]) or 0)
+    coolers = sorted((d for d in listing if d.startswith("cooling_device")), key=lambda d: _int(d[14:]) or 0)
     paths: list[str] = []
     for z in zones:
         paths += [f"{THERMAL_DIR}/{z}/type", f"{THERMAL_DIR}/{z}/temp"]
+    for d in coolers:
+        paths += [f"{THERMAL_DIR}/{d}/{k}" for k in ("type", "cur_state", "max_state")]
     kinds = ("scaling_governor", "scaling_cur_freq", "cpuinfo_max_freq", "scaling_max_freq")
     for c in cores:
         paths += [f"{CPU_DIR}/cpu{c}/cpufreq/{k}" for k in kinds]
@@ -230,6 +325,17 @@ def snapshot(link: PhoneLink, cores: Sequence[int]) -> Snapshot:
             k += 1
             name = f"{base}#{k}"
         temps[name] = celsius
+    cooling: dict[str, tuple[int, int]] = {}
+    for d in coolers:
+        cur = _int(files[f"{THERMAL_DIR}/{d}/cur_state"])
+        if cur is None:
+            continue
+        name, k = files[f"{THERMAL_DIR}/{d}/type"] or d, 1
+        base = name
+        while name in cooling:
+            k += 1
+            name = f"{base}#{k}"
+        cooling[name] = (cur, _int(files[f"{THERMAL_DIR}/{d}/max_state"]) or 0)
     battery_c, charging, level = parse_battery(link.run("dumpsys battery").stdout)
     if battery_c is not None:
         temps["battery"] = battery_c
@@ -238,6 +344,8 @@ def snapshot(link: PhoneLink, cores: Sequence[int]) -> Snapshot:
         screen_on=parse_screen(link.run("dumpsys power").stdout),
         charging=charging,
         battery_level=level,
+        cooling=cooling,
+        thermal_status=parse_thermal_status(link.run("dumpsys thermalservice").stdout),
     )
     for c in cores:
         base = f"{CPU_DIR}/cpu{c}/cpufreq"
@@ -254,8 +362,15 @@ def snapshot(link: PhoneLink, cores: Sequence[int]) -> Snapshot:
 
 
 __all__ = [
+    "THERMAL_STATUSES",
+    "FrequencySample",
     "PhoneDescription",
     "Snapshot",
+    "frequency_sample",
+    "parse_thermal_status",
+    "summarize_samples",
+    "thermal_status_name",
+    "throttled_during",
     "clusters_of",
     "describe",
     "gles_renderer",
