@@ -438,6 +438,14 @@ def _profile_on(
     all_busy = bool(cores) and settings.threads >= len(cores)
     during = phone_state.throttled_during(sampler.samples, before.max_khz, all_busy)
     flags = _flags(cool, before, after, used, during)
+    if cores and settings.threads > len(cores):
+        # accepted (the tool runs), but its threads take turns on fewer cores than they are
+        flags.append(
+            f"oversubscribed: {settings.threads} threads pinned to {len(cores)} core"
+            f"{'s' if len(cores) > 1 else ''} ({', '.join(f'cpu{c}' for c in cores)}): they take turns, so the "
+            f"time is not that of {settings.threads} threads in parallel"
+        )
+        log.warning("phone %s: %s", serial, flags[-1])
     memory = summary.memory
     env: ProfileEnvironment = {
         "runtime": RUNTIME,

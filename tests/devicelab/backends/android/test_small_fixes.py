@@ -1,0 +1,18 @@
+"""Issue 34 item 6 on the adb double: more threads than pinned cores (``threads=2`` on a one-core
+cluster) is measured but flagged ``oversubscribed``."""
+
+from __future__ import annotations
+
+from tests.adb_double.server import AdbDouble
+from tests.devicelab.backends.android.test_backend_on_double import farm, net, pixel, run
+
+__all__ = ["farm"]  # the fixture, shared with the backend's other tests
+
+
+def test_two_threads_on_one_pinned_core_are_flagged(farm: AdbDouble) -> None:
+    info, _ = pixel(farm)
+    r = run(info, net(), cores=[7], threads=2)
+    (flag,) = [f for f in r.flags if f.startswith("oversubscribed:")]
+    assert "2 threads pinned to 1 core (cpu7)" in flag
+    fitting = run(info, net(), cores=[6, 7], threads=2)
+    assert not [f for f in fitting.flags if f.startswith("oversubscribed:")]
