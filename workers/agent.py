@@ -86,6 +86,7 @@ class DeviceAgent:
         self.devices: list[ServedDevice] = []
         # found identity -> whether the device is there now (a phone can leave and come back)
         self.present: dict[str, bool] = {}
+        self.waiting: dict[str, str] = {}  # found identity -> why, of the phones listed but not ready
         self.heartbeat_seconds = 10.0
         self.task_time_limit = 3600
         # Set when the server refused the token: the worker stops.
@@ -149,6 +150,28 @@ class DeviceAgent:
         for d in back:
             log.info("device #%s %s is back", d.pk, d.row.name)
         return added
+
+    def list_waiting(self, waiting: dict[str, tuple[DeviceInfo, str]]) -> None:
+        """Phones listed but not ready, never served in this run (found identity -> its row and
+        why): registered and taken offline at once with their reason, so that the dashboard lists
+        them (an ``unauthorized`` phone until its prompt is accepted); a phone is announced again
+        only when its reason changes. Not served: no process, no heartbeat, until it is ready."""
+        with self._lock:
+            fresh = {i: w for i, w in waiting.items() if self.waiting.get(i) != w[1]}
+            for identity in list(self.waiting):
+                if identity not in waiting:
+                    del self.waiting[identity]
+        if not fresh:
+            return
+        _, rows = self._register([info for info, _ in fresh.values()], start=False)
+        self.server.devices_gone(
+            DevicesGone(self.worker_name, self.token, {str(d.pk): fresh[d.found.identity][1] for d in rows})
+        )
+        with self._lock:
+            for identity, (_, reason) in fresh.items():
+                self.waiting[identity] = reason
+        for d in rows:
+            log.warning("phone %s is listed but not ready: %s", d.row.name, fresh[d.found.identity][1])
 
     def lose_devices(self, reasons: dict[str, str]) -> None:
         """Devices this agent serves went away (found identity -> why): they stop heart-beating

@@ -15,7 +15,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from devicelab.backends.base import DeviceInfo, DeviceLost
 
@@ -46,6 +46,9 @@ class PhoneChanges:
 
     appeared: list[DeviceInfo]
     vanished: dict[str, str]  # identity -> reason
+    # phones listed but not ready that this run never served (``unauthorized`` when the worker
+    # starts): listed, offline with their reason, until they are ready
+    waiting: dict[str, tuple[DeviceInfo, str]] = field(default_factory=dict)  # identity -> (row, reason)
 
 
 class PhoneTracker:
@@ -57,6 +60,7 @@ class PhoneTracker:
         self._adb = adb
         self._describe = describe or backend.describe_serial
         self._identity = backend.identity_of
+        self._waiting = backend.waiting_info
         self.client = adb.client(timeout=10)
         self.last_poll = 0.0
         self.interval = poll_seconds()
@@ -90,8 +94,11 @@ class PhoneTracker:
             if here and state != "device":
                 vanished[identity] = reason_for(state)
         appeared = []
+        waiting = {}
         for serial, state in listed.items():
             identity = self._identity(serial)
+            if state != "device" and identity not in served:
+                waiting[identity] = (self._waiting(serial, state), reason_for(state))
             if state != "device" or served.get(identity):
                 continue
             if time.monotonic() - self.failed_describe.get(serial, -1e9) < 10 * self.interval:
@@ -102,7 +109,7 @@ class PhoneTracker:
             except DeviceLost as e:
                 self.failed_describe[serial] = time.monotonic()
                 log.warning("phone %s is listed but could not be described yet: %s", serial, e)
-        return PhoneChanges(appeared, vanished)
+        return PhoneChanges(appeared, vanished, waiting)
 
 
 def adb_reachable() -> bool:

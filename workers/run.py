@@ -169,6 +169,7 @@ def _follow_phones(agent: DeviceAgent, tracker: PhoneTracker, processes: list[De
     changes = tracker.poll(agent.served("android"))
     if changes.vanished:
         agent.lose_devices(changes.vanished)
+    agent.list_waiting(changes.waiting)
     if changes.appeared:
         for d in agent.add_devices(changes.appeared):
             p = DeviceProcess(d, agent.context(), loglevel)

@@ -168,6 +168,20 @@ def device_info(desc: phone_state.PhoneDescription) -> DeviceInfo:
     return DeviceInfo(KIND, identity_of(desc.serial), desc.name, hardware, caps)
 
 
+def waiting_info(serial: str, state: str) -> DeviceInfo:
+    """The row of a phone adb lists but that cannot be described yet (``unauthorized`` until its
+    USB debugging prompt is accepted, ``offline``): its serial and state, taking no job, so that
+    it is listed with its reason instead of missing; described and registered anew once ready."""
+    reason = adb.state_reason(state)
+    return DeviceInfo(
+        KIND,
+        identity_of(serial),
+        f"{serial} ({state})",
+        {"serial": serial, "adb_state": state, "runtime": f"{RUNTIME}: not ready: {reason}"},
+        Capabilities(refuses=f"phone {serial}: {reason}"),
+    )
+
+
 def discover() -> list[DeviceInfo]:
     """The phones on the adb server that are ready (``device`` state), described."""
     client = adb.client()
@@ -717,6 +731,7 @@ __all__ = [
     "device_info",
     "discover",
     "ensure_file",
+    "waiting_info",
     "identity_of",
     "profile",
 ]
