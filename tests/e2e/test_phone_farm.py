@@ -126,6 +126,8 @@ def test_a_phone_unplugged_mid_job_loses_nothing(
     assert JobResult.objects.filter(job_id=job_id).count() == 1
     assert job.result.environment["serial"] == "PIXEL7-SPARE"  # moved to the equivalent phone
     assert "PIXEL7-SLOW" in job.moved_from or "went offline" in job.moved_from
+    # one unplug costs one attempt: the second ran on the spare, not at once on the gone phone
+    assert job.attempts == 2, job.moved_from
     gone = Device.objects.get(pk=victim.pk)
     assert gone.status == "offline" and "unplugged" in gone.offline_reason
 
