@@ -196,8 +196,8 @@ class ProfileEnvironment(TypedDict, total=False):
     battery_level: int | None  # battery percent (None: unknown)
     memory_mb: PhoneMemoryRecord  # what the tool reports of memory
     init_ms: float  # the tool's initialization time
-    first_inference_ms: float  # the tool's first inference
-    warmup_avg_ms: float  # the tool's mean warm-up inference
+    first_inference_ms: float | None  # the tool's first inference (None: warmup_runs=0, not measured)
+    warmup_avg_ms: float | None  # the tool's mean warm-up inference (None: no warm-up ran)
     e2e_source: str  # where the end-to-end figures come from
     e2e_p5_ms: float | None  # the tool's 5th percentile (None: not printed)
     e2e_p95_ms: float | None  # the tool's 95th percentile (None: not printed)

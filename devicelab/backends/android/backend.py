@@ -448,6 +448,7 @@ def _profile_on(
     except BenchmarkOutputError as e:
         raise BackendError(f"benchmark_model on phone {serial} printed output we cannot read: {e}") from None
     e2e = _e2e(summary, serial)
+    no_warmup = settings.warmup_runs == 0 and not summary.first_inference_us
     rows, notes = op_timings(graph, nodes, op_profile, e2e.n)
     all_busy = bool(cores) and settings.threads >= len(cores)
     during = phone_state.throttled_during(sampler.samples, before.max_khz, all_busy)
@@ -498,8 +499,10 @@ def _profile_on(
             "peak": memory.peak_mb if memory else None,
         },
         "init_ms": summary.init_ms if summary.init_ms is not None else summary.init_us / 1000.0,
-        "first_inference_ms": summary.first_inference_us / 1000.0,
-        "warmup_avg_ms": summary.warmup_avg_us / 1000.0,
+        # with warmup_runs=0 the tool prints "First inference: 0" (its first warm-up run, which
+        # never ran) and a warm-up mean of nothing: not measured, not 0 ms
+        "first_inference_ms": None if no_warmup else summary.first_inference_us / 1000.0,
+        "warmup_avg_ms": None if no_warmup else summary.warmup_avg_us / 1000.0,
         "e2e_source": "benchmark_model's count= line (aggregates, no per-run samples: the median where the "
         "tool prints one, never a p90)",
         "e2e_p5_ms": _ms(summary.inference.p5_us) if summary.inference else None,

@@ -1,5 +1,6 @@
 """Issue 34 item 6 on the adb double: more threads than pinned cores (``threads=2`` on a one-core
-cluster) is measured but flagged ``oversubscribed``."""
+cluster) is measured but flagged ``oversubscribed``; with ``warmup_runs=0`` the tool's "First
+inference: 0" is recorded as not measured (None), not as 0 ms."""
 
 from __future__ import annotations
 
@@ -16,3 +17,11 @@ def test_two_threads_on_one_pinned_core_are_flagged(farm: AdbDouble) -> None:
     assert "2 threads pinned to 1 core (cpu7)" in flag
     fitting = run(info, net(), cores=[6, 7], threads=2)
     assert not [f for f in fitting.flags if f.startswith("oversubscribed:")]
+
+
+def test_without_warmup_the_first_inference_is_not_measured_not_zero(farm: AdbDouble) -> None:
+    info, _ = pixel(farm)
+    r = run(info, net(), warmup_runs=0)
+    assert r.environment["first_inference_ms"] is None and r.environment["warmup_avg_ms"] is None
+    warmed = run(info, net(), warmup_runs=1)
+    assert (warmed.environment["first_inference_ms"] or 0) > 0
