@@ -22,7 +22,7 @@ from devicelab.graph.nas import nb201, nb201_cells
 from devicelab.predict import nb201_kernels
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.kernels import Kernel
-from devicelab.predict.predictor import Prediction, ScenarioPredictor
+from devicelab.predict.predictor import Prediction, ScenarioPredictor, with_opaque_warning
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,7 @@ def answer_archs(
                     f"(it has {sorted(p.models)}); train it on networks that run them",
                 )
             )
+        pred = with_opaque_warning(pred, a.graph)
         results[a.index] = result(a.name, pred.latency_ms, pred.kernels_ms, pred)
     return results, errors
 

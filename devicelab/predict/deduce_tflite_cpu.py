@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from devicelab.graph.ir import Graph
+from devicelab.graph.ops import OPAQUE
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.features import op_kind, op_raw_features
 from devicelab.predict.kernels import Kernel
@@ -154,7 +155,7 @@ class TfliteCpuDeducer:
         chain_end: dict[int, str | None] = {}
         ops = graph.operators
         for i, op in enumerate(ops):
-            if self.elides(op.type):
+            if self.elides(op.type) or op.type == OPAQUE:  # an opaque operator: no kernel predicted
                 continue
             a = _chain_input(graph, i, owner, chain_end, maps)
             if a is not None and self.fuses(ops[a].type, op.type):
@@ -198,6 +199,8 @@ class TfliteCpuDeducer:
         for a in sorted(an.rows):
             row = an.rows[a]
             assert row.stats is not None  # rows holds timed rows only
+            if g.operators[a].type == OPAQUE:
+                continue  # no kernel kind to learn (its time is left to the overhead)
             out.append(
                 Kernel(
                     f"{_kind(g, a)}/{label_variant(row.kernel)}",
@@ -281,7 +284,7 @@ def learn_tflite_cpu_deducer(records: Sequence[ProfileRecord]) -> TfliteCpuDeduc
         maps = _graph_maps(g)
         chain_end: dict[int, str | None] = {}
         for i, op in enumerate(g.operators):
-            if i in an.unresolved:
+            if i in an.unresolved or op.type == OPAQUE:  # an opaque operator teaches no rule
                 continue
             counts = elided.setdefault(op.type, [0, 0])
             if i in an.uncovered:
@@ -294,6 +297,8 @@ def learn_tflite_cpu_deducer(records: Sequence[ProfileRecord]) -> TfliteCpuDeduc
                 fusion.setdefault(fusion_key(g.operators[a].type, op.type), [0, 0])[0 if mine == a != i else 1] += 1
             chain_end[mine] = _single_output(g, i)
         for a, row in an.rows.items():
+            if g.operators[a].type == OPAQUE:
+                continue
             v = label_variant(row.kernel)
             labels.setdefault(variant_key(g, a), Counter())[v] += 1
             labels.setdefault(_kind_key(_kind(g, a)), Counter())[v] += 1

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from devicelab.graph.ir import Graph
+from devicelab.graph.ops import OPAQUE
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.features import op_kind, op_raw_features, raw_features
 from devicelab.predict.kernels import Kernel
@@ -323,6 +324,8 @@ def delegate_nodes(graph: Graph, family: str) -> list[DelegateNode]:
     writer: dict[str, DelegateNode] = {}  # tensor -> the node that writes it
     alias: dict[str, str] = {}  # output of a removed reshape -> its input
     for i, o in enumerate(ops):
+        if o.type == OPAQUE:
+            continue  # the delegate leaves an operator it does not know to the CPU: no GPU kernel
         src = [alias.get(t, t) for t in o.inputs]
         if (
             o.type in ("flatten", "reshape")

@@ -182,6 +182,10 @@ def op_kind(op_type: str, attrs: dict[str, Any], input_shapes: Sequence[Sequence
     """The kernel kind that runs an IR operator when nothing (fusion, kernel choice) changes it
     (``PredictorError`` for a quantization operator)."""
     refuse_quantized(op_type)
+    if op_type == ir_ops.OPAQUE:
+        # the deducers leave opaque operators out (no kernel is known for them); a path that does
+        # not gets a clear refusal instead of a KeyError
+        raise PredictorError("an opaque operator (one outside the graph IR) has no kernel kind to predict")
     if op_type == "conv2d":
         cin = input_shapes[0][1]
         groups = attrs.get("groups", 1)

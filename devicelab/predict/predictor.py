@@ -60,7 +60,7 @@ import dataclasses
 import platform
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -79,7 +79,14 @@ from devicelab.predict.features import (
 )
 from devicelab.predict.kernels import Deducer, Kernel
 from devicelab.predict.models import FittedModel
-from devicelab.predict.ranges import RANGE_UNKNOWN, STAND_IN, FeatureRange, PredictionWarning, outside_warnings
+from devicelab.predict.ranges import (
+    OPAQUE_OPERATORS,
+    RANGE_UNKNOWN,
+    STAND_IN,
+    FeatureRange,
+    PredictionWarning,
+    outside_warnings,
+)
 from devicelab.predict.samples import Sample, data_hash
 from devicelab.predict.traffic import fit_traffic, kernels_moved, moved
 
@@ -221,7 +228,8 @@ class ScenarioPredictor:
     def predict(self, graphs: Sequence[Graph], breakdown: bool = False, on_missing: str = "error") -> list[Prediction]:
         """Predicted end-to-end latency of each graph (kernels deduced by the scenario's deducer)."""
         kernel_lists = [self.deducer.kernels(g) for g in graphs]
-        return self.predict_kernels(kernel_lists, [g.name for g in graphs], breakdown, on_missing)
+        predictions = self.predict_kernels(kernel_lists, [g.name for g in graphs], breakdown, on_missing)
+        return [with_opaque_warning(p, g) for p, g in zip(predictions, graphs, strict=True)]
 
     def predict_kernels(
         self,
@@ -345,6 +353,17 @@ class ScenarioPredictor:
             },
             "meta": self.meta,
         }
+
+
+def with_opaque_warning(prediction: Prediction, graph: Graph | None) -> Prediction:
+    """The prediction, warned that the graph's opaque operators (outside the graph IR: a TFLite
+    ARG_MAX, a custom operator) are not in it: the deducers predict no kernel for them."""
+    opaque = graph.opaque_operators() if graph is not None else []
+    if not opaque:
+        return prediction
+    names = ", ".join(sorted({str(o.attrs.get("op", o.name)) for o in opaque}))
+    warning = PredictionWarning(OPAQUE_OPERATORS, names, len(opaque))
+    return replace(prediction, warnings=(*prediction.warnings, warning))
 
 
 def _warning_order(w: PredictionWarning) -> tuple[str, str]:

@@ -31,7 +31,8 @@ from devicelab.predict.errors import PredictorError
 OUTSIDE = "outside_training_range"
 STAND_IN = "stand_in"
 RANGE_UNKNOWN = "training_range_unknown"
-CODES = (OUTSIDE, STAND_IN, RANGE_UNKNOWN)
+OPAQUE_OPERATORS = "opaque_operators"  # operators outside the graph IR: no kernel predicted for them
+CODES = (OUTSIDE, STAND_IN, RANGE_UNKNOWN, OPAQUE_OPERATORS)
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,11 @@ class PredictionWarning:
             return (
                 "training range unknown: this predictor was trained before training ranges were recorded, "
                 "so no kernel is checked against it (train a new version to get range warnings)"
+            )
+        if self.code == OPAQUE_OPERATORS:
+            return (
+                f"{self.kernels} operator(s) outside the graph IR ({self.kernel_type}) have no kernel "
+                "prediction: their time is not in this prediction"
             )
         if self.code == STAND_IN:
             if self.train_networks is None:

@@ -394,7 +394,8 @@ class PredictionWarningSerializer(serializers.Serializer):
         choices=list(WARNING_CODES),
         help_text="outside_training_range: kernels with a feature outside the range its model was trained on; "
         "stand_in: kernels of a type seen in too few training networks (or never), priced by another type's model; "
-        "training_range_unknown: the predictor was trained before ranges were recorded.",
+        "training_range_unknown: the predictor was trained before ranges were recorded; "
+        "opaque_operators: operators outside the graph IR (kernel_type names them) have no kernel prediction.",
     )
     kernel_type = serializers.CharField(allow_blank=True)
     kernels = serializers.IntegerField(help_text="How many of the architecture's kernels it concerns.")

@@ -61,3 +61,25 @@ def test_a_custom_operator_the_stock_tool_lacks_fails_the_job_naming_it(farm: Ad
     info, _ = pixel(farm)
     with pytest.raises(BackendError, match="unresolved custom op: MyLab_Upsample"):
         run(info, graph_from_tflite_bytes(data, "uploaded"), ModelFile("tflite", data, "u.tflite"), delegate="cpu")
+
+
+@pytest.mark.parametrize("delegate", ["cpu", "xnnpack"])
+def test_a_measured_opaque_operator_trains_no_kernel_and_breaks_no_learning(
+    farm: AdbDouble, tool_with_custom_op: None, delegate: str
+) -> None:
+    from devicelab.predict.deduce_tflite_cpu import learn_tflite_cpu_deducer
+    from devicelab.predict.records import record_from_result
+
+    info, _ = pixel(farm)
+    records = []
+    for make in (argmax_model, custom_op_model):
+        data = make()
+        graph = graph_from_tflite_bytes(data, make.__name__)
+        records.append(
+            record_from_result(graph, run(info, graph, ModelFile("tflite", data, "m.tflite"), delegate=delegate))
+        )
+    deducer = learn_tflite_cpu_deducer(records)
+    for sample, record in zip(deducer.samples(records), records, strict=True):
+        opaque = {i for i, o in enumerate(record.graph.operators) if o.type == "opaque"}
+        assert sample.measured and not {i for k in sample.measured for i in k.ops} & opaque
+        assert sample.deduced and not {i for k in sample.deduced for i in k.ops} & opaque
