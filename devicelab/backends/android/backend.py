@@ -218,6 +218,8 @@ def absent_reason(device: DeviceInfo) -> str | None:
         state = adb.PhoneLink(adb.client(timeout=10), serial).state()
     except DeviceLost as e:  # the adb server itself does not answer
         return str(e)
+    except ValueError:  # LATENCYLAB_ADB_SERVER is not host:port: the run says so, naming it
+        return None
     return None if state == "device" else f"phone {serial}: {adb.state_reason(state)}"
 
 
