@@ -73,3 +73,52 @@ def test_a_model_without_opaque_operators_still_runs_on_opencl(
 ) -> None:
     model = make_network(member.team)
     assert _submit(api, model.pk, make_device(kind="opencl", capabilities=OPENCL_GPU)).status_code == 201
+
+
+@pytest.fixture
+def phone(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
+    """A phone on the adb double, its DeviceInfo as the Android backend discovers it."""
+    from devicelab.backends.android import backend
+    from tests.adb_double.benchmark_tool import benchmark_model_binary
+    from tests.adb_double.phones import Phone
+    from tests.adb_double.server import running_adb_double
+
+    tool = tmp_path / "benchmark_model"
+    tool.write_bytes(benchmark_model_binary())
+    monkeypatch.setenv(backend.TOOL_ENV, str(tool))
+    pixel = Phone("PIXEL7-1")
+    pixel.time_scale = 0.01
+    pixel.cooling_time_scale = 50.0
+    with running_adb_double(pixel) as double:
+        monkeypatch.setenv("LATENCYLAB_ADB_SERVER", double.address)
+        (info,) = backend.discover()
+        yield info
+
+
+def test_a_phone_job_of_the_upload_reports_the_opaque_operators_time(api: Any, phone: Any) -> None:
+    """Submitted through the API, run by the Android backend on the phone with the uploaded file
+    (as the worker hands it over), ingested: the job's operator table times ARG_MAX."""
+    from devicelab.backends.android import backend
+    from devicelab.backends.base import ModelFile, ProfileSettings
+    from server.devices.services import register_devices
+    from server.networks.models import NetworkModel
+    from server.networks.services import model_graph
+    from server.profiling.services import claim_job, ingest_result
+
+    data = argmax_model()
+    body = _upload(api, data, "argmax.tflite")
+    (device,) = register_devices("worker-a", [phone])
+    settings = {"delegate": "cpu", "runs": 5, "warmup_runs": 1, "cooldown_c": 90.0}
+    created = api.post("/api/jobs/", {"model": body["id"], "device": device.pk, "settings": settings}, format="json")
+    assert created.status_code == 201, created.json()
+    job = ProfilingJob.objects.get(pk=created.json()["id"])
+    assert claim_job(job.pk, "run-1") is not None
+    graph = model_graph(NetworkModel.objects.get(pk=body["id"]))
+    result = backend.profile(
+        phone, graph, ProfileSettings.from_dict(job.settings), lambda f, m: None, ModelFile("tflite", data, "a.tflite")
+    )
+    assert ingest_result(job.pk, "run-1", result) is not None
+    rows = api.get(f"/api/jobs/{job.pk}/").json()["result"]["operators"]
+    (row,) = [r for r in rows if r["op_type"] == "opaque"]
+    assert (row["name"], row["kernel"], row["n"]) == ("classes", "ARG_MAX", 5) and row["mean"] > 0
+    assert row["output_shapes"] == [[1, 16, 16]]
