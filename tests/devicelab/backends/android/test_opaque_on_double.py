@@ -37,7 +37,7 @@ def tool_with_custom_op(monkeypatch: pytest.MonkeyPatch) -> None:
     ("make", "opaque", "kernel"),
     [(argmax_model, "classes", "ARG_MAX"), (custom_op_model, "upsampled", "MyLab_Upsample")],
 )
-@pytest.mark.parametrize("delegate", ["cpu", "xnnpack"])
+@pytest.mark.parametrize("delegate", ["cpu", "xnnpack", "gpu"])  # the GPU delegate leaves it to the CPU
 def test_a_tflite_with_an_opaque_operator_runs_and_times_it(
     farm: AdbDouble, tool_with_custom_op: None, make: Callable[[], bytes], opaque: str, kernel: str, delegate: str
 ) -> None:
