@@ -166,8 +166,14 @@ def opencl_agent(make_lab_machine: Callable[[str], LabMachineAtHand], monkeypatc
 
 
 @pytest.fixture
-def as_device_process(agent: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """This test process plays the agent's device process: it carries the agent's context."""
+def as_device_process(agent: Any, monkeypatch: pytest.MonkeyPatch, settings: Any) -> Any:
+    """This test process plays the agent's device process: it carries the agent's context.
+
+    Its jobs live in the test's transaction, which the thread that keeps a slow run's lease alive
+    cannot see (its own database connection): on a loaded machine a run that went quiet for a
+    quarter of the lease was answered "not running" and stopped (seen in CI). The lease is made
+    long enough that no such report is due within a test."""
+    settings.LATENCYLAB_JOB_LEASE_SECONDS = 3600
     _play_device_process(agent, monkeypatch)
     return agent.context()
 
