@@ -453,7 +453,10 @@ def _profile_on(
     no_warmup = settings.warmup_runs == 0 and not summary.first_inference_us
     rows, notes = op_timings(graph, nodes, op_profile, e2e.n)
     all_busy = bool(cores) and settings.threads >= len(cores)
-    during = phone_state.throttled_during(sampler.samples, before.max_khz, all_busy)
+    # Under the GPU or NNAPI delegate the CPU threads mostly wait for the accelerator, and their
+    # cores may sit low by right: the samples are recorded, not judged.
+    judged = delegate in ("cpu", "xnnpack")
+    during = phone_state.throttled_during(sampler.samples, before.max_khz, all_busy) if judged else []
     flags = _flags(cool, before, after, used, during)
     if cores and settings.threads > len(cores):
         # accepted (the tool runs), but its threads take turns on fewer cores than they are

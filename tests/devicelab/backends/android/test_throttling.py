@@ -88,3 +88,15 @@ def test_a_cool_phone_is_not_flagged(farm: AdbDouble) -> None:
     assert r.environment["thermal_status_before"] == 0
     assert all(state == 0 for state, _ in r.environment["cooling_devices_after"].values())
     assert not [f for f in r.flags if f.startswith("throttled:")]
+
+
+def test_under_the_gpu_delegate_low_cpu_frequencies_are_recorded_not_judged(farm: AdbDouble) -> None:
+    info, phone = pixel(farm)
+    phone.throttle_via = "frequency"
+    phone.thermal_status_override = 0
+    phone.cooling_time_scale = 0.0
+    phone.time_scale = 20.0
+    phone.set_temperature("BIG", 95.0)
+    r = run(info, net(), cores=[6, 7], threads=2, runs=3, delegate="gpu", cooldown_c=119.0, cooldown_max_s=0.0)
+    assert r.environment["frequencies_khz_during"]["6"]["samples"] >= 1
+    assert not [f for f in r.flags if f.startswith("throttled:")]
