@@ -12,7 +12,7 @@ file that is missing (a core taken offline, a zone without ``temp``) leaves a ga
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -258,6 +258,15 @@ def summarize_samples(samples: Sequence[FrequencySample]) -> dict[str, dict[str,
     return out
 
 
+def _unique(name: str, taken: Container[str]) -> str:
+    """``name``, or ``name#2``, ``name#3``, ... when phones name two sensors alike."""
+    candidate, k = name, 1
+    while candidate in taken:
+        k += 1
+        candidate = f"{name}#{k}"
+    return candidate
+
+
 def _celsius(raw: str | None) -> float | None:
     """A thermal zone reading in °C (zones report millidegrees, a few degrees); None if unusable."""
     value = _int(raw)
@@ -319,23 +328,16 @@ def snapshot(link: PhoneLink, cores: Sequence[int]) -> Snapshot:
         celsius = _celsius(files[f"{THERMAL_DIR}/{z}/temp"])
         if celsius is None:
             continue
-        name, k = files[f"{THERMAL_DIR}/{z}/type"] or z, 1
-        base = name
-        while name in temps:
-            k += 1
-            name = f"{base}#{k}"
-        temps[name] = celsius
+        temps[_unique(files[f"{THERMAL_DIR}/{z}/type"] or z, temps)] = celsius
     cooling: dict[str, tuple[int, int]] = {}
     for d in coolers:
         cur = _int(files[f"{THERMAL_DIR}/{d}/cur_state"])
         if cur is None:
             continue
-        name, k = files[f"{THERMAL_DIR}/{d}/type"] or d, 1
-        base = name
-        while name in cooling:
-            k += 1
-            name = f"{base}#{k}"
-        cooling[name] = (cur, _int(files[f"{THERMAL_DIR}/{d}/max_state"]) or 0)
+        cooling[_unique(files[f"{THERMAL_DIR}/{d}/type"] or d, cooling)] = (
+            cur,
+            _int(files[f"{THERMAL_DIR}/{d}/max_state"]) or 0,
+        )
     battery_c, charging, level = parse_battery(link.run("dumpsys battery").stdout)
     if battery_c is not None:
         temps["battery"] = battery_c

@@ -206,8 +206,8 @@ def test_a_crashing_tool_is_the_models_failure_and_no_binary_says_so(
         run(info, net())
 
 
-def test_a_phone_unplugged_mid_run_is_a_lost_device(farm: AdbDouble) -> None:
-    info, phone = pixel(farm)
+def _unplugged_mid_run(farm: AdbDouble, info: Any, phone: Any) -> list[BaseException]:
+    """Start a long run on ``phone``, pull it once the tool runs, and return what the run raised."""
     phone.time_scale = 50.0
     errors: list[BaseException] = []
 
@@ -223,8 +223,14 @@ def test_a_phone_unplugged_mid_run_is_a_lost_device(farm: AdbDouble) -> None:
     while not any("benchmark_model" in c and "--graph" in c for c in phone.history) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)
-    farm.unplug("PIXEL7-1")
+    farm.unplug(phone.serial)
     t.join(60)
+    return errors
+
+
+def test_a_phone_unplugged_mid_run_is_a_lost_device(farm: AdbDouble) -> None:
+    info, phone = pixel(farm)
+    errors = _unplugged_mid_run(farm, info, phone)
     assert len(errors) == 1 and isinstance(errors[0], DeviceLost)
     assert "PIXEL7-1" in str(errors[0])
 
@@ -291,23 +297,7 @@ def test_an_unplugged_phone_is_absent_before_its_attempt_and_gone_when_pulled_mi
     # at once), and the check before the next attempt finds it absent (so no attempt is spent)
     info, phone = pixel(farm)
     assert backend.BACKEND.absent(info) is None
-    phone.time_scale = 50.0
-    errors: list[BaseException] = []
-
-    def measure() -> None:
-        try:
-            run(info, net(), runs=50)
-        except BaseException as e:  # noqa: BLE001 - the test reads it
-            errors.append(e)
-
-    t = threading.Thread(target=measure)
-    t.start()
-    deadline = time.monotonic() + 60
-    while not any("benchmark_model" in c and "--graph" in c for c in phone.history) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
-    farm.unplug("PIXEL7-1")
-    t.join(60)
+    errors = _unplugged_mid_run(farm, info, phone)
     assert len(errors) == 1 and isinstance(errors[0], DeviceLost) and errors[0].gone, errors
     reason = backend.BACKEND.absent(info)
     assert reason is not None and "unplugged" in reason
