@@ -18,7 +18,9 @@ import struct
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from tests.adb_double.phones import DEVICE, UNAUTHORIZED, Phone
 from tests.adb_double.shell import Session
@@ -389,3 +391,20 @@ def running_adb_double(*phones: Phone) -> Iterator[AdbDouble]:
         for phone in phones:
             double.plug(phone)
         yield double
+
+
+@contextmanager
+def discovered_phone(phone: Phone, tool: bytes, tool_dir: Path) -> Iterator[Any]:
+    """``phone`` alone on an adb double, with ``tool`` as the configured ``benchmark_model``
+    (written under ``tool_dir``): the DeviceInfo the Android backend discovers for it."""
+    import pytest
+
+    from devicelab.backends.android import backend
+
+    path = Path(tool_dir) / "benchmark_model"
+    path.write_bytes(tool)
+    with pytest.MonkeyPatch.context() as mp, running_adb_double(phone) as double:
+        mp.setenv(backend.TOOL_ENV, str(path))
+        mp.setenv("LATENCYLAB_ADB_SERVER", double.address)
+        (info,) = backend.discover()
+        yield info

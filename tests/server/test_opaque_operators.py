@@ -78,20 +78,14 @@ def test_a_model_without_opaque_operators_still_runs_on_opencl(
 @pytest.fixture
 def phone(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Any:
     """A phone on the adb double, its DeviceInfo as the Android backend discovers it."""
-    from devicelab.backends.android import backend
     from tests.adb_double.benchmark_tool import benchmark_model_binary
     from tests.adb_double.phones import Phone
-    from tests.adb_double.server import running_adb_double
+    from tests.adb_double.server import discovered_phone
 
-    tool = tmp_path / "benchmark_model"
-    tool.write_bytes(benchmark_model_binary())
-    monkeypatch.setenv(backend.TOOL_ENV, str(tool))
     pixel = Phone("PIXEL7-1")
     pixel.time_scale = 0.01
     pixel.cooling_time_scale = 50.0
-    with running_adb_double(pixel) as double:
-        monkeypatch.setenv("LATENCYLAB_ADB_SERVER", double.address)
-        (info,) = backend.discover()
+    with discovered_phone(pixel, benchmark_model_binary(), tmp_path) as info:
         yield info
 
 

@@ -9,26 +9,21 @@ from typing import Any
 
 import pytest
 
-from devicelab.backends.android import backend
 from devicelab.backends.base import DeviceInfo
 from server.profiling.models import ProfilingJob
 from tests.adb_double import elf
 from tests.adb_double.benchmark_tool import benchmark_model_binary
 from tests.adb_double.phones import Phone
-from tests.adb_double.server import running_adb_double
+from tests.adb_double.server import discovered_phone
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def emulator(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[DeviceInfo]:
-    tool = tmp_path / "benchmark_model"
-    tool.write_bytes(elf.built_for("arm64-v8a", benchmark_model_binary()))
-    monkeypatch.setenv(backend.TOOL_ENV, str(tool))
     props = {"ro.product.cpu.abi": "x86_64", "ro.product.cpu.abilist": "x86_64,x86"}
-    with running_adb_double(Phone("EMULATOR-5556", props=props)) as double:
-        monkeypatch.setenv("LATENCYLAB_ADB_SERVER", double.address)
-        (info,) = backend.discover()
+    phone = Phone("EMULATOR-5556", props=props)
+    with discovered_phone(phone, elf.built_for("arm64-v8a", benchmark_model_binary()), tmp_path) as info:
         yield info
 
 

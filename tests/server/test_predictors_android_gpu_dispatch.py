@@ -20,7 +20,7 @@ from devicelab.backends.base import DeviceInfo, ProfileSettings
 from devicelab.graph import Graph, graph_to_json, nas, zoo
 from tests.adb_double.benchmark_tool import benchmark_model_binary
 from tests.adb_double.phones import Phone
-from tests.adb_double.server import running_adb_double
+from tests.adb_double.server import discovered_phone
 
 pytestmark = pytest.mark.django_db
 
@@ -30,15 +30,10 @@ QUICK = {"delegate": "gpu", "runs": 5, "warmup_runs": 1, "cooldown_c": 90.0}
 @pytest.fixture
 def litert2_phone(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[DeviceInfo]:
     """A phone on the adb double whose tool prints GPU dispatch rows; its DeviceInfo."""
-    tool = tmp_path / "benchmark_model"
-    tool.write_bytes(benchmark_model_binary(gpu_rows="kernels"))
-    monkeypatch.setenv(backend.TOOL_ENV, str(tool))
     phone = Phone("PIXEL7-1")
     phone.time_scale = 0.001
     phone.cooling_time_scale = 50.0
-    with running_adb_double(phone) as double:
-        monkeypatch.setenv("LATENCYLAB_ADB_SERVER", double.address)
-        (info,) = backend.discover()
+    with discovered_phone(phone, benchmark_model_binary(gpu_rows="kernels"), tmp_path) as info:
         yield info
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -24,7 +23,7 @@ from devicelab.predict.tflite_anatomy import anatomy
 from devicelab.predict.tflite_gpu_records import TfliteGpuRecordDeducer, dispatch_rows, is_gpu_dispatch
 from tests.adb_double.benchmark_tool import benchmark_model_binary
 from tests.adb_double.phones import Phone
-from tests.adb_double.server import running_adb_double
+from tests.adb_double.server import discovered_phone
 
 SETTINGS = {"backend": "android", "delegate": "gpu", "runs": 5, "warmup_runs": 1, "cooldown_c": 90.0}
 
@@ -32,15 +31,11 @@ SETTINGS = {"backend": "android", "delegate": "gpu", "runs": 5, "warmup_runs": 1
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DeviceInfo, list[ProfileRecord]]]:
     """GPU jobs of 8 networks measured on a phone whose tool prints per-dispatch GPU rows."""
-    tool = Path(tmp_path_factory.mktemp("tool")) / "benchmark_model"
-    tool.write_bytes(benchmark_model_binary(gpu_rows="kernels"))
     phone = Phone("PIXEL7-1")
     phone.time_scale = 0.001
     phone.cooling_time_scale = 50.0
-    with pytest.MonkeyPatch.context() as mp, running_adb_double(phone) as double:
-        mp.setenv(backend.TOOL_ENV, str(tool))
-        mp.setenv("LATENCYLAB_ADB_SERVER", double.address)
-        (info,) = backend.discover()
+    tool = benchmark_model_binary(gpu_rows="kernels")
+    with discovered_phone(phone, tool, tmp_path_factory.mktemp("tool")) as info:
         # the last network is held out: the predictor never sees it
         graphs: list[Graph] = [
             *nas.sample("synthetic", 7, 5),
