@@ -44,6 +44,7 @@ from devicelab.tenancy.gemm import (
     strided_launch,
 )
 from devicelab.tenancy.memory import Allocations, Footprint
+from devicelab.tenancy.operands import tenant_matrices
 from devicelab.tenancy.programs import BUILDS
 from devicelab.tenancy.scheduling import (
     SharingStrategy,
@@ -55,15 +56,6 @@ from devicelab.tenancy.scheduling import (
 )
 
 PROFILING = cl.command_queue_properties.PROFILING_ENABLE
-
-
-def tenant_matrices(shape: GemmShape, seed: int, tenant: int) -> tuple[np.ndarray, np.ndarray]:
-    """Tenant ``tenant``'s weights A (m x k) and input B (k x n): standard normal fp32 from
-    ``(seed, tenant)``."""
-    rng = np.random.default_rng([seed, tenant])
-    a = rng.standard_normal((shape.m, shape.k), dtype=np.float32)
-    b = rng.standard_normal((shape.k, shape.n), dtype=np.float32)
-    return a, b
 
 
 class SharedOperands:

@@ -51,7 +51,8 @@ def sweep_units(spec: SharingSpec) -> list[Unit]:
     every R, then every network at every R."""
 
     def one(shapes: tuple[tuple[int, int, int], ...], networks: tuple[str, ...], r: int) -> SharingSpec:
-        return replace(spec, shapes=shapes, networks=networks, tenants=(r,), ceiling=False)
+        # each SGEMM unit measures its own ceiling, interleaved with its strategies (tenancy.ceiling)
+        return replace(spec, shapes=shapes, networks=networks, tenants=(r,))
 
     units = [Unit(GemmShape(*shape).name, r, one((shape,), (), r)) for shape in spec.shapes for r in spec.tenants]
     units += [Unit(name, r, one((), (name,), r)) for name in spec.networks for r in spec.tenants]
@@ -79,17 +80,6 @@ def _unit_progress(progress: ReportFn | None, start: float, end: float, deadline
     return report
 
 
-def _ceiling(spec: SharingSpec) -> dict[str, Any] | None:
-    from devicelab.tenancy.ceiling import numpy_sgemm_gflops
-
-    if not spec.ceiling or not spec.shapes:
-        return None
-    try:
-        return numpy_sgemm_gflops([GemmShape(*s) for s in spec.shapes])
-    except Exception as e:  # the ceiling is context, never a reason to lose the sweep
-        return {"error": f"{type(e).__name__}: {e}"}
-
-
 def sharing_on_device(
     info: DeviceInfo,
     spec_dict: Mapping[str, Any],
@@ -111,9 +101,6 @@ def sharing_on_device(
     # built once: every unit of a network runs the same graph
     networks = {name: graphs[name] if graphs and name in graphs else zoo.build(name) for name in spec.networks}
     result = SharingResult(spec, device_description(found))
-    if progress is not None and spec.ceiling and spec.shapes:
-        progress(0.0, "numpy SGEMM ceiling")
-    result.ceiling = _ceiling(spec)
     units = sweep_units(spec)
     total = sum(u.weight for u in units) or 1.0
     done = 0.0
@@ -129,6 +116,7 @@ def sharing_on_device(
             not_measured.append(unit)
             continue
         result.rows.extend(part.rows)
+        result.ceiling_runs.extend(part.ceiling_runs)
         result.notes.extend(n for n in part.notes if n not in result.notes)
         done += unit.weight
     if not_measured:

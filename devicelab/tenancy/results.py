@@ -93,6 +93,7 @@ class SharingRowRecord(JsonRecord):
     memory: JsonDict  # the memory model's footprint ("bytes") and what fits
     checks: JsonDict  # "correct" and each check's own report
     network: JsonDict | None
+    of_ceiling: JsonDict | None = None  # the row over numpy's ceiling, paired by round (a RatioEstimate)
 
     def _check_json(self, where: str) -> None:
         """The keys of its JSON objects that the server reads."""
@@ -136,7 +137,9 @@ class SharingSweepRecord(JsonRecord):
     format: int  # the layout of ``SharingResult.as_dict()``
     spec: Annotated[SharingSpec, OwnJson("a sharing spec")]
     device: SharingDevice
-    ceiling: JsonDict | None  # numpy's SGEMM GFLOP/s on the host, or the error that stopped it
+    ceiling: (
+        JsonDict | None
+    )  # numpy's SGEMM on every tenant's operands per (shape, R) (``tenancy.ceiling``), or the error
     rows: tuple[SharingRowRecord, ...]
     table1: tuple[JsonDict, ...]
     largest_tenants: tuple[JsonDict, ...]

@@ -16,7 +16,9 @@
   to the fastest (figure 4);
 * ``memory``: the footprint and the budget (``MemoryBudget.as_dict``);
 * ``checks``: outputs against each tenant's exclusive run (and numpy for SGEMM);
-* ``network``: for network rows, which steps space-time batches.
+* ``network``: for network rows, which steps space-time batches;
+* ``of_ceiling``: for SGEMM rows, the row's GFLOP/s over numpy's ceiling on the same tenants'
+  operands, paired by round (``devicelab.measure.ratios.RatioEstimate``; None: no ceiling).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ class SharingRow:
     memory: dict[str, Any] = field(default_factory=dict)
     checks: dict[str, Any] = field(default_factory=dict)
     network: dict[str, Any] | None = None
+    of_ceiling: dict[str, Any] | None = None  # RatioEstimate.as_dict() of the row over the ceiling
 
     def add(self, makespan_ms: float, latencies_ms: tuple[float, ...], device_ms: float | None) -> None:
         """Keep one timed round's sample."""
@@ -125,6 +128,7 @@ class SharingRow:
             "memory": dict(self.memory),
             "checks": dict(self.checks),
             "network": self.network,
+            "of_ceiling": self.of_ceiling,
         }
 
 

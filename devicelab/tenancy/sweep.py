@@ -8,9 +8,11 @@ For one workload and one R the sweep
 3. computes each tenant's exclusive result, runs every strategy once and checks its outputs
    against them (``checks``);
 4. runs ``warmup`` dropped rounds and ``runs`` kept rounds, each round one step of every
-   strategy in an order that rotates from round to round, so drift and a burst of other load
+   strategy (and, for SGEMM shapes, one step of numpy's ceiling on the same tenants' operands,
+   ``ceiling``) in an order that rotates from round to round, so drift and a burst of other load
    hit all strategies alike and round i's samples are paired across strategies;
-5. frees everything, also when a step fails or the progress callback raises (which is how a
+5. gives every measured SGEMM row its paired ratio to the ceiling (``of_ceiling``, by round);
+6. frees everything, also when a step fails or the progress callback raises (which is how a
    caller stops a sweep: it propagates after the buffers are freed).
 """
 
@@ -29,6 +31,8 @@ from devicelab.backends.opencl.runner import GraphRunner
 from devicelab.graph.errors import GraphError
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import Progress, ReportFn
+from devicelab.measure.ratios import paired_ratio
+from devicelab.tenancy.ceiling import CeilingProcess, CeilingRun, ceiling_summary
 from devicelab.tenancy.checks import NETWORK_TOLERANCE, compare_bitwise, compare_with_numpy, compare_within
 from devicelab.tenancy.gemm import GemmShape
 from devicelab.tenancy.gemm_strategies import GEMM_STRATEGIES, SharedOperands, exclusive_results, gemm_footprint
@@ -56,6 +60,7 @@ class SharingResult:
     device: dict[str, Any]
     rows: list[SharingRow] = field(default_factory=list)
     ceiling: dict[str, Any] | None = None
+    ceiling_runs: list[CeilingRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 
@@ -91,7 +96,7 @@ class SharingResult:
             "format": 1,
             "spec": self.spec.as_dict(),
             "device": self.device,
-            "ceiling": self.ceiling,
+            "ceiling": self.ceiling if self.ceiling is not None else ceiling_summary(self.ceiling_runs),
             "rows": rows,
             "table1": table1(rows),
             "largest_tenants": self.largest_tenants(),
@@ -152,16 +157,31 @@ def _fail_for(error: BaseException) -> tuple[str, str]:
 _HANDLED = (MemoryBound, cl.Error, BackendError, GraphError, ImportError, ValueError, RuntimeError)
 
 
+_CEILING = ""  # the ceiling's place in a round's rotation (no strategy has an empty name)
+
+
 def _interleave(
-    strategies: dict[str, SharingStrategy], rows: dict[str, SharingRow], spec: SharingSpec, clock: _Clock, label: str
+    strategies: dict[str, SharingStrategy],
+    rows: dict[str, SharingRow],
+    spec: SharingSpec,
+    clock: _Clock,
+    label: str,
+    ceiling: CeilingProcess | None = None,
 ) -> None:
-    """Warm-up and timed rounds, one step of every strategy per round in a rotating order."""
-    names = list(strategies)
+    """Warm-up and timed rounds, one step of every strategy (and of the ceiling) per round in a
+    rotating order."""
+    names = list(strategies) + ([_CEILING] if ceiling is not None else [])
     total = spec.warmup + spec.runs
     tenants = max((s.tenants for s in strategies.values()), default=1)
     for rnd in range(total):
         for i in rotated(len(names), rnd) if names else []:
             name = names[i]
+            if name == _CEILING and ceiling is not None and not ceiling.run.error:
+                try:
+                    ceiling.step(rnd, keep=rnd >= spec.warmup)
+                except (RuntimeError, OSError, ValueError) as e:  # context: never a reason to lose the rows
+                    ceiling.run.error = f"{type(e).__name__}: {e}"
+                continue
             if name not in strategies:
                 continue
             try:
@@ -205,30 +225,52 @@ def _budget_rows(
     return fits
 
 
+def _start_ceiling(shape: GemmShape, tenants: int, spec: SharingSpec) -> tuple[CeilingProcess | None, CeilingRun]:
+    """The ceiling's process on these tenants' operands, or the run that says why there is none."""
+    try:
+        return CeilingProcess(shape.m, shape.n, shape.k, tenants, spec.seed), CeilingRun(
+            shape.m, shape.n, shape.k, tenants
+        )
+    except (RuntimeError, OSError, ValueError) as e:
+        return None, CeilingRun(shape.m, shape.n, shape.k, tenants, error=f"{type(e).__name__}: {e}")
+
+
+def _of_ceiling(rows: Sequence[SharingRow], run: CeilingRun) -> None:
+    """Each measured row's GFLOP/s over the ceiling's, paired by round (both sides whole)."""
+    ceiling = run.gflops_samples()
+    for row in rows:
+        if row.status != "ok" or not row.makespan_ms or len(row.makespan_ms) != len(ceiling):
+            continue
+        flops = float(row.workload["flops"]) * row.served_per_step
+        mine = [flops / (ms * 1e6) for ms in row.makespan_ms]
+        if all(g > 0 for g in mine) and all(g > 0 for g in ceiling):
+            row.of_ceiling = paired_ratio(mine, ceiling).as_dict()
+
+
 def _measure_gemm(
     found: FoundDevice, shape: GemmShape, tenants: int, spec: SharingSpec, clock: _Clock
-) -> list[SharingRow]:
-    """Every strategy at one R on one SGEMM shape."""
+) -> tuple[list[SharingRow], CeilingRun | None]:
+    """Every strategy at one R on one SGEMM shape, and the ceiling measured between them."""
     workload = {"kind": "sgemm", "name": shape.name, "m": shape.m, "n": shape.n, "k": shape.k, "flops": shape.flops}
-    rows = {s: SharingRow(workload, tenants, s) for s in spec.strategies}
-    for s, row in rows.items():
-        if s not in GEMM_STRATEGIES:
-            row.fail("unsupported", f"{s} is for network workloads; SGEMM shapes run {list(GEMM_STRATEGIES)}")
+    # a network-only strategy gets no SGEMM row at all (the sweep's notes say so once)
+    rows = {s: SharingRow(workload, tenants, s) for s in spec.strategies if s in GEMM_STRATEGIES}
     budget = MemoryBudget.for_device(found.limits, spec.memory_cap_bytes)
     fits = _budget_rows(rows, budget, lambda s: gemm_footprint(s, shape, tenants), tenants)
     if not fits:
-        return list(rows.values())
+        return list(rows.values()), None
     label = f"{shape.name} R={tenants}"
     clock.report(0.0, f"{label}: setting up", force=True)
     strategies: dict[str, SharingStrategy] = {}
     shared: SharedOperands | None = None
+    ceiling: CeilingProcess | None = None
+    run: CeilingRun | None = None
     try:
         try:
             shared = SharedOperands(found, shape, tenants, spec.seed)
         except _HANDLED as e:
             for name in fits:
                 rows[name].fail(*_fail_for(e))
-            return list(rows.values())
+            return list(rows.values()), None
         for name in fits:
             try:
                 strategies[name] = GEMM_STRATEGIES[name](shared)
@@ -256,12 +298,20 @@ def _measure_gemm(
                 row.checks = compare_with_numpy(got, shared.host, references)
             if name == "exclusive":
                 row.checks["numpy"] = compare_with_numpy(references, shared.host, None)
-        _interleave(strategies, rows, spec, clock, label)
+        if spec.ceiling:
+            ceiling, run = _start_ceiling(shape, tenants, spec)
+            if ceiling is not None:
+                run = ceiling.run
+        _interleave(strategies, rows, spec, clock, label, ceiling)
+        if run is not None and not run.error:
+            _of_ceiling(list(rows.values()), run)
     finally:
         _release_all(strategies)
+        if ceiling is not None:
+            ceiling.release()
         if shared is not None:
             shared.release()
-    return list(rows.values())
+    return list(rows.values()), run
 
 
 def _network_strategies(
@@ -384,14 +434,17 @@ def run_sharing_sweep(
     units = [(s.name, r) for s in shapes for r in spec.tenants] + [(n, r) for n, _ in networks for r in spec.tenants]
     clock = _Clock(reporter, units)
     result = SharingResult(spec, device_description(found))
-    if spec.ceiling and shapes:
-        reporter(0.0, "numpy SGEMM ceiling")
-        result.ceiling = _ceiling(shapes)
     for shape in shapes:
         for r in spec.tenants:
             clock.begin(r)
-            result.rows.extend(_measure_gemm(found, shape, r, spec, clock))
+            rows, run = _measure_gemm(found, shape, r, spec, clock)
+            result.rows.extend(rows)
+            if run is not None:
+                result.ceiling_runs.append(run)
             clock.end()
+    network_only = [s for s in spec.strategies if s not in GEMM_STRATEGIES]
+    if shapes and network_only:
+        result.notes.append(f"{', '.join(network_only)}: for networks only, no rows for the SGEMM shapes")
     for name, graph in networks:
         for r in spec.tenants:
             clock.begin(r)
@@ -405,15 +458,6 @@ def run_sharing_sweep(
     result.elapsed_s = time.perf_counter() - t0
     reporter(1.0, "done")
     return result
-
-
-def _ceiling(shapes: Sequence[GemmShape]) -> dict[str, Any]:
-    from devicelab.tenancy.ceiling import numpy_sgemm_gflops
-
-    try:
-        return numpy_sgemm_gflops(shapes)
-    except Exception as e:  # the ceiling is context, never a reason to lose the sweep
-        return {"error": f"{type(e).__name__}: {e}"}
 
 
 __all__ = [
