@@ -9,18 +9,40 @@ printed; ``docs/selection.md`` says how each is read.
 
 One implementation serves both callers: ``select_batch`` runs the three stages for many requests
 at once (the simulation), ``select_model`` is that with one request plus the explanation.
+
+Two readings (``policy``): ``paper`` is the algorithm exactly as printed; ``lab`` (the default)
+is the same three stages with two changes, so that no probability goes to a model that is worse
+in every respect: (a) candidates dominated by another model (at least as accurate and no slower
+at every latency quantile of ``DOMINANCE_QUANTILES``, better in one) are dropped before stage 1;
+(b) T_E is the centred interval the text describes, ``[T_L - d, T_L + d]`` with
+``d = |T_L - mu(m*)| + sigma(m*)``, which always holds m* itself.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from devicelab.measure.stats import summarize
+
+SELECT_POLICIES = ("lab", "paper")
+DEFAULT_SELECT_POLICY = "lab"
+# T_threshold when the caller gives none: the same for one request (``POST /api/select/``, the CLI)
+# and for the simulation's built-in scenario, so a selection reproduces what a simulation assumed.
+# 20 ms is about three times table 5's largest hot-start std (NasNet Large, 6.09 ms).
+DEFAULT_THRESHOLD_MS = 20.0
+# The latency quantiles dominance is judged on: a model is dominated when another is at least as
+# accurate and no slower at each of these (first-order stochastic dominance read at five points,
+# so a model with a fast median but a long tail is not dominated by a steadier, slower one).
+DOMINANCE_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+# Standard normal quantiles of DOMINANCE_QUANTILES (scipy stays out of devicelab's imports).
+_NORMAL_Z = {0.05: -1.6448536, 0.25: -0.6744898, 0.5: 0.0, 0.75: 0.6744898, 0.95: 1.6448536}
 
 
 def _finite(name: str, value: float) -> float:
@@ -76,6 +98,12 @@ class ModelProfile:
         stats = summarize(samples_ms)
         return cls(name, accuracy, stats.mean, stats.std, tuple(float(s) for s in samples_ms))
 
+    def quantiles_ms(self, qs: Sequence[float] = DOMINANCE_QUANTILES) -> np.ndarray:
+        """Execution-time quantiles: the samples' own where measured, else the normal(mu, sigma)'s."""
+        if self.samples_ms:
+            return np.quantile(np.asarray(self.samples_ms), qs)
+        return self.mu_ms + self.sigma_ms * np.array([_NORMAL_Z[q] for q in qs])
+
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
         d = asdict(self)
@@ -112,6 +140,8 @@ class Selection:
     fallback: bool  # no model met equations 2 and 3
     utilities: dict[str, float]  # U(m) of equation 4 for the members of M_E (inf where mu(m) == T_L)
     why: str
+    policy: str = DEFAULT_SELECT_POLICY
+    dominated: dict[str, str] = field(default_factory=dict)  # dropped model -> a model dominating it
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON (infinite utilities as the string "inf")."""
@@ -144,8 +174,10 @@ class BatchSelection:
         return chosen
 
 
-def time_range(sla_ms: float, input_ms: float, threshold_ms: float) -> tuple[float, float, float]:
-    """(T_budget, T_L, T_U): T_budget = T_sla - 2 T_input (section 5), T_U = T_budget, T_L = T_U - T_threshold."""
+def time_range(
+    sla_ms: float, input_ms: float, threshold_ms: float, round_trip_factor: float = 2.0
+) -> tuple[float, float, float]:
+    """(T_budget, T_L, T_U): T_budget = T_sla - k T_input (section 5: k = 2), T_U = T_budget, T_L = T_U - T_threshold."""
     sla = _finite("sla_ms", sla_ms)
     if sla <= 0:
         raise ValueError(f"sla_ms must be > 0, got {sla_ms!r}")
@@ -155,7 +187,7 @@ def time_range(sla_ms: float, input_ms: float, threshold_ms: float) -> tuple[flo
     thr = _finite("threshold_ms", threshold_ms)
     if thr < 0:
         raise ValueError(f"threshold_ms must be >= 0 (the paper bounds it to [0, T_D]), got {threshold_ms!r}")
-    budget = sla - 2.0 * t_in
+    budget = sla - round_trip_factor * t_in
     return budget, budget - thr, budget
 
 
@@ -178,34 +210,99 @@ def _accuracy_order(acc: np.ndarray, mu: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(len(acc)), mu, -acc))
 
 
+def dominated(models: Sequence[ModelProfile]) -> dict[str, str]:
+    """Each dominated candidate with a model dominating it: at least as accurate and no slower at
+    every quantile of ``DOMINANCE_QUANTILES``, strictly better in accuracy or one quantile."""
+    models = check_models(models)
+    q = [m.quantiles_ms() for m in models]
+    out: dict[str, str] = {}
+    for j, b in enumerate(models):
+        for i, a in enumerate(models):
+            if i == j or a.accuracy < b.accuracy or np.any(q[i] > q[j]):
+                continue
+            if a.accuracy > b.accuracy or np.any(q[i] < q[j]):
+                out[b.name] = a.name
+                break
+    return out
+
+
+def round_trip_factor(policy: str, download_ratio: float | None = None) -> float:
+    """k in T_budget = T_sla - k T_input: the paper's 2 (the round trip as twice the upload,
+    "conservatively"); in the lab's reading 1 + the network profile's mean download / upload time
+    ratio for this request and response when the caller knows it (the answer is rarely as large as
+    the image), else 2 too."""
+    if check_policy(policy) == "paper" or download_ratio is None:
+        return 2.0
+    ratio = _finite("download_ratio", download_ratio)
+    if ratio < 0:
+        raise ValueError(f"download_ratio must be >= 0, got {download_ratio!r}")
+    return 1.0 + ratio
+
+
+def check_policy(policy: str) -> str:
+    """``policy`` if it is one of ``SELECT_POLICIES``, else ValueError listing them."""
+    if policy not in SELECT_POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(SELECT_POLICIES)}, got {policy!r}")
+    return policy
+
+
 def fastest_index(models: Sequence[ModelProfile]) -> int:
     """The model with the lowest mean (stage 1's fallback); ties go to the more accurate, then the earlier."""
     return min(range(len(models)), key=lambda j: (models[j].mu_ms, -models[j].accuracy, j))
 
 
-def select_batch(models: Sequence[ModelProfile], t_upper: np.ndarray, t_lower: np.ndarray) -> BatchSelection:
-    """Stages 1-3 of section 5.1 for N requests given their T_U and T_L (arrays of shape (N,))."""
+def select_batch(
+    models: Sequence[ModelProfile],
+    t_upper: np.ndarray,
+    t_lower: np.ndarray,
+    policy: str = DEFAULT_SELECT_POLICY,
+) -> BatchSelection:
+    """Stages 1-3 of section 5.1 for N requests given their T_U and T_L (arrays of shape (N,)),
+    as printed (``policy="paper"``) or in the lab's reading (``"lab"``, the module docstring)."""
     models = check_models(models)
+    check_policy(policy)
     mu = np.array([m.mu_ms for m in models])
     sigma = np.array([m.sigma_ms for m in models])
     acc = np.array([m.accuracy for m in models])
     t_u = np.asarray(t_upper, dtype=np.float64)[:, None]
     t_l = np.asarray(t_lower, dtype=np.float64)[:, None]
     n, k = t_u.shape[0], len(models)
+    # The lab's reading never offers a dominated model, in any stage, the fallback included.
+    eligible = np.ones(k, dtype=bool)
+    if policy == "lab":
+        gone = dominated(models)
+        eligible = np.array([m.name not in gone for m in models])
+    fastest = fastest_index([m for m, ok in zip(models, eligible, strict=True) if ok])
+    fastest = int(np.flatnonzero(eligible)[fastest])
 
     # Stage 1: maximize A(m) (eq. 1) subject to mu + sigma < T_U (eq. 2) and mu - sigma < T_L (eq. 3).
-    meets = (mu + sigma < t_u) & (mu - sigma < t_l)
+    meets = (mu + sigma < t_u) & (mu - sigma < t_l) & eligible
     order = _accuracy_order(acc, mu)
     ranked = meets[:, order]
     fallback = ~ranked.any(axis=1)
-    base = np.where(fallback, fastest_index(models), order[ranked.argmax(axis=1)])
+    base = np.where(fallback, fastest, order[ranked.argmax(axis=1)])
+    if policy == "lab":
+        # When the soft limit T_L (eq. 3) leaves no model but the hard one (eq. 2) still holds some,
+        # the lab runs the most accurate of those rather than the fastest: it fits the budget too.
+        hard = ((mu + sigma < t_u) & eligible)[:, order]
+        use_hard = fallback & hard.any(axis=1)
+        base = np.where(use_hard, order[hard.argmax(axis=1)], base)
 
     # Stage 2: T_E from m*'s profile (the printed m' is m*: "we leverage m*'s performance profile").
     mu_b, sigma_b = mu[base][:, None], sigma[base][:, None]
     right = t_l > mu_b  # the first case: T_L > mu(m*)
-    low = np.where(right, mu_b + sigma_b, 2 * t_l - mu_b + sigma_b)
-    high = np.where(right, 2 * t_l - mu_b + sigma_b, mu_b + sigma_b)
-    in_explore = (mu >= low) & (mu <= high) & (mu + sigma < t_u) & ~fallback[:, None]
+    if policy == "paper":
+        low = np.where(right, mu_b + sigma_b, 2 * t_l - mu_b + sigma_b)
+        high = np.where(right, 2 * t_l - mu_b + sigma_b, mu_b + sigma_b)
+    else:
+        # The text's "acceptable distance |T_L - mu(m*)| + sigma(m*)" around T_L, both sides.
+        d = np.abs(t_l - mu_b) + sigma_b
+        low, high = t_l - d, t_l + d
+    in_explore = (mu >= low) & (mu <= high) & (mu + sigma < t_u) & ~fallback[:, None] & eligible
+    if policy == "lab":
+        # m* already meets both constraints, so a less accurate member would only give up accuracy:
+        # the lab explores towards more accurate models (those equation 3 kept out of stage 1).
+        in_explore &= acc >= acc[base][:, None]
 
     # Stage 3: U(m) = A(m) (T_U - (mu + sigma)) / |T_L - mu| (eq. 4); Pr(m) = U(m) / sum over M_E.
     # The numerator is > 0 on M_E (its members satisfy mu + sigma < T_U). A member with mu == T_L
@@ -240,12 +337,28 @@ def _ms(v: float) -> str:
 
 
 def _explain(
-    models: tuple[ModelProfile, ...], batch: BatchSelection, chosen: int, t_budget: float, t_l: float, t_u: float
+    models: tuple[ModelProfile, ...],
+    batch: BatchSelection,
+    chosen: int,
+    t_budget: float,
+    t_l: float,
+    t_u: float,
+    policy: str,
 ) -> str:
     """A readable account of the three stages for one request."""
     base = models[int(batch.base[0])]
     parts = [f"T_budget = {_ms(t_budget)} ms, T_R = [T_L, T_U] = [{_ms(t_l)}, {_ms(t_u)}] ms"]
+    if policy == "lab":
+        gone = dominated(models)
+        if gone:
+            parts.append("dropped as dominated: " + ", ".join(f"{b} (by {a})" for b, a in gone.items()))
     if batch.fallback[0]:
+        if policy == "lab" and base.mu_ms + base.sigma_ms < t_u:
+            parts.append(
+                f"no model meets eq. 2 and 3 together: the most accurate meeting mu+sigma < T_U (eq. 2), "
+                f"{base.name} (mu {_ms(base.mu_ms)} ms, sigma {_ms(base.sigma_ms)} ms), runs"
+            )
+            return "; ".join(parts)
         parts.append(
             f"no model meets mu+sigma < T_U and mu-sigma < T_L (eq. 2, 3): the fastest, {base.name} "
             f"(mu {_ms(base.mu_ms)} ms), runs as best effort"
@@ -256,6 +369,8 @@ def _explain(
         f"{_ms(base.sigma_ms)} ms): the most accurate model meeting eq. 2 and 3"
     )
     case = "T_L > mu(m*)" if t_l > base.mu_ms else "T_L <= mu(m*)"
+    if policy == "lab":
+        case = "centred on T_L"
     low, high = float(batch.explore_low[0]), float(batch.explore_high[0])
     members = [models[j].name for j in np.flatnonzero(batch.in_explore[0])]
     if members:
@@ -277,17 +392,21 @@ def select_model(
     *,
     sla_ms: float,
     input_ms: float,
-    threshold_ms: float,
+    threshold_ms: float = DEFAULT_THRESHOLD_MS,
     rng: np.random.Generator | int | None = None,
+    policy: str = DEFAULT_SELECT_POLICY,
+    download_ratio: float | None = None,
 ) -> Selection:
     """CNNSelect for one request: the chosen model, the probabilities it was drawn with, and why.
 
     ``input_ms`` is T_input, the time the request's input took to reach the server; ``rng`` (a
-    Generator or a seed) makes the stage-3 draw reproducible.
+    Generator or a seed) makes the stage-3 draw reproducible; ``policy`` is ``lab`` or ``paper``;
+    ``download_ratio`` (the network's download / upload time, ``round_trip_factor``) is read by ``lab``.
     """
     candidates = check_models(models)
-    t_budget, t_l, t_u = time_range(sla_ms, input_ms, threshold_ms)
-    batch = select_batch(candidates, np.array([t_u]), np.array([t_l]))
+    k = round_trip_factor(policy, download_ratio)
+    t_budget, t_l, t_u = time_range(sla_ms, input_ms, threshold_ms, k)
+    batch = select_batch(candidates, np.array([t_u]), np.array([t_l]), policy)
     chosen = int(batch.draw(np.array([np.random.default_rng(rng).random()]))[0])
     members = np.flatnonzero(batch.in_explore[0])
     return Selection(
@@ -301,5 +420,7 @@ def select_model(
         t_explore=None if batch.fallback[0] else (float(batch.explore_low[0]), float(batch.explore_high[0])),
         fallback=bool(batch.fallback[0]),
         utilities={candidates[j].name: float(batch.utilities[0, j]) for j in members},
-        why=_explain(candidates, batch, chosen, t_budget, t_l, t_u),
+        why=_explain(candidates, batch, chosen, t_budget, t_l, t_u, policy),
+        policy=policy,
+        dominated=dominated(candidates) if policy == "lab" else {},
     )

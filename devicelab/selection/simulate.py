@@ -9,8 +9,10 @@ is upload + that model's execution + download, and the SLA is met when that is <
 
 Policies:
 
-* ``cnnselect``: section 5 with T_input = the request's real upload time (the server sees when the
-  request left and when it arrived) and the scenario's T_threshold.
+* ``cnnselect``: section 5 as printed (``policy="paper"``) with T_input = the request's real upload
+  time (the server sees when the request left and when it arrived) and the scenario's T_threshold.
+* ``cnnselect_lab``: the same with the lab's reading (``policy="lab"``: dominated models dropped,
+  T_E centred on T_L; ``devicelab.selection.cnnselect``).
 * ``greedy``: the paper's "static greedy" baseline (section 5.2.2: "always chooses the most accurate
   CNN model for a given SLA", "greedy naively selects the most accurate model" while CNNSelect
   considers "both the SLA target and network transfer time"): the most accurate model whose mean
@@ -34,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from devicelab.selection.cnnselect import ModelProfile, check_models, fastest_index, select_batch
+from devicelab.selection.cnnselect import ModelProfile, check_models, fastest_index, round_trip_factor, select_batch
 from devicelab.selection.network_profiles import PAPER_REQUEST_BYTES, PAPER_RESPONSE_BYTES, NetworkProfile
 from devicelab.selection.scenarios import Scenario, check_profiles, check_sla_targets
 
-POLICIES = ("cnnselect", "greedy", "greedy_budget", "fastest", "oracle")
-DEFAULT_POLICIES = ("cnnselect", "greedy", "fastest", "oracle")
+POLICIES = ("cnnselect", "cnnselect_lab", "greedy", "greedy_budget", "fastest", "oracle")
+DEFAULT_POLICIES = ("cnnselect", "cnnselect_lab", "greedy", "fastest", "oracle")
 
 
 @dataclass(frozen=True)
@@ -217,11 +219,15 @@ def _choose(
     network: np.ndarray,
     threshold: float,
     u: np.ndarray,
+    download_ratio: float,
 ) -> np.ndarray:
     n = upload.shape[0]
     if policy == "cnnselect":
         t_upper = sla - 2.0 * upload
-        return select_batch(models, t_upper, t_upper - threshold).draw(u)
+        return select_batch(models, t_upper, t_upper - threshold, "paper").draw(u)
+    if policy == "cnnselect_lab":
+        t_upper = sla - round_trip_factor("lab", download_ratio) * upload
+        return select_batch(models, t_upper, t_upper - threshold, "lab").draw(u)
     if policy == "greedy":
         return _most_accurate_fitting(models, np.full(n, sla))
     if policy == "greedy_budget":
@@ -319,10 +325,13 @@ def simulate(
         upload, download = profile.sample_exchange_ms(scenario.request_bytes, scenario.response_bytes, n, gen)
         network = upload + download
         execution = draw_execution_ms(models, n, gen)
+        # What the lab's reading knows of the network: the profile's mean download over upload time.
+        up_ms = profile.transfer_ms(scenario.request_bytes)
+        ratio = profile.transfer_ms(scenario.response_bytes) / up_ms if up_ms > 0 else 1.0
         for si, sla in enumerate(scenario.sla_targets_ms):
             u = np.random.default_rng([seed, pi, si]).random(n)  # CNNSelect's stage-3 draws
             for policy in chosen_policies:
-                chosen = _choose(policy, models, sla, upload, network, scenario.threshold_ms, u)
+                chosen = _choose(policy, models, sla, upload, network, scenario.threshold_ms, u, ratio)
                 e2e = network + execution[rows, chosen]
                 points.append(_measure(policy, sla, profile.name, models, chosen, e2e, network))
     return SimulationResult(
@@ -384,3 +393,45 @@ def compare_policies(
         mean_accuracy_gain_pp=float(np.mean([a.effective_accuracy - b.effective_accuracy for a, b in pairs])),
         max_latency_reduction_pct=float(max((1 - a.mean_e2e_ms / b.mean_e2e_ms) * 100 for a, b in pairs)),
     )
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """A point where ``policy`` falls short of ``baseline``: attainment lower by more than noise, or
+    accuracy within the SLA lower by more than the allowed points."""
+
+    sla_ms: float
+    profile: str
+    attainment: float
+    baseline_attainment: float
+    accuracy_within_sla: float
+    baseline_accuracy_within_sla: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON."""
+        return asdict(self)
+
+
+def shortfalls(
+    result: SimulationResult,
+    policy: str = "cnnselect_lab",
+    baseline: str = "greedy",
+    *,
+    accuracy_pp: float = 1.0,
+) -> list[Shortfall]:
+    """The points where ``policy`` neither beats nor ties ``baseline``'s SLA attainment, or keeps its
+    accuracy within the SLA (a miss counts 0) less than ``accuracy_pp`` points from the baseline's.
+
+    A tie is a difference within two binomial standard errors of the baseline's attainment
+    (``2 sqrt(p (1 - p) / n)``): both run on the same requests, so a real shortfall is larger.
+    """
+    out = []
+    for prof in result.profiles:
+        for t in result.sla_targets_ms:
+            a, b = result.point(policy, t, prof.name), result.point(baseline, t, prof.name)
+            noise = 2 * float(np.sqrt(b.attainment * (1 - b.attainment) / b.requests))
+            if a.attainment < b.attainment - noise or a.accuracy_within_sla < b.accuracy_within_sla - accuracy_pp:
+                out.append(
+                    Shortfall(t, prof.name, a.attainment, b.attainment, a.accuracy_within_sla, b.accuracy_within_sla)
+                )
+    return out

@@ -1,15 +1,22 @@
-"""CNNSelect (seed 002 section 5): figure 11's walkthrough, each equation's edges as printed, the
-fallback, the probabilities and their draw, and the inputs it refuses."""
+"""CNNSelect (seed 002 section 5) as printed (``policy="paper"``): figure 11's walkthrough, each
+equation's edges, the fallback, the probabilities and their draw, and the inputs it refuses. The
+lab's reading is tested in test_lab_policy.py."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import pytest
 
-from devicelab.selection import ModelProfile, select_model, time_range
-from devicelab.selection.cnnselect import select_batch
+from devicelab.selection import ModelProfile, time_range
+from devicelab.selection import select_model as _select_model
+from devicelab.selection.cnnselect import select_batch as _select_batch
+
+# Every test here is of the algorithm as printed, the reading the lab keeps as policy="paper".
+select_model = functools.partial(_select_model, policy="paper")
+select_batch = functools.partial(_select_batch, policy="paper")
 
 # Figure 11 draws three profiles and states only A(m3) > A(m1) > A(m2), base m3 and M_E = {m2, m3}.
 # Numbers consistent with it: m1 fast and fairly accurate, m3 the most accurate with T_L inside
