@@ -7,13 +7,38 @@ these functions and store what they return (``docs/selection.md``).
 
 from __future__ import annotations
 
-from devicelab.selection.cnnselect import ModelProfile, Selection, select_model, time_range
+from devicelab.selection.answer import OptionAtSla, SlaTable, sla_table
+from devicelab.selection.cnnselect import (
+    DEFAULT_SELECT_POLICY,
+    DEFAULT_THRESHOLD_MS,
+    SELECT_POLICIES,
+    ModelProfile,
+    Selection,
+    dominated,
+    select_model,
+    time_range,
+)
 from devicelab.selection.network_profiles import PRESETS, NetworkProfile
 from devicelab.selection.scenarios import Scenario, paper_models, paper_scenario
-from devicelab.selection.simulate import POLICIES, PointResult, SimulationResult, compare_policies, simulate
+from devicelab.selection.simulate import (
+    POLICIES,
+    PointResult,
+    SimulationResult,
+    compare_policies,
+    shortfalls,
+    simulate,
+)
 
 __all__ = [
+    "DEFAULT_SELECT_POLICY",
+    "DEFAULT_THRESHOLD_MS",
     "POLICIES",
+    "SELECT_POLICIES",
+    "OptionAtSla",
+    "SlaTable",
+    "dominated",
+    "shortfalls",
+    "sla_table",
     "PRESETS",
     "ModelProfile",
     "NetworkProfile",
