@@ -2,8 +2,8 @@
 
 * Where the time goes: one stacked horizontal bar per network profile, a segment per part in
   the order a request meets them: the upload, the server's stages (decode, resize + crop,
-  normalize, compute, post-processing, the rest of its time), the download; each the median of
-  the profile's requests (so a bar is close to, not exactly, the median end to end).
+  normalize, compute, post-processing, the rest of its time), the download, and the remainder
+  that none of the parts' clocks holds; each the median of the profile's requests (so a bar is close to, not exactly, the median end to end).
 * End to end: a box per profile of every request's time, each request drawn.
 
 The network parts are warm colours, the server's the cool colours of a profile's time breakdown
@@ -29,6 +29,7 @@ PARTS = (
     ("postprocess", "server: post-processing", STAGE_COLORS["postprocess"]),
     ("other", "server: other", _OTHER_COLOR),
     ("download", "download", "#e9b949"),
+    ("remainder", "remainder (no part's clock)", "#cbd2d9"),
 )
 E2E_COLOR = "#2f6fde"
 

@@ -1,4 +1,4 @@
-"""The page of one remote run: where a request's time goes under each network profile (stacked
+"""The list of a team's remote runs (``/remote/``), and the page of one remote run: where a request's time goes under each network profile (stacked
 bars of the medians: upload, the server's stages, download), each profile's end-to-end times as a
 box, and the table of medians.
 
@@ -13,12 +13,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from dashboard import remote_figures as charts
 from dashboard.access import team_page
-from dashboard.job_pages import render_kind_page, result_url
+from dashboard.job_pages import page_url, render_kind_page, result_url
 from server.profiling.models import JobKind, ProfilingJob
 from server.remote.models import RemoteProfileSummary, RemoteScenarioResult
 from server.remote.services import profile_summaries, stored_run
@@ -54,7 +57,12 @@ def _charts(stored: RemoteScenarioResult, summaries: list[RemoteProfileSummary])
     bars = [
         charts.ProfileBar(
             s.profile,
-            {"upload": s.upload_median_ms, "download": s.download_median_ms, **dict(s.stages_ms or {})},
+            {
+                "upload": s.upload_median_ms,
+                "download": s.download_median_ms,
+                "remainder": s.remainder_median_ms or 0.0,
+                **dict(s.stages_ms or {}),
+            },
         )
         for s in summaries
     ]
@@ -100,6 +108,54 @@ def _run_context(job: ProfilingJob) -> dict[str, Any]:
     return context
 
 
+RUNS_PER_PAGE = 50
+
+
+@dataclass(frozen=True)
+class RunListRow:
+    """One run in the list: the job, its page, its profiles and, once stored, each profile's summary."""
+
+    job: ProfilingJob
+    url: str
+    profiles: list[str]
+    summaries: list[RemoteProfileSummary]
+
+
+def _stored(job: ProfilingJob) -> RemoteScenarioResult | None:
+    try:
+        return job.remote_scenario  # type: ignore[no-any-return]
+    except ObjectDoesNotExist:
+        return None
+
+
+@require_GET
+@team_page
+def run_list(request: HttpRequest) -> HttpResponse:
+    """The team's remote runs, newest first: model, profiles, device, state and each profile's
+    median end to end."""
+    team = request.team  # type: ignore[attr-defined]
+    jobs = (
+        ProfilingJob.objects.for_team(team)
+        .filter(kind=JobKind.REMOTE_SCENARIO)
+        .select_related("device", "model", "remote_scenario")
+        .defer("remote_scenario__data", "remote_scenario__spec", "remote_scenario__environment")
+        .prefetch_related("remote_scenario__profiles")
+    )
+    page = Paginator(jobs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    rows = []
+    for job in page.object_list:
+        stored = _stored(job)
+        rows.append(
+            RunListRow(
+                job,
+                page_url(job),
+                [str(p) for p in (job.settings or {}).get("profiles") or []],
+                list(stored.profiles.all()) if stored is not None else [],
+            )
+        )
+    return render(request, "dashboard/remote_list.html", {"page": page, "rows": rows})
+
+
 @require_GET
 @team_page
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
@@ -115,4 +171,4 @@ def run_result(request: HttpRequest, pk: int) -> HttpResponse:
     return render_kind_page(request, pk, JobKind.REMOTE_SCENARIO, "dashboard/remote_run_result.html", _run_context)
 
 
-__all__ = ["run_detail", "run_result"]
+__all__ = ["RunListRow", "run_detail", "run_list", "run_result"]

@@ -33,6 +33,7 @@ urlpatterns = [
     path("sharing/", sharing_views.sharing_list, name="sharing"),
     path("sharing/sweeps/<int:pk>/", sharing_views.sweep_detail, name="sharing_sweep"),
     path("sharing/sweeps/<int:pk>/result/", sharing_views.sweep_result, name="sharing_sweep_result"),
+    path("remote/", remote_pages.run_list, name="remote"),
     path("remote/runs/<int:pk>/", remote_pages.run_detail, name="remote_run"),
     path("remote/runs/<int:pk>/result/", remote_pages.run_result, name="remote_run_result"),
     path("selection/", selection_pages.selection_list, name="selection"),

@@ -30,7 +30,14 @@ from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import ReportFn
 from devicelab.measure.stats import SampleStats, summarize
-from devicelab.remote.endpoint import DELAY_HEADER, DOWNLINK_HEADER, SHAPE_HEADER, TENSOR_TYPE, serve_model
+from devicelab.remote.endpoint import (
+    DELAY_HEADER,
+    DOWNLINK_HEADER,
+    SHAPE_HEADER,
+    TENSOR_TYPE,
+    WAITED_HEADER,
+    serve_model,
+)
 from devicelab.remote.results import RemoteEnvironment
 from devicelab.remote.shaping import LinkShape, send_shaped
 from devicelab.selection.network_profiles import NetworkProfile
@@ -53,12 +60,16 @@ class RemoteError(RuntimeError):
 
 @dataclass(frozen=True)
 class RemoteRequest:
-    """One request's times (ms) and sizes (bytes), and the link it was sent over."""
+    """One request's times (ms) and sizes (bytes), and the link it was sent over.
+
+    ``upload_ms``, ``server_ms`` and ``download_ms`` are each timed on their own;
+    ``remainder_ms`` is the end to end less the three, the time no clock attributes."""
 
     upload_ms: float
     server_ms: float
     download_ms: float
     e2e_ms: float
+    remainder_ms: float
     decode_ms: float  # the server's stages, as it reported them
     resize_crop_ms: float
     normalize_ms: float
@@ -90,6 +101,7 @@ class RemoteMeasurement:
     compute: SampleStats
     top5: list[tuple[int, float]]  # the last answer's (index, probability)
     warmup: int
+    remainder: SampleStats  # e2e less upload, server and download: what none of the clocks holds
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for JSON."""
@@ -102,6 +114,7 @@ class RemoteMeasurement:
             "download": self.download.as_dict(),
             "e2e": self.e2e.as_dict(),
             "compute": self.compute.as_dict(),
+            "remainder": self.remainder.as_dict(),
             "top5": [list(p) for p in self.top5],
             "requests": [r.as_dict() for r in self.requests],
         }
@@ -122,6 +135,7 @@ def _measurement(
         compute=summarize([r.compute_ms for r in reqs]),
         top5=done[-1][1],
         warmup=warmup,
+        remainder=summarize([r.remainder_ms for r in reqs]),
     )
 
 
@@ -150,6 +164,19 @@ def _response_bytes(response: http.client.HTTPResponse, body: bytes) -> int:
     return status + head + len(body)
 
 
+def _ms(t0: int, t1: int) -> float:
+    return (t1 - t0) / 1e6
+
+
+def _waited_ms(response: http.client.HTTPResponse) -> float:
+    """The delay the server waited before its answer's first byte (ms), as its head says; 0 from
+    a server that does not say."""
+    try:
+        return max(0.0, float(response.getheader(WAITED_HEADER) or 0.0))
+    except ValueError:
+        return 0.0
+
+
 def _address(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
     if parts.scheme != "http" or parts.hostname is None or parts.port is None:
@@ -176,6 +203,8 @@ def request_once(
         else:
             send_shaped(sock, request, shape.uplink_bytes_per_s, shape.one_way_delay_ms)
         t1 = time.perf_counter_ns()
+        sock.recv(1, socket.MSG_PEEK)  # blocks until the answer's first byte is here, leaves it unread
+        t_first = time.perf_counter_ns()
         response = http.client.HTTPResponse(sock)
         response.begin()
         body = response.read()
@@ -188,18 +217,26 @@ def request_once(
         raise RemoteError(response.status, str(answer.get("error", answer)))
     server_ms = float(answer["server_ms"])
     download_bytes = _response_bytes(response, body)
-    e2e_ms = (t2 - t0) / 1e6
-    # Two upper bounds on when the server had the upload's last byte: the client's clock reading
-    # after its last send, late when the client is descheduled right there (a loaded machine),
-    # and the answer's end less the server's time and the least the downlink's pacing allows.
-    least_download_ms = shape.download_ms(download_bytes) if shape is not None else 0.0
-    upload_ms = max(0.0, min((t1 - t0) / 1e6, e2e_ms - server_ms - least_download_ms))
+    e2e_ms = _ms(t0, t2)
+    # Each part timed on its own: the upload by the client's clock around its sends, the server
+    # by its own clock, the download as the delay the server waited before its first byte (it
+    # says so in its head) plus the client's receiving from that first byte to the last. What
+    # none of them holds (the server reading the body's end from its socket and handing it to a
+    # thread, writing its answer, the client waking up) is the remainder, not hidden in a part.
+    waited_ms = _waited_ms(response)
+    download_ms = waited_ms + _ms(t_first, t2)
+    # The client's clock reading after its last send is late when it is descheduled right there
+    # (a loaded machine), which would overlap the upload with the server's time. The server had
+    # the last byte no later than the first byte's arrival less its wait and its own time: the
+    # upload ends at the earlier of the two, so the parts never overlap.
+    upload_ms = max(0.0, min(_ms(t0, t1), _ms(t0, t_first) - waited_ms - server_ms))
     top5 = [(int(p["index"]), float(p["probability"])) for p in answer["top5"]]
     timing = RemoteRequest(
         upload_ms=upload_ms,
         server_ms=server_ms,
-        download_ms=e2e_ms - upload_ms - server_ms,
+        download_ms=download_ms,
         e2e_ms=e2e_ms,
+        remainder_ms=max(0.0, e2e_ms - upload_ms - server_ms - download_ms),
         decode_ms=float(answer["decode_ms"]),
         resize_crop_ms=float(answer["resize_crop_ms"]),
         normalize_ms=float(answer["normalize_ms"]),

@@ -18,7 +18,9 @@ It answers JSON: the top-5 classes (``index``, ``probability``, after a softmax 
 ends with one) and the server's own times (ms): ``decode_ms``, ``resize_crop_ms``,
 ``normalize_ms``, ``compute_ms`` (the session's run), ``postprocess_ms`` and ``server_ms``, the
 whole from the request's last byte read to the response ready to send. The response is paced as the request's ``X-Shape-Downlink``
-(bytes/s) and ``X-Shape-Delay-Ms`` ask (``devicelab.remote.shaping``). ``GET /health`` answers the
+(bytes/s) and ``X-Shape-Delay-Ms`` ask (``devicelab.remote.shaping``); its ``X-Delay-Waited-Ms``
+says how long the server waited the delay before its first byte, so that the client can time the
+download itself. ``GET /health`` answers the
 model and its load time. Malformed input gets a 4xx with a JSON ``error`` saying what was wrong.
 """
 
@@ -47,7 +49,7 @@ from devicelab.backends.profile_settings import ProfileSettings
 from devicelab.graph.ir import Graph
 from devicelab.measure import image_pipeline
 from devicelab.measure.breakdown import ImageInput, NotAnImageModel, image_input
-from devicelab.remote.shaping import MAX_DELAY_MS, MIN_RATE_BYTES_PER_S, send_shaped
+from devicelab.remote.shaping import MAX_DELAY_MS, MIN_RATE_BYTES_PER_S, send_shaped, sleep_ms
 
 HOST = "127.0.0.1"
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -56,6 +58,7 @@ TENSOR_TYPE = "application/octet-stream"
 SHAPE_HEADER = "X-Tensor-Shape"
 DOWNLINK_HEADER = "X-Shape-Downlink"  # bytes/s for the response; absent: not paced
 DELAY_HEADER = "X-Shape-Delay-Ms"  # one-way delay before the response
+WAITED_HEADER = "X-Delay-Waited-Ms"  # in the response: the delay the server waited before its first byte
 POLL_INTERVAL_S = 0.05  # how often serve_forever looks for a shutdown request
 
 
@@ -258,16 +261,25 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _respond(
         self, status: HTTPStatus, payload: dict[str, Any], pace: tuple[float, float] = (math.inf, 0.0)
     ) -> None:
+        rate, delay_ms = pace
+        # The link's delay is waited here, before the head is written, so that the head can say
+        # how long it took: the client sees only when the first byte arrives, and could not tell
+        # the delay from the server's own time without it (the download is timed, not inferred).
+        t0 = time.perf_counter_ns()
+        if delay_ms > 0:
+            sleep_ms(delay_ms)
+        waited_ms = _ms(t0, time.perf_counter_ns())
         body = json.dumps(payload).encode()
         head = (
             f"{self.protocol_version} {status.value} {status.phrase}\r\n"
             f"Server: {self.server_version}\r\n"
             "Content-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n"
+            f"{WAITED_HEADER}: {waited_ms:.4f}\r\n"
             "Connection: close\r\n\r\n"
         ).encode()
         # headers and body paced as one transfer, as they would cross the link
-        send_shaped(self.connection, head + body, *pace)
+        send_shaped(self.connection, head + body, rate, 0.0)
         self.close_connection = True
 
     def _error(self, status: HTTPStatus, message: str) -> None:
@@ -486,6 +498,7 @@ __all__ = [
     "IMAGE_TYPES",
     "SHAPE_HEADER",
     "TENSOR_TYPE",
+    "WAITED_HEADER",
     "EndpointError",
     "InferenceEndpoint",
     "InputError",

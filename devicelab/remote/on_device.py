@@ -104,6 +104,7 @@ def summarize_profile(name: str, m: RemoteMeasurement) -> ProfileSummary:
         e2e=m.e2e,
         stages_ms=stages,
         network_share=(m.upload.mean + m.download.mean) / m.e2e.mean if m.e2e.mean > 0 else 0.0,
+        remainder=m.remainder,
     )
 
 

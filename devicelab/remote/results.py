@@ -17,7 +17,7 @@ from devicelab.measure.stats import SampleStats
 from devicelab.remote.spec import RemoteSpec
 from devicelab.wire import JsonDict, JsonRecord, OwnJson
 
-PARTS = ("upload", "server", "compute", "download", "e2e")
+PARTS = ("upload", "server", "compute", "download", "remainder", "e2e")
 
 
 class RemoteEnvironment(TypedDict, total=False):
@@ -45,6 +45,9 @@ class ProfileSummary(JsonRecord):
     e2e: SampleStats
     stages_ms: dict[str, float]  # medians of the server's stages, and "other": its time outside them
     network_share: float  # (upload + download) / e2e, of the means
+    # e2e less upload, server and download, each timed on its own: what no clock attributes.
+    # None in a run measured before the download was timed (it was then the remainder itself).
+    remainder: SampleStats | None = None
 
 
 @dataclass(frozen=True)

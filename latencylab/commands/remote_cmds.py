@@ -71,9 +71,15 @@ def _ms(value: Any) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _remainder(value: Any) -> str:
+    # sub-millisecond: one decimal would show most of them as 0.0 or -0.0
+    return "-" if value is None else f"{value:.2f}"
+
+
 def print_run(job: dict[str, Any]) -> None:
     """A run's state, and once it succeeded one line per profile: the medians of upload, server
-    (and its compute), download and end to end, the end to end's p90, and the network's share."""
+    (and its compute), download, the remainder none of them holds and end to end, the end to
+    end's p90, and the network's share."""
     s = job.get("settings") or {}
     print(
         f"remote run #{job['id']} {job['state']}: {job.get('model_name')} served by {job.get('device_name')} "
@@ -90,9 +96,12 @@ def print_run(job: dict[str, Any]) -> None:
         f"(once, before the first request); {env.get('runtime', '?')}, {env.get('threads', '?')} thread(s); "
         f"measured in {result['elapsed_s']:.1f} s"
     )
-    print("\nmedians in ms; network share = (upload + download) / end to end, of the means")
+    print(
+        "\nmedians in ms, each part timed on its own; remainder = what none of them holds (end to end less the "
+        "three); network share = (upload + download) / end to end, of the means"
+    )
     print_table(
-        ["profile", "upload", "server", "compute", "download", "end to end", "e2e p90", "network"],
+        ["profile", "upload", "server", "compute", "download", "remainder", "end to end", "e2e p90", "network"],
         [
             (
                 p["profile"],
@@ -100,6 +109,7 @@ def print_run(job: dict[str, Any]) -> None:
                 _ms(p["server_median_ms"]),
                 _ms(p["compute_median_ms"]),
                 _ms(p["download_median_ms"]),
+                _remainder(p.get("remainder_median_ms")),
                 _ms(p["e2e_median_ms"]),
                 _ms(p["e2e_p90_ms"]),
                 f"{p['network_share']:.0%}",

@@ -60,6 +60,13 @@ class RemoteProfileSummary(models.Model):
     compute_p90_ms = models.FloatField()
     download_median_ms = models.FloatField()
     download_p90_ms = models.FloatField()
+    remainder_median_ms = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="End to end less upload, server and download, each timed on its own: what no clock attributes. "
+        "Null for a run measured before the download was timed (it was the remainder then).",
+    )
+    remainder_p90_ms = models.FloatField(null=True, blank=True)
     e2e_median_ms = models.FloatField()
     e2e_p90_ms = models.FloatField()
     e2e_mean_ms = models.FloatField()

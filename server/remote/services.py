@@ -182,6 +182,8 @@ def _summary(result: RemoteScenarioResult, position: int, s: ProfileSummary) -> 
             for part in ("upload", "server", "compute", "download")
             for stat in ("median", "p90")
         },
+        remainder_median_ms=None if s.remainder is None else s.remainder.median,
+        remainder_p90_ms=None if s.remainder is None else s.remainder.p90,
         e2e_median_ms=s.e2e.median,
         e2e_p90_ms=s.e2e.p90,
         e2e_mean_ms=s.e2e.mean,

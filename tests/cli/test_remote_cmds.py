@@ -98,6 +98,7 @@ def test_run_sends_its_flags_waits_and_prints_a_table_per_profile_then_show(
         "server",
         "compute",
         "download",
+        "remainder",
         "end",
         "to",
         "end",
@@ -106,9 +107,10 @@ def test_run_sends_its_flags_waits_and_prints_a_table_per_profile_then_show(
         "network",
     ]
     unshaped, lte = (lines[header + 2].split(), lines[header + 3].split())
-    # the factories' made-up medians: LTE 180 up, 22 on the server (11 of it compute), 110 down
-    assert lte == ["lte", "180.0", "22.0", "11.0", "110.0", "312.0", "337.6", "93%"]
-    assert unshaped[0] == "unshaped" and unshaped[1] == "0.1" and unshaped[-1] == "6%"
+    # the factories' made-up medians: LTE 180 up, 22 on the server (11 of it compute), 110 down,
+    # and 0.7 ms that none of the parts' clocks holds
+    assert lte == ["lte", "180.0", "22.0", "11.0", "110.0", "0.70", "312.7", "338.3", "93%"]
+    assert unshaped[0] == "unshaped" and unshaped[1] == "0.1" and unshaped[5] == "0.50" and unshaped[-1] == "6%"
 
     rc, out, _ = _run(["remote", "show", str(job.pk), *lab["server"]], capsys)
     assert rc == 0 and out.splitlines()[0].startswith(f"remote run #{job.pk} succeeded") and "93%" in out

@@ -4,9 +4,10 @@ A remote run measured for real on this machine (the tiny classifier served on lo
 under ``unshaped`` and a slow stored profile, through the worker's ``remote_on_device``) and
 stored as a worker stores it: its page draws the stacked bars of each profile's medians (upload,
 the server's stages, download) and a box of every request's end to end per profile from the
-stored run, and lists the medians in its table. Then: the jobs list says what the run measures
+stored run, and lists the medians in its table, the remainder no part's clock holds as its own
+column. Then: the jobs list says what the run measures
 and its job page sends it to its page, a watched run's result is swapped in when it is stored, a
-failed run says why, and another team's run is a 404.
+failed run says why, ``/remote/`` lists the runs from the nav, and another team's run is a 404.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from dashboard.formatting import ms
 from devicelab.backends.base import DeviceInfo
 from devicelab.remote.on_device import remote_on_device
 from devicelab.remote.results import RemoteRunRecord
@@ -90,10 +92,16 @@ def test_a_measured_run_draws_its_breakdown_its_distributions_and_its_table(
         "server: post-processing",
         "server: other",
         "download",
+        "remainder (no part's clock)",
     ]
     assert all(t["y"] == ["unshaped", "slow-link"] for t in bars.values())
     assert bars["upload"]["x"] == pytest.approx([fast.upload_median_ms, slow.upload_median_ms])
     assert bars["download"]["x"] == pytest.approx([fast.download_median_ms, slow.download_median_ms])
+    # the download is timed apart (it holds the slow link's 20 ms delay), the remainder is its own part
+    assert bars["remainder (no part's clock)"]["x"] == pytest.approx(
+        [fast.remainder_median_ms, slow.remainder_median_ms]
+    )
+    assert slow.download_median_ms >= 20.0 and abs(slow.remainder_median_ms or 0.0) < 15.0
     assert bars["server: compute"]["x"] == pytest.approx([fast.compute_median_ms, slow.compute_median_ms])
     assert bars["server: decode"]["x"] == pytest.approx([fast.stages_ms["decode"], slow.stages_ms["decode"]])
     assert bars["upload"]["x"][1] > bars["upload"]["x"][0] + 150  # 163 kB at 1 MB/s after 20 ms
@@ -110,6 +118,7 @@ def test_a_measured_run_draws_its_breakdown_its_distributions_and_its_table(
     slow_row = page.locator("#remote-profiles tr[data-profile='slow-link']")
     assert slow_row.locator(".upload").inner_text() == f"{slow.upload_median_ms:.1f}"
     assert slow_row.locator(".share").inner_text() == f"{slow.network_share * 100:.1f}%"
+    assert slow_row.locator(".remainder").inner_text() == ms(slow.remainder_median_ms)
     assert "user" in slow_row.inner_text() and "unshaped" in page.inner_text(
         "#remote-profiles tr[data-profile='unshaped']"
     )
@@ -156,6 +165,20 @@ def test_a_watched_run_is_swapped_in_a_failed_one_says_why_and_others_are_404(
     page.goto(f"{base}/jobs/{failed.pk}/")
     page.wait_for_url(f"{base}/remote/runs/{failed.pk}/")
     assert "exited: MemoryError" in page.inner_text("#failure")
+
+    # /remote/ lists the team's runs from the nav, newest first, each profile's median end to end
+    page.click("nav.nav >> text=Remote")
+    page.wait_for_url(f"{base}/remote/")
+    assert page.get_attribute("nav.nav a.active", "href") == "/remote/"
+    listed = page.eval_on_selector_all("#remote-runs tbody tr", "rows => rows.map(r => r.dataset.jobId)")
+    assert listed == [str(failed.pk), str(watched.pk)]
+    lte_e2e = page.inner_text(f"#remote-runs tr[data-job-id='{watched.pk}'] [data-profile='slow-link']")
+    assert lte_e2e == "slow-link 312.7 ms"
+    assert "exited: MemoryError" in page.inner_text(f"#remote-runs tr[data-job-id='{failed.pk}']")
+    screenshots(page, "remote-03-list")
+    page.click(f"#remote-runs tr[data-job-id='{watched.pk}'] a")
+    page.wait_for_url(f"{base}/remote/runs/{watched.pk}/")
+    assert page.inner_text(".crumbs").startswith("Remote runs")
 
     paths = (f"/remote/runs/{theirs.pk}/", f"/jobs/{theirs.pk}/", f"/remote/runs/{theirs.pk}/result/")
     for path in paths:

@@ -32,6 +32,8 @@ PROFILE_FIELDS = {
     "compute_p90_ms",
     "download_median_ms",
     "download_p90_ms",
+    "remainder_median_ms",
+    "remainder_p90_ms",
     "e2e_median_ms",
     "e2e_p90_ms",
     "e2e_mean_ms",
@@ -209,8 +211,11 @@ def test_a_finished_run_shows_every_profile_in_order_and_every_request(api: Any,
     # made-up timings (remote_factories): LTE's upload 160..200 ms, its median 180; the server 20..24
     assert lte["upload_median_ms"] == pytest.approx(180.0) and lte["upload_p90_ms"] == pytest.approx(196.0)
     assert lte["server_median_ms"] == unshaped["server_median_ms"] == pytest.approx(22.0)
-    assert lte["e2e_median_ms"] == pytest.approx(180.0 + 22.0 + 110.0)
-    assert lte["network_share"] == pytest.approx((180.0 + 110.0) / (180.0 + 22.0 + 110.0))
+    # each part timed on its own; what none holds (0.7 ms a request) is the remainder, not download
+    assert lte["download_median_ms"] == pytest.approx(110.0) and lte["remainder_median_ms"] == pytest.approx(0.7)
+    assert unshaped["remainder_median_ms"] == pytest.approx(0.5)
+    assert lte["e2e_median_ms"] == pytest.approx(180.0 + 22.0 + 110.0 + 0.7)
+    assert lte["network_share"] == pytest.approx((180.0 + 110.0) / (180.0 + 22.0 + 110.0 + 0.7))
     assert lte["stages_ms"]["compute"] == 11.0 and lte["stages_ms"]["other"] == pytest.approx(2.8)
     requests = result["data"]["results"]["lte"]["requests"]
     assert len(requests) == REQUESTS and requests[0]["shape"]["one_way_delay_ms"] == pytest.approx(100.0)

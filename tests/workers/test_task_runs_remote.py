@@ -73,7 +73,9 @@ def test_a_remote_run_serves_the_model_and_stores_every_profile(submit: Callable
         assert set(row.stages_ms) == {"decode", "resize_crop", "normalize", "compute", "postprocess", "other"}
         assert row.stages_ms["decode"] > 0 and row.stages_ms["compute"] == pytest.approx(row.compute_median_ms)
         for r in measured["requests"]:
-            assert r["e2e_ms"] == pytest.approx(r["upload_ms"] + r["server_ms"] + r["download_ms"])
+            parts = r["upload_ms"] + r["server_ms"] + r["download_ms"] + r["remainder_ms"]
+            assert r["e2e_ms"] == pytest.approx(parts)  # the remainder: what none of the parts' clocks holds
+        assert row.remainder_median_ms == measured["remainder"]["median"]
     # the slow link as it was asked: 20 ms + 163 kB at 1 MB/s up, 20 ms + the answer down
     nbytes = stored.data["results"]["slow-link"]["requests"][0]["upload_bytes"]
     assert slow.upload_median_ms >= 0.99 * (20.0 + nbytes / 1e3)

@@ -56,8 +56,15 @@ class RemoteJobSerializer(ExperimentJobSerializer):
 
 
 class RemoteProfileSerializer(serializers.ModelSerializer):
-    """One network profile of a run: each part's median and p90 (ms), the server's stages, the
-    network's share."""
+    """One network profile of a run: each part's median and p90 (ms), the remainder, the
+    server's stages, the network's share."""
+
+    remainder_median_ms = serializers.FloatField(
+        allow_null=True,
+        help_text="End to end less upload, server and download, each timed on its own (the server reading the "
+        "body's end, handing it to a thread, the client waking up); null for a run measured before the download "
+        "was timed.",
+    )
 
     stages_ms = serializers.JSONField(
         help_text="Medians (ms) of the server's stages: decode, resize_crop, normalize, compute, postprocess, and "
@@ -77,6 +84,8 @@ class RemoteProfileSerializer(serializers.ModelSerializer):
             "compute_p90_ms",
             "download_median_ms",
             "download_p90_ms",
+            "remainder_median_ms",
+            "remainder_p90_ms",
             "e2e_median_ms",
             "e2e_p90_ms",
             "e2e_mean_ms",

@@ -30,11 +30,15 @@ def test_every_link_is_measured_as_often_and_split_whole(scenario: RemoteScenari
     assert scenario.load_ms > 0
     for name, link in (("fast", FAST), ("slow", SLOW)):
         m = scenario.results[name]
-        assert m.upload.n == m.server.n == m.download.n == m.e2e.n == REQUESTS
+        assert m.upload.n == m.server.n == m.download.n == m.remainder.n == m.e2e.n == REQUESTS
         for r in m.requests:
             assert r.shape == link
             assert r.upload_bytes > scenario.payload_bytes  # the request's head rides along
-            assert r.e2e_ms == pytest.approx(r.upload_ms + r.server_ms + r.download_ms)
+            assert r.e2e_ms == pytest.approx(r.upload_ms + r.server_ms + r.download_ms + r.remainder_ms)
+            # each part is timed on its own: the download holds the link's delay, the remainder
+            # only what no clock attributes (the server's reading and hand-off, a few ms at most)
+            assert r.download_ms >= link.one_way_delay_ms
+            assert abs(r.remainder_ms) < 15.0
             assert r.server_ms >= r.decode_ms + r.resize_crop_ms + r.normalize_ms + r.compute_ms
         assert m.e2e.median >= m.upload.median
 
