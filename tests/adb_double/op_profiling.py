@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tests.adb_double.tflite_model import ModelOp
+
 RUN_HEADER = "Operator-wise Profiling Info for Regular Benchmark Runs:"
 INIT_HEADER = "Profiling Info for Benchmark Initialization:"
 TIME_LIMIT = 10  # StatSummarizerOptions::time_limit: rows of "Top by Computation Time"
@@ -425,9 +427,47 @@ GPU_OPERATION_NAMES = {  # TFLite builtin -> the GPU delegate's OperationType st
 }
 
 
+# Element-wise operations the delegate links into the operation before them (the GPU graph's
+# node merging, ``delegates/gpu/common/gpu_model.cc``): one dispatch, labels chained with " -> ".
+GPU_LINKABLE = frozenset({"ADD", "MUL", "SUB", "DIV", "RELU", "RELU6", "LOGISTIC", "HARD_SWISH", "TANH"})
+
+
 def gpu_label(builtin: str, node_id: int) -> str:
     """The GPU delegate's label for one node: its operation type and node id."""
     return f"{GPU_OPERATION_NAMES.get(builtin, builtin.lower())} {node_id}"
+
+
+def gpu_dispatches(ops: list[ModelOp], cost_us: list[float]) -> list[tuple[str, float]]:
+    """One partition's dispatches as (label, modelled time µs): a linkable element-wise node whose
+    first input is the previous node's only output, read by nothing else, joins that node's
+    dispatch (``convolution_2d 0 -> add 1``); a DEQUANTIZE (our writer's, of constant fp16
+    weights) is no node of the GPU graph."""
+    out: list[tuple[str, float]] = []
+    readers: dict[int, int] = {}
+    for op in ops:
+        for t in op.inputs:
+            readers[t] = readers.get(t, 0) + 1
+    prev: ModelOp | None = None
+    node_id = -1
+    for op, us in zip(ops, cost_us, strict=True):
+        if op.name == "DEQUANTIZE":  # of constant fp16 weights: the delegate folds it into a tensor
+            continue
+        node_id += 1
+        label = gpu_label(op.name, node_id)
+        linked = (
+            prev is not None
+            and op.name in GPU_LINKABLE
+            and op.inputs[:1] == prev.outputs[:1]
+            and len(prev.outputs) == 1
+            and readers.get(prev.outputs[0], 0) == 1
+        )
+        if linked and out:
+            head, head_us = out[-1]
+            out[-1] = (f"{head} -> {label}", head_us + us)
+        else:
+            out.append((label, us))
+        prev = op
+    return out
 
 
 def gpu_dispatch_columns(

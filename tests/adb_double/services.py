@@ -105,11 +105,11 @@ def _thermal_service(phone: Phone) -> str:
             zone_status = min(3, 1 + int((celsius - zone.trip_c) // 5))
         temps.append(f"\tTemperature{{mValue={celsius:.1f}, mType={kind}, mName={name}, mStatus={zone_status}}}")
     coolers = []
-    for i, kind in enumerate(dict.fromkeys(phone.core_kinds)):
+    for i, cluster in enumerate(dict.fromkeys(phone.core_kinds)):
         state = phone.fs.get(f"/sys/class/thermal/cooling_device{i}/cur_state")
         value = int(state.read().decode().strip()) if state is not None else 0
         coolers.append(
-            f"\tCoolingDevice{{mValue={value}, mType=2, mName=thermal-cpufreq-{phone.core_kinds.index(kind)}}}"
+            f"\tCoolingDevice{{mValue={value}, mType=2, mName=thermal-cpufreq-{phone.core_kinds.index(cluster)}}}"
         )
     lines = [
         f"IsStatusOverride: {str(phone.thermal_status_override is not None).lower()}",

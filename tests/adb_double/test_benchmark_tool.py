@@ -178,8 +178,10 @@ def test_delegates_show_in_the_profile_as_the_real_tool_shows_them(dev: adbutils
     assert all(r.times_called == 1 for r in xnn.rows) and len(xnn.rows) == 9
     assert "VERBOSE: Replacing 9 out of 9 node(s) with delegate (TfLiteXNNPackDelegate) node" in err
 
+    # today's LiteRT: one row per OpenCL dispatch, named by the GPU node's label, no partition row
     summary, gpu, err = summary_and_profile(dev, f"{FAST} --use_gpu=true")
-    assert [(r.node_type, r.name) for r in gpu.rows] == [("TfLiteGpuDelegateV2", "[probs]:9")]
+    assert [r.node_type for r in gpu.rows][:3] == ["convolution_2d 0", "depthwise_convolution 1", "convolution_2d 2"]
+    assert gpu.rows[0].name == "Delegate/convolution_2d 0:0" and len(gpu.rows) == 9
     assert "INFO: Created TensorFlow Lite delegate for GPU.\n" in err
     assert summary.init_ms is not None and summary.init_ms > 50  # shader compilation
 
@@ -200,6 +202,12 @@ def test_the_gpu_delegate_refuses_what_it_cannot_run(dev: adbutils.AdbDevice) ->
         "INFO: Explicitly applied GPU delegate, and the model graph will be partially executed by the delegate w/ 1 delegate kernels.\n"
         in out
     )
+    rows = bo.parse_op_profile(out).rows
+    assert all(bo.gpu_dispatch_nodes(r.node_type) for r in rows[:-1]) and len(rows) == 10
+    assert (rows[-1].node_type, rows[-1].name) == ("ARG_MAX", "[argmax]:9")
+    # a build without the per-dispatch events shows the delegate as one partition row
+    dev.sync.push(benchmark_model_binary(gpu_rows="partition"), TOOL, mode=0o755)
+    code, out, _ = run_v2(dev, f"{TOOL} --graph={MODEL} --use_gpu=true {FAST} --enable_op_profiling=true")
     rows = bo.parse_op_profile(out).rows
     assert [(r.node_type, r.name) for r in rows] == [("TfLiteGpuDelegateV2", "[probs]:10"), ("ARG_MAX", "[argmax]:9")]
 

@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from devicelab.backends.android.benchmark_output import OperatorProfile, OperatorRow
+from devicelab.backends.android.benchmark_output import OperatorProfile, OperatorRow, gpu_dispatch_nodes
 from devicelab.backends.base import OpTiming
 from devicelab.graph.ir import Graph, Operator
 from devicelab.measure.environment import OpRowNotes
@@ -43,7 +43,7 @@ _KERNEL_CATEGORIES: tuple[tuple[str, frozenset[str]], ...] = (
     ("global average", frozenset({"mean", "pool"})),
     ("mean", frozenset({"mean", "pool"})),
     ("pooling", frozenset({"pool"})),
-    ("concatenat", frozenset({"concat"})),
+    ("concat", frozenset({"concat"})),
     ("split", frozenset({"split"})),
     ("pad", frozenset({"pad"})),
     ("copy", frozenset({"reshape"})),
@@ -109,7 +109,7 @@ def _suffixed(name: str, node: str) -> bool:
 
 
 def _categories(kernel: str) -> frozenset[str] | None:
-    low = kernel.lower()
+    low = kernel.lower().replace("_", " ")  # the GPU delegate's "fully_connected" as XNNPACK's words
     for word, cats in _KERNEL_CATEGORIES:
         if word in low:
             return cats
@@ -145,11 +145,18 @@ def op_timings(
             partitions.append(row)
     delegated = [n for n in nodes if n.index not in executed and n.ir_ops]
     shared = 0
+    # A profile of GPU dispatches (LiteRT 2.x) may hold delegate rows that are no dispatch (the
+    # accelerator's tensor uploads and downloads): they run no operator and must not take one.
+    dispatches = any(gpu_dispatch_nodes(row.node_type) is not None for row in per_op)
     if per_op:
         pending = list(delegated)
         for row in per_op:
+            chain = gpu_dispatch_nodes(row.node_type)
+            cats = _categories(chain[0][0] if chain else row.node_type)
+            if dispatches and chain is None and cats is None:
+                runtime_rows.append(row)
+                continue
             want = max(1, row.times_called)
-            cats = _categories(row.node_type)
             picked = [n for n in pending if cats is None or _node_category(n, graph) in cats][:want]
             if not picked and pending:
                 picked = pending[:1]
@@ -160,6 +167,14 @@ def op_timings(
             for n in picked:
                 pending.remove(n)
                 _cover(covered, n.ir_ops, row)
+            if chain and len(chain) > 1:
+                # element-wise nodes the delegate linked into this dispatch ("convolution_2d 0 ->
+                # add 1"): the next delegated nodes after it, fused into its row
+                linked = [n for n in pending if n.index > picked[-1].index][: len(chain) - 1]
+                for n in linked:
+                    pending.remove(n)
+                    for i in n.ir_ops:
+                        covered.setdefault(i, []).append((row, False))
         if pending and per_op:  # nodes no row ran: absorbed by the delegate (its last kernel)
             for n in pending:
                 for i in n.ir_ops:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from devicelab.backends.android import backend
+from devicelab.backends.android.benchmark_output import gpu_dispatch_nodes
 from devicelab.backends.base import BackendError, DeviceInfo, DeviceLost, ModelFile, ProfileSettings
 from devicelab.graph import GraphBuilder
 from devicelab.graph.ir import Graph
@@ -110,10 +111,13 @@ def test_each_delegate_gives_end_to_end_cold_start_memory_and_every_operator(far
     assert by_name["pw1"].kernel == "CONV_2D" and by_name["act2"].fused_into == "pw1"
     # a convolution whose padding TFLite's SAME cannot express runs as PAD then CONV_2D: both count
     assert by_name["conv0"].kernel == "PAD+CONV_2D" and by_name["act0"].fused_into == "conv0"
-    # the GPU delegate is one partition: its first operator is timed, the others fused into it
+    # today's LiteRT times the GPU delegate dispatch by dispatch (the fp16 weights' DEQUANTIZE
+    # nodes are folded into constants, no dispatch of their own)
     gpu = run(info, graph, delegate="gpu", precision="fp16")
     timed = [t for t in gpu.ops if t.stats is not None]
-    assert len(timed) == 1 and timed[0].kernel == "TfLiteGpuDelegateV2"
+    assert len(timed) > 1 and all(gpu_dispatch_nodes(k) for t in timed for k in t.kernel.split("+"))
+    # conv0's PAD and CONV_2D are two dispatches, both its time
+    assert [t.kernel for t in timed][:2] == ["pad 0+convolution_2d 1", "depthwise_convolution 2"]
     assert "--gpu_precision_loss_allowed=true" in gpu.environment["command"]
 
 
@@ -144,8 +148,9 @@ def test_cold_runs_are_each_a_fresh_benchmark_model_process(farm: AdbDouble) -> 
     assert starts is not None and starts.source == FRESH_PROCESS and len(starts.samples) == 3
     assert all(s.load_ms > 0 and s.first_run_ms > 0 for s in starts.samples)
     tool_runs = [c for c in phone.history[before:] if "benchmark_model" in c and "--graph=" in c]
-    assert len(tool_runs) == 4  # the profile's run, then one process per cold start
-    profiled, *cold = tool_runs
+    # the profile's run, the GPU's end-to-end run without op profiling, one process per cold start
+    assert len(tool_runs) == 5
+    profiled, _, *cold = tool_runs
     assert "--enable_op_profiling=true" in profiled
     for command in cold:  # the same model, delegate and cores; one warm-up and one run, nothing profiled
         assert command.startswith("taskset c0 ") and "--use_gpu=true" in command
