@@ -35,6 +35,18 @@ class Candidate:
     profile: ModelProfile
     accuracy_source: str  # "model" or the zoo entry's citation
     latency_source: dict[str, Any]  # {"kind": "measured", "job": id} or {"kind": "predicted", "predictor": id}
+    noisy: bool = False  # the profiling job flagged its samples noisy (cv above HIGH_CV)
+    cold_start_ms: tuple[float, ...] = ()  # measured cold starts (load + first run), when measured
+
+    def warning(self) -> str | None:
+        """What a reader should know before trusting this candidate's latency profile, if anything."""
+        if self.noisy:
+            return (
+                f"the latency profile of {self.model.name!r} (job #{self.latency_source.get('job')}) is flagged "
+                f"noisy: its samples spread more than the lab trusts (std {self.profile.sigma_ms:.3g} ms on a mean "
+                f"of {self.profile.mu_ms:.3g} ms); profile it again on a quiet device"
+            )
+        return None
 
     def as_dict(self) -> dict[str, Any]:
         """What the API says about the candidate (without its raw samples)."""
@@ -48,6 +60,7 @@ class Candidate:
             "sigma_ms": p.sigma_ms,
             "samples": len(p.samples_ms),
             "latency_source": self.latency_source,
+            "noisy": self.noisy,
         }
 
 
@@ -62,13 +75,21 @@ def model_accuracy(model: NetworkModel) -> tuple[float, str] | None:
     return None
 
 
-def _measured(model: NetworkModel, device: Device) -> tuple[list[float], int] | None:
+@dataclass(frozen=True)
+class _Measured:
+    samples: list[float]
+    job_id: int
+    noisy: bool
+    cold_start_ms: tuple[float, ...]
+
+
+def _measured(model: NetworkModel, device: Device) -> _Measured | None:
     result = (
         JobResult.objects.filter(
             job__model=model, job__device=device, job__kind=JobKind.PROFILE, job__state=JobState.SUCCEEDED
         )
         .order_by("-job__finished_at", "-pk")
-        .only("samples_ms", "job_id", "e2e_mean")
+        .only("samples_ms", "job_id", "e2e_mean", "noisy", "cold_starts", "load_ms", "first_run_ms")
         .first()
     )
     if result is None:
@@ -76,7 +97,9 @@ def _measured(model: NetworkModel, device: Device) -> tuple[list[float], int] | 
     samples = [float(s) for s in (result.samples_ms or []) if isinstance(s, (int, float)) and s > 0]
     if not samples:  # a phone's aggregates only: the mean alone, as one sample
         samples = [float(result.e2e_mean)]
-    return samples, result.job_id
+    cold = result.cold_start_distribution.get("samples") or []
+    totals = tuple(float(c["total_ms"]) for c in cold if isinstance(c.get("total_ms"), (int, float)))
+    return _Measured(samples, result.job_id, bool(result.noisy), tuple(t for t in totals if t > 0))
 
 
 def _predicted(team: Team, model: NetworkModel, device: Device) -> tuple[float, float, int]:
@@ -96,27 +119,30 @@ def _predicted(team: Team, model: NetworkModel, device: Device) -> tuple[float, 
     return mu, mu * mape, row.pk
 
 
-def candidate_profiles(team: Team, device: Device, model_ids: list[int]) -> list[Candidate]:
-    """Every named model of the team as a candidate on ``device``; ``ValidationError`` naming
-    the first model that cannot be one and why."""
+def candidate_profiles(
+    team: Team, device: Device, model_ids: list[int], *, field: str = "models", measured_only: bool = False
+) -> list[Candidate]:
+    """Every named model of the team as a candidate on ``device``; ``ValidationError`` (under
+    ``field``) naming the first model that cannot be one and why. ``measured_only`` refuses a
+    model never profiled there instead of predicting it."""
     if not isinstance(model_ids, list) or not model_ids:
-        raise ValidationError({"models": "name at least one candidate model (a list of model ids)"})
+        raise ValidationError({field: "name at least one candidate model (a list of model ids)"})
     if not all(isinstance(i, int) and not isinstance(i, bool) for i in model_ids):
-        raise ValidationError({"models": f"models must be a list of model ids, got {model_ids!r}"})
+        raise ValidationError({field: f"models must be a list of model ids, got {model_ids!r}"})
     if len(set(model_ids)) != len(model_ids) or len(model_ids) > MAX_CANDIDATES:
-        raise ValidationError({"models": f"1 to {MAX_CANDIDATES} distinct model ids, got {model_ids!r}"})
+        raise ValidationError({field: f"1 to {MAX_CANDIDATES} distinct model ids, got {model_ids!r}"})
     found = {m.pk: m for m in NetworkModel.objects.for_team(team).filter(pk__in=model_ids)}
     missing = [i for i in model_ids if i not in found]
     if missing:
-        raise ValidationError({"models": f"there is no model {missing} in team {team.name!r}"})
+        raise ValidationError({field: f"there is no model {missing} in team {team.name!r}"})
     names = [found[i].name for i in model_ids]
     if len(set(names)) != len(names):
-        raise ValidationError({"models": f"the candidates need distinct names, got {names}"})
+        raise ValidationError({field: f"the candidates need distinct names, got {names}"})
     out = []
     for pk in model_ids:
         model = found[pk]
         if not model.is_ready:
-            raise ValidationError({"models": f"model {model.name!r} (#{pk}) is {model.state}, not ready"})
+            raise ValidationError({field: f"model {model.name!r} (#{pk}) is {model.state}, not ready"})
         accuracy = model_accuracy(model)
         if accuracy is None:
             raise ValidationError(
@@ -127,21 +153,27 @@ def candidate_profiles(team: Team, device: Device, model_ids: list[int]) -> list
             )
         if accuracy[0] <= 0:  # equation 4 weighs by accuracy: a model of 0 % could never be drawn
             raise ValidationError(
-                {"models": f"model {model.name!r} (#{pk}) has an accuracy of 0 %; CNNSelect needs more than 0"}
+                {field: f"model {model.name!r} (#{pk}) has an accuracy of 0 %; CNNSelect needs more than 0"}
             )
         measured = _measured(model, device)
+        if measured is None and measured_only:
+            raise ValidationError(
+                {field: f"model {model.name!r} (#{pk}) was never profiled on {device.name!r}: profile it there first"}
+            )
         try:
             if measured is not None:
-                samples, job_id = measured
-                profile = ModelProfile.from_samples(model.name, accuracy[0], samples)
-                source: dict[str, Any] = {"kind": "measured", "job": job_id}
+                profile = ModelProfile.from_samples(model.name, accuracy[0], measured.samples)
+                source: dict[str, Any] = {"kind": "measured", "job": measured.job_id}
             else:
                 mu, sigma, predictor_id = _predicted(team, model, device)
                 profile = ModelProfile(model.name, accuracy[0], mu, sigma)
                 source = {"kind": "predicted", "predictor": predictor_id}
         except ValueError as e:  # a profile CNNSelect cannot use (a prediction of 0 ms, say)
-            raise ValidationError({"models": f"model {model.name!r} (#{pk}): {e}"}) from None
-        out.append(Candidate(model, profile, accuracy[1], source))
+            raise ValidationError({field: f"model {model.name!r} (#{pk}): {e}"}) from None
+        if measured is not None:
+            out.append(Candidate(model, profile, accuracy[1], source, measured.noisy, measured.cold_start_ms))
+        else:
+            out.append(Candidate(model, profile, accuracy[1], source))
     return out
 
 

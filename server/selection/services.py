@@ -10,14 +10,52 @@ from typing import Any
 import numpy as np
 from django.core.exceptions import ValidationError
 
-from devicelab.selection import PRESETS, NetworkProfile, select_model
+from devicelab.selection import (
+    DEFAULT_SELECT_POLICY,
+    DEFAULT_THRESHOLD_MS,
+    PRESETS,
+    SELECT_POLICIES,
+    ModelProfile,
+    NetworkProfile,
+    select_model,
+    sla_table,
+)
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.selection.models import StoredNetworkProfile
-from server.selection.profiles import candidate_profiles
+from server.selection.profiles import Candidate, candidate_profiles
 
-SELECT_FIELDS = {"device", "models", "sla_ms", "input_ms", "network_profile", "input_bytes", "threshold_ms", "seed"}
+SELECT_FIELDS = {
+    "device",
+    "models",
+    "sla_ms",
+    "input_ms",
+    "network_profile",
+    "input_bytes",
+    "output_bytes",
+    "threshold_ms",
+    "seed",
+    "policy",
+}
+TABLE_FIELDS = {
+    "device",
+    "models",
+    "sla_targets_ms",
+    "network_profile",
+    "input_bytes",
+    "output_bytes",
+    "threshold_ms",
+    "seed",
+    "policy",
+    "requests",
+    "on_device",
+    "load_per_request",
+}
 DEFAULT_INPUT_BYTES = 330_000  # the paper's preprocessed image (section 5.2)
+DEFAULT_OUTPUT_BYTES = 1_000  # the answer: labels, as the paper's 2 T_input assumes it smaller than the input
+DEFAULT_TABLE_REQUESTS = 4_000
+MAX_TABLE_REQUESTS = 50_000
+MAX_TABLE_SLAS = 200
 
 
 def _number(
@@ -57,15 +95,47 @@ def network_profile(team: Team, name: Any) -> NetworkProfile:
     return NetworkProfile.from_dict(stored.data)
 
 
-def _input_time(team: Team, raw: Mapping[str, Any]) -> tuple[float, dict[str, Any]]:
-    """T_input and where it came from."""
+def _input_time(team: Team, raw: Mapping[str, Any]) -> tuple[float, float | None, dict[str, Any]]:
+    """T_input, the network's download / upload time ratio when a profile tells it, and where they came from."""
     if ("input_ms" in raw) == ("network_profile" in raw):  # a null counts as given: it is a mistake
         raise ValidationError({"input_ms": "give exactly one of input_ms and network_profile"})
     if "input_ms" in raw:
-        return _number(raw, "input_ms"), {"kind": "given"}
+        return _number(raw, "input_ms"), None, {"kind": "given"}
     profile = network_profile(team, raw["network_profile"])
     nbytes = int(_number(raw, "input_bytes", minimum=1, default=DEFAULT_INPUT_BYTES))
-    return profile.transfer_ms(nbytes), {"kind": "network_profile", "profile": profile.name, "input_bytes": nbytes}
+    out_bytes = int(_number(raw, "output_bytes", minimum=0, default=DEFAULT_OUTPUT_BYTES))
+    upload = profile.transfer_ms(nbytes)
+    ratio = profile.transfer_ms(out_bytes) / upload if upload > 0 else None
+    source = {"kind": "network_profile", "profile": profile.name, "input_bytes": nbytes, "output_bytes": out_bytes}
+    return upload, ratio, source
+
+
+def _policy(raw: Mapping[str, Any]) -> str:
+    policy = raw.get("policy", DEFAULT_SELECT_POLICY)
+    if policy not in SELECT_POLICIES:
+        raise ValidationError({"policy": f"policy must be one of {list(SELECT_POLICIES)}, got {policy!r}"})
+    return str(policy)
+
+
+def _device(raw: Mapping[str, Any], key: str = "device") -> Device:
+    device_id = raw.get(key)
+    if isinstance(device_id, bool) or not isinstance(device_id, int):
+        raise ValidationError({key: f"{key} must be a device id, got {device_id!r}"})
+    device = Device.objects.filter(pk=device_id).first()
+    if device is None:
+        raise ValidationError({key: f"there is no device #{device_id} (GET /api/devices/)"})
+    return device
+
+
+def _seed(raw: Mapping[str, Any]) -> int | None:
+    seed = raw.get("seed")
+    if "seed" in raw and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValidationError({"seed": f"seed must be a non-negative integer (or left out), got {seed!r}"})
+    return seed
+
+
+def _warnings(candidates: list[Candidate]) -> list[str]:
+    return [w for c in candidates if (w := c.warning()) is not None]
 
 
 def select_for_request(team: Team, raw: Any) -> dict[str, Any]:
@@ -75,22 +145,22 @@ def select_for_request(team: Team, raw: Any) -> dict[str, Any]:
     unknown = sorted(set(raw) - SELECT_FIELDS)
     if unknown:
         raise ValidationError(f"unknown field(s) {unknown}; the fields are {sorted(SELECT_FIELDS)}")
-    device_id = raw.get("device")
-    if isinstance(device_id, bool) or not isinstance(device_id, int):
-        raise ValidationError({"device": f"device must be a device id, got {device_id!r}"})
-    device = Device.objects.filter(pk=device_id).first()
-    if device is None:
-        raise ValidationError({"device": f"there is no device #{device_id} (GET /api/devices/)"})
+    device = _device(raw)
     sla_ms = _number(raw, "sla_ms", minimum=0.0)
-    threshold_ms = _number(raw, "threshold_ms", default=0.0)
-    input_ms, input_source = _input_time(team, raw)
-    seed = raw.get("seed")
-    if "seed" in raw and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise ValidationError({"seed": f"seed must be a non-negative integer (or left out), got {seed!r}"})
+    threshold_ms = _number(raw, "threshold_ms", default=DEFAULT_THRESHOLD_MS)
+    policy = _policy(raw)
+    input_ms, download_ratio, input_source = _input_time(team, raw)
+    seed = _seed(raw)
     candidates = candidate_profiles(team, device, raw.get("models"))  # type: ignore[arg-type]
     try:
         selection = select_model(
-            [c.profile for c in candidates], sla_ms=sla_ms, input_ms=input_ms, threshold_ms=threshold_ms, rng=seed
+            [c.profile for c in candidates],
+            sla_ms=sla_ms,
+            input_ms=input_ms,
+            threshold_ms=threshold_ms,
+            rng=seed,
+            policy=policy,
+            download_ratio=download_ratio,
         )
     except ValueError as e:
         raise ValidationError(str(e)) from None
@@ -104,6 +174,84 @@ def select_for_request(team: Team, raw: Any) -> dict[str, Any]:
         input_source=input_source,
         threshold_ms=threshold_ms,
         candidates=[c.as_dict() for c in candidates],
+        warnings=_warnings(candidates),
+    )
+    return answer
+
+
+def select_table(team: Team, raw: Any) -> dict[str, Any]:
+    """The developer's question over a range of SLAs (``devicelab.selection.sla_table``): per
+    candidate served on ``device`` over ``network_profile`` and, with ``on_device`` (a phone or
+    CPU the models were profiled on), run on the device itself (its cold start per request with
+    ``load_per_request``), the chance of meeting each SLA, the expected accuracy and the accuracy
+    within the SLA; then the selection policy's and greedy's over the same requests."""
+    if not isinstance(raw, Mapping):
+        raise ValidationError("the request body must be a JSON object")
+    unknown = sorted(set(raw) - TABLE_FIELDS)
+    if unknown:
+        raise ValidationError(f"unknown field(s) {unknown}; the fields are {sorted(TABLE_FIELDS)}")
+    device = _device(raw)
+    slas = raw.get("sla_targets_ms")
+    if not isinstance(slas, list) or not 1 <= len(slas) <= MAX_TABLE_SLAS:
+        raise ValidationError({"sla_targets_ms": f"a list of 1 to {MAX_TABLE_SLAS} SLA targets (ms)"})
+    for i, _ in enumerate(slas):
+        _number({"sla_targets_ms": slas[i]}, "sla_targets_ms", minimum=1e-9)
+    if "network_profile" not in raw:
+        raise ValidationError({"network_profile": "a table needs a network profile (the spread of the network)"})
+    profile = network_profile(team, raw["network_profile"])
+    in_bytes = int(_number(raw, "input_bytes", minimum=1, default=DEFAULT_INPUT_BYTES))
+    out_bytes = int(_number(raw, "output_bytes", minimum=0, default=DEFAULT_OUTPUT_BYTES))
+    threshold_ms = _number(raw, "threshold_ms", default=DEFAULT_THRESHOLD_MS)
+    requests = int(_number(raw, "requests", minimum=100, maximum=MAX_TABLE_REQUESTS, default=DEFAULT_TABLE_REQUESTS))
+    policy = _policy(raw)
+    seed = _seed(raw) or 0
+    candidates = candidate_profiles(team, device, raw.get("models"))  # type: ignore[arg-type]
+    local: list[Candidate] = []
+    local_profiles: list[ModelProfile] = []
+    on_device = None
+    load_per_request = raw.get("load_per_request", False)
+    if not isinstance(load_per_request, bool):
+        raise ValidationError({"load_per_request": f"load_per_request is true or false, got {load_per_request!r}"})
+    if raw.get("on_device") is not None:
+        on_device = _device(raw, "on_device")
+        local = candidate_profiles(team, on_device, raw.get("models"), field="on_device", measured_only=True)  # type: ignore[arg-type]
+        for c in local:
+            if not load_per_request:
+                local_profiles.append(c.profile)
+                continue
+            if not c.cold_start_ms:
+                raise ValidationError(
+                    {"on_device": f"{c.model.name!r} has no cold start measured on {on_device.name!r}"}
+                )
+            local_profiles.append(ModelProfile.from_samples(c.profile.name, c.profile.accuracy, c.cold_start_ms))
+    elif load_per_request:
+        raise ValidationError({"load_per_request": "load_per_request prices the on_device option: name on_device"})
+    try:
+        table = sla_table(
+            [c.profile for c in candidates],
+            sla_targets_ms=[float(t) for t in slas],
+            profile=profile,
+            on_device=local_profiles,
+            policy=policy,
+            threshold_ms=threshold_ms,
+            request_bytes=in_bytes,
+            response_bytes=out_bytes,
+            requests=requests,
+            seed=seed,
+        )
+    except ValueError as e:
+        raise ValidationError(str(e)) from None
+    answer = table.as_dict()
+    answer.update(
+        device=device.pk,
+        on_device=None if on_device is None else on_device.pk,
+        load_per_request=load_per_request,
+        candidates=[c.as_dict() for c in candidates],
+        on_device_candidates=[
+            {**c.as_dict(), "cold_starts": len(c.cold_start_ms), "mu_ms": p.mu_ms, "sigma_ms": p.sigma_ms}
+            for c, p in zip(local, local_profiles, strict=True)
+        ],
+        warnings=_warnings(candidates) + _warnings(local),
     )
     return answer
 
@@ -194,4 +342,4 @@ def network_profiles(team: Team) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["network_profile", "network_profiles", "select_for_request", "store_network_profile"]
+__all__ = ["network_profile", "network_profiles", "select_for_request", "select_table", "store_network_profile"]

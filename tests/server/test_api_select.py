@@ -48,7 +48,7 @@ def lab(
     for model, top1 in ((fast, 60.0), (slow, 80.0)):
         assert api.patch(f"/api/models/{model.pk}/", {"top1_accuracy": top1}, format="json").status_code == 200
     jobs = {
-        "fast": _measured(make_job, member.team, fast, device, [9.0, 10.0, 11.0, 10.0]),
+        "fast": _measured(make_job, member.team, fast, device, [9.8, 10.0, 10.2, 10.0]),
         "slow": _measured(make_job, member.team, slow, device, [95.0, 100.0, 105.0, 100.0]),
     }
     return {"device": device, "fast": fast, "slow": slow, "jobs": jobs}
@@ -63,7 +63,7 @@ def _select(api: Any, lab: dict[str, Any], **body: Any) -> Any:
 
 
 def test_a_roomy_budget_explores_both_models_with_their_measured_profiles(api: Any, lab: dict[str, Any]) -> None:
-    answer = _select(api, lab, sla_ms=400, input_ms=20, threshold_ms=50, seed=3)
+    answer = _select(api, lab, sla_ms=400, input_ms=20, threshold_ms=50, seed=3, policy="paper")
     assert answer.status_code == 200, answer.json()
     body = answer.json()
     assert body["t_budget"] == pytest.approx(400 - 2 * 20) and body["t_upper"] == body["t_budget"]
@@ -90,10 +90,42 @@ def test_a_budget_no_model_fits_falls_back_to_the_fastest(api: Any, lab: dict[st
 
 
 def test_the_input_time_can_come_from_a_network_preset(api: Any, lab: dict[str, Any]) -> None:
-    body = _select(api, lab, sla_ms=900, network_profile="lte", input_bytes=200_000, seed=0).json()
-    assert body["input_source"] == {"kind": "network_profile", "profile": "lte", "input_bytes": 200_000}
+    body = _select(api, lab, sla_ms=900, network_profile="lte", input_bytes=200_000, seed=0, policy="paper").json()
+    assert body["input_source"] == {
+        "kind": "network_profile",
+        "profile": "lte",
+        "input_bytes": 200_000,
+        "output_bytes": 1_000,
+    }
     assert body["input_ms"] == pytest.approx(PRESETS["lte"].transfer_ms(200_000))
     assert body["t_budget"] == pytest.approx(900 - 2 * body["input_ms"])
+    # The lab's reading prices the round trip as upload + the profile's download of the answer.
+    lab_body = _select(api, lab, sla_ms=900, network_profile="lte", input_bytes=200_000, output_bytes=50_000).json()
+    lte = PRESETS["lte"]
+    assert lab_body["policy"] == "lab"
+    assert lab_body["t_budget"] == pytest.approx(900 - lte.transfer_ms(200_000) - lte.transfer_ms(50_000))
+
+
+def test_the_default_threshold_is_the_simulations_and_the_policy_is_the_labs(api: Any, lab: dict[str, Any]) -> None:
+    from devicelab.selection import paper_scenario
+
+    body = _select(api, lab, sla_ms=300, input_ms=10, seed=0).json()
+    assert body["threshold_ms"] == paper_scenario().threshold_ms == 20.0
+    assert body["policy"] == "lab" and body["warnings"] == []
+    assert all(c["noisy"] is False for c in body["candidates"])
+    refused = _select(api, lab, sla_ms=300, input_ms=10, policy="greedy")
+    assert refused.status_code == 400 and "lab" in str(refused.json()["policy"])
+
+
+def test_a_noisy_latency_profile_is_named_in_the_warnings(
+    api: Any, lab: dict[str, Any], member: Any, make_network: Callable[..., Any], make_job: Callable[..., Any]
+) -> None:
+    shaky = make_network(member.team, tiny_graph("shakynet"))
+    api.patch(f"/api/models/{shaky.pk}/", {"top1_accuracy": 70.0}, format="json")
+    job = _measured(make_job, member.team, shaky, lab["device"], [20.0, 40.0, 25.0, 60.0])  # cv ~ 0.5
+    body = _select(api, lab, sla_ms=300, input_ms=10, models=[lab["fast"].pk, shaky.pk], seed=0).json()
+    assert next(c for c in body["candidates"] if c["name"] == "shakynet")["noisy"] is True
+    assert len(body["warnings"]) == 1 and "shakynet" in body["warnings"][0] and f"#{job}" in body["warnings"][0]
 
 
 @pytest.mark.parametrize(

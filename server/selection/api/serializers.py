@@ -20,8 +20,14 @@ class SelectRequestSerializer(serializers.Serializer[Any]):
         required=False, help_text="instead of input_ms: a preset or a stored profile estimates T_input"
     )
     input_bytes = serializers.IntegerField(required=False, help_text="the input's size for network_profile (330 KB)")
-    threshold_ms = serializers.FloatField(required=False, help_text="T_threshold (default 0)")
+    output_bytes = serializers.IntegerField(
+        required=False, help_text="the answer's size for network_profile (1 KB): the lab policy's round trip"
+    )
+    threshold_ms = serializers.FloatField(required=False, help_text="T_threshold (default 20, as simulations)")
     seed = serializers.IntegerField(required=False, help_text="seed of stage 3's draw (default: fresh)")
+    policy = serializers.ChoiceField(
+        choices=["lab", "paper"], required=False, help_text="lab (default: no dominated model) or paper (as printed)"
+    )
 
 
 class SelectCandidateSerializer(serializers.Serializer[Any]):
@@ -35,6 +41,7 @@ class SelectCandidateSerializer(serializers.Serializer[Any]):
     sigma_ms = serializers.FloatField()
     samples = serializers.IntegerField()
     latency_source = serializers.DictField()
+    noisy = serializers.BooleanField(help_text="the profiling job flagged the samples noisy")
 
 
 class SelectResponseSerializer(serializers.Serializer[Any]):
@@ -51,6 +58,9 @@ class SelectResponseSerializer(serializers.Serializer[Any]):
     fallback = serializers.BooleanField()
     utilities = serializers.DictField(help_text="U(m) of equation 4 for M_E ('inf' where mu(m) = T_L)")
     why = serializers.CharField()
+    policy = serializers.CharField(help_text="lab or paper")
+    dominated = serializers.DictField(help_text="models the lab policy dropped, each with one dominating it")
+    warnings = serializers.ListField(child=serializers.CharField(), help_text="noisy latency profiles used")
     device = serializers.IntegerField()
     sla_ms = serializers.FloatField()
     input_ms = serializers.FloatField()

@@ -7,13 +7,14 @@ from django.urls import URLPattern, URLResolver, path
 
 from server.api.routers import AppRouter
 from server.selection.api.network_probe_views import NetworkProbeView
-from server.selection.api.views import NetworkProfileView, SelectView, SimulationViewSet
+from server.selection.api.views import NetworkProfileView, SelectTableView, SelectView, SimulationViewSet
 
 router = AppRouter()
 router.register("selection/simulations", SimulationViewSet, basename="selection-simulation")
 
 urlpatterns: list[URLPattern | URLResolver] = [
     path("select/", SelectView.as_view(), name="select"),
+    path("select/table/", SelectTableView.as_view(), name="select-table"),
     path("network-profiles/", NetworkProfileView.as_view(), name="network-profiles"),
     path("network-probe/", NetworkProbeView.as_view(), name="network-probe"),
     *router.urls,

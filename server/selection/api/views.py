@@ -22,7 +22,7 @@ from server.selection.api.serializers import (
     SimulationSerializer,
 )
 from server.selection.models import SelectionSimulation
-from server.selection.services import network_profiles, select_for_request, store_network_profile
+from server.selection.services import network_profiles, select_for_request, select_table, store_network_profile
 from server.selection.simulations import submit_simulation
 
 
@@ -54,6 +54,41 @@ class SelectView(APIView):
     def post(self, request: Request) -> Response:
         """Answer one request."""
         return Response(select_for_request(request.team, request.data))
+
+
+class SelectTableView(APIView):
+    """The developer's question over a range of SLAs."""
+
+    parser_classes = [FastJSONParser]
+
+    @extend_schema(
+        summary="Per model and policy, the chance of meeting each SLA and the accuracy it buys",
+        description="For your team's `models` served on `device` over `network_profile`, and with `on_device` "
+        "run on that phone or CPU itself (from the lab's own profiles there; `load_per_request` prices each "
+        "request with the measured cold start), per SLA target of `sla_targets_ms`: `p_meet` (share of "
+        "`requests` seeded requests whose end to end met the SLA), `expected_accuracy` and "
+        "`accuracy_within_sla` (a miss counts 0); then the selection `policy` (lab or paper CNNSelect) and "
+        "greedy on the same requests. `warnings` names latency profiles flagged noisy.",
+        request=OpenApiTypes.OBJECT,
+        examples=[
+            OpenApiExample(
+                "Three candidates over LTE, and on the phone",
+                value={
+                    "device": 1,
+                    "models": [1, 2, 3],
+                    "network_profile": "lte",
+                    "sla_targets_ms": [200, 300, 400, 500],
+                    "on_device": 2,
+                    "load_per_request": False,
+                },
+                request_only=True,
+            )
+        ],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiResponse(description="a bad field or candidate")},
+    )
+    def post(self, request: Request) -> Response:
+        """Answer over the SLA targets."""
+        return Response(select_table(request.team, request.data))
 
 
 @extend_schema_view(
