@@ -194,3 +194,65 @@ def test_a_null_seed_and_a_zero_accuracy_are_refused(api: Any, lab: dict[str, An
 def test_a_null_beside_the_other_input_time_is_a_mistake(api: Any, lab: dict[str, Any]) -> None:
     response = _select(api, lab, sla_ms=300, network_profile="lte", input_ms=None)
     assert response.status_code == 400 and "exactly one" in str(response.json()["input_ms"])
+
+
+def _table(api: Any, lab: dict[str, Any], **body: Any) -> Any:
+    return api.post(
+        "/api/select/table/",
+        {"device": lab["device"].pk, "models": [lab["fast"].pk, lab["slow"].pk], **body},
+        format="json",
+    )
+
+
+def test_the_table_answers_per_model_and_policy_over_the_slas_with_an_on_device_option(
+    api: Any, lab: dict[str, Any], member: Any, make_device: Callable[..., Any], make_job: Callable[..., Any]
+) -> None:
+    phone = make_device()
+    _measured(make_job, member.team, lab["fast"], phone, [30.0, 30.5, 29.5, 30.0])
+    _measured(make_job, member.team, lab["slow"], phone, [300.0, 305.0, 295.0, 300.0])
+    slas = [20.0, 50.0, 200.0, 400.0]
+    response = _table(api, lab, network_profile="prototype_wifi", sla_targets_ms=slas, on_device=phone.pk, seed=1)
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    rows = {(r["option"], r["kind"], r["sla_ms"]): r for r in body["rows"]}
+    assert body["sla_targets_ms"] == slas and body["threshold_ms"] == 20.0 and body["policy"] == "lab"
+    # Warm on the phone: fastnet takes 30 ms, so it misses 20 ms and meets 50 ms; no network to pay.
+    assert rows[("fastnet", "on_device", 20.0)]["p_meet"] == 0.0
+    assert rows[("fastnet", "on_device", 50.0)]["p_meet"] == 1.0
+    assert rows[("slownet", "on_device", 400.0)]["p_meet"] == 1.0
+    # Remote, the 63 ms WiFi round trip comes first: nothing meets 20 ms, few requests 50 ms.
+    assert rows[("fastnet", "remote", 20.0)]["p_meet"] == 0.0
+    assert rows[("fastnet", "remote", 50.0)]["p_meet"] < 0.1
+    assert rows[("fastnet", "remote", 400.0)]["p_meet"] == 1.0
+    slow_200 = rows[("slownet", "remote", 200.0)]
+    assert slow_200["accuracy_within_sla"] == pytest.approx(80.0 * slow_200["p_meet"])
+    assert {("cnnselect_lab", "policy"), ("greedy", "policy")} <= {(o, k) for o, k, _ in rows}
+    # Loading the model per request prices each one with its measured cold start (load + first run).
+    cold = _table(
+        api,
+        lab,
+        network_profile="prototype_wifi",
+        sla_targets_ms=slas,
+        on_device=phone.pk,
+        load_per_request=True,
+    ).json()
+    on_phone = {c["name"]: c for c in cold["on_device_candidates"]}
+    assert on_phone["fastnet"]["cold_starts"] == 1 and on_phone["fastnet"]["mu_ms"] == pytest.approx(15.75)
+    cold_rows = {(r["option"], r["kind"], r["sla_ms"]): r for r in cold["rows"]}
+    assert cold_rows[("fastnet", "on_device", 20.0)]["p_meet"] == 1.0
+
+
+def test_the_table_refuses_what_it_cannot_price(api: Any, lab: dict[str, Any], make_device: Callable[..., Any]) -> None:
+    unmeasured = make_device()
+    base = {"network_profile": "lte", "sla_targets_ms": [100.0]}
+    cases = [
+        ({"sla_targets_ms": []}, "sla_targets_ms"),
+        ({"sla_targets_ms": [100.0], "network_profile": None}, "network_profile"),
+        ({"on_device": unmeasured.pk}, "on_device"),
+        ({"load_per_request": True}, "load_per_request"),
+        ({"requests": 5}, "requests"),
+    ]
+    for change, field in cases:
+        response = _table(api, lab, **{**base, **change})
+        assert response.status_code == 400 and field in response.json(), (change, response.json())
+    assert "never profiled" in str(_table(api, lab, **base, on_device=unmeasured.pk).json()["on_device"])
