@@ -107,6 +107,22 @@ class Capabilities:
             raise UnsupportedSetting("cores", f"no core cluster {name!r} on this device; its clusters: {offered}")
         return tuple(self.core_clusters[name])
 
+    def cautions(self, settings: ProfileSettings) -> list[str]:
+        """What a job with these settings measures other than its user may think, though the device
+        runs it (said at submission; the result carries the matching flag)."""
+        out = []
+        if settings.cores and settings.threads > len(settings.cores):
+            pinned = ", ".join(f"cpu{c}" for c in sorted(settings.cores))
+            cluster = next((n for n, ids in self.core_clusters.items() if set(ids) == set(settings.cores)), None)
+            where = f"{pinned}, the {cluster!r} cluster" if cluster else pinned
+            n = len(settings.cores)
+            out.append(
+                f"settings.threads: {settings.threads} threads on {n} pinned core{'s' if n > 1 else ''} ({where}) "
+                f"take turns, so the time is not that of {settings.threads} threads in parallel; the result "
+                "will be flagged oversubscribed"
+            )
+        return out
+
     def check(self, settings: ProfileSettings) -> None:
         """Raise ``UnsupportedSetting`` for the first setting this device cannot honour."""
         if self.refuses:

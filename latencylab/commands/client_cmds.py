@@ -304,6 +304,8 @@ def run_profile(args: argparse.Namespace) -> int:
             f"job #{job.id} queued on {job.data.get('device_name', args.device)} ({_run_settings(queued, {})})",
             file=sys.stderr,
         )
+        for warning in job.data.get("warnings") or ():
+            print(f"warning: {warning}", file=sys.stderr)
         bar = ProgressBar(sys.stderr)
         try:
             job.wait(timeout=args.timeout, on_progress=lambda f: bar.update(f, job.progress_message))

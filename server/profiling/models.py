@@ -187,6 +187,11 @@ class ProfilingJob(models.Model):
         "answered again, not taken for an attempt whose process died.",
     )
     failure_reason = models.TextField(blank=True)
+    warnings = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="What the settings measure other than one may think, said at submission (Capabilities.cautions).",
+    )
     moved_from = models.TextField(blank=True, help_text="Why and from where the job was re-routed, if it was.")
     sent_at = models.DateTimeField(
         null=True,

@@ -170,6 +170,7 @@ def queue_job(
     settings: dict[str, Any],
     user: Any = None,
     model: NetworkModel | None = None,
+    warnings: list[str] | None = None,
 ) -> ProfilingJob:
     """Create a queued job of any kind with checked settings; it is enqueued when the
     transaction commits."""
@@ -180,6 +181,7 @@ def queue_job(
             kind=kind,
             device=device,
             settings=settings,
+            warnings=list(warnings or ()),
             created_by=user if getattr(user, "is_authenticated", False) else None,
         )
         _enqueue_on_commit(job.pk)
@@ -197,7 +199,21 @@ def submit_profiling_job(
     check_device_takes_jobs(device)
     check_model_runs_on(model, device)
     clean = validate_settings(device, settings)
-    return queue_job(team, device, kind=JobKind.PROFILE, settings=clean, user=user, model=model)
+    return queue_job(
+        team,
+        device,
+        kind=JobKind.PROFILE,
+        settings=clean,
+        user=user,
+        model=model,
+        warnings=settings_cautions(device, clean),
+    )
+
+
+def settings_cautions(device: Device, clean: dict[str, Any]) -> list[str]:
+    """What checked settings measure other than one may think on ``device`` (``Capabilities.cautions``)."""
+    capabilities = device.declared_capabilities()
+    return capabilities.cautions(ProfileSettings.from_dict(clean)) if capabilities is not None else []
 
 
 def cancel_job(job: ProfilingJob, user: Any = None) -> bool:

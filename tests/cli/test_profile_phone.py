@@ -68,7 +68,7 @@ def test_profile_on_a_phone_sends_its_settings_and_prints_its_conditions(
     graph = tiny_graph("cli-phone")
     model = make_network(member.team, graph)
     argv = ["profile", str(model.pk), "--device", "bench-pixel-7", "--delegate", "xnnpack", "--cores", "big"]
-    argv += ["--threads", "2", "--cooldown-c", "40", "--cooldown-max-s", "120", "--timeout", "120"]
+    argv += ["--threads", "3", "--cooldown-c", "40", "--cooldown-max-s", "120", "--timeout", "120"]
     argv += ["--backend", "android", "--cold-runs", "3", "--on-noise", "rerun:3"]
     argv += ["--url", live_server.url, "--token", member.key]
     outcome: dict[str, int] = {}
@@ -87,7 +87,12 @@ def test_profile_on_a_phone_sends_its_settings_and_prints_its_conditions(
     assert outcome.get("rc") == 0
 
     captured = capsys.readouterr()
-    assert f"job #{job.pk} queued on bench-pixel-7 (android, xnnpack, 2 thread(s), cores 6,7)" in captured.err
+    assert f"job #{job.pk} queued on bench-pixel-7 (android, xnnpack, 3 thread(s), cores 6,7)" in captured.err
+    # three threads on the two big cores take turns: said when the job is queued
+    assert (
+        "warning: settings.threads: 3 threads on 2 pinned cores (cpu6, cpu7, the 'big' cluster) take turns"
+        in captured.err
+    )
     lines = captured.out.splitlines()
     assert (
         lines[0]

@@ -94,3 +94,19 @@ def test_every_setting_is_bounded_even_on_a_device_that_declared_nothing(
     assert device.declared_capabilities() is None
     assert key in _refused(_submit(api, model, device, job_settings))
     assert not ProfilingJob.objects.exists()
+
+
+def test_more_threads_than_pinned_cores_is_queued_with_a_warning(api: Any, model: Any, make_device: Any) -> None:
+    from tests.server.phone_factories import PIXEL_7_CAPABILITIES
+
+    phone = make_device(kind="android", capabilities=PIXEL_7_CAPABILITIES)
+    r = _submit(api, model, phone, {"backend": "android", "threads": 2, "cores": [7]})
+    assert r.status_code == 201, r.json()
+    (warning,) = r.json()["warnings"]
+    assert "2 threads on 1 pinned core (cpu7)" in warning and "oversubscribed" in warning
+    assert ProfilingJob.objects.get().warnings == [warning]
+    # a whole named cluster is named; as many threads as cores gives no warning
+    big = _submit(api, model, phone, {"backend": "android", "threads": 4, "cores": "big"})
+    assert "the 'big' cluster" in big.json()["warnings"][0]
+    fitting = _submit(api, model, phone, {"backend": "android", "threads": 2, "cores": "big"})
+    assert fitting.json()["warnings"] == []

@@ -294,6 +294,7 @@ class JobSerializer(serializers.ModelSerializer):
             "progress_message",
             "attempts",
             "failure_reason",
+            "warnings",
             "moved_from",
             "created_at",
             "started_at",
