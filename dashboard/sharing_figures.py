@@ -3,7 +3,7 @@
 Seed 003's figures, for one workload against R tenants (log axis, marked at the R measured):
 
 * figure 7, throughput (GFLOP/s) per strategy, with numpy's SGEMM on the same cores as the
-  ceiling line (the best of its products; the median in the hover);
+  ceiling per R (numpy on the same tenants' operands, interleaved with the strategies; the median in the hover);
 * figure 3, pooled p50 (solid) and p99 (dotted) latency per strategy, the whiskers spanning the
   fastest to the slowest tenant's own p50;
 * figure 4, the straggler gap: the slowest tenant's p50 over the fastest's, per strategy;
@@ -93,7 +93,21 @@ def throughput_lines(view: WorkloadFigures) -> str:
         for s in view.series
         if s.measured
     ]
-    if view.ceiling is not None and view.tenants:
+    if view.ceiling is not None and view.ceiling.per_tenants:
+        c = view.ceiling
+        traces.append(
+            go.Scatter(
+                x=[r for r, _ in c.per_tenants],
+                y=[g for _, g in c.per_tenants],
+                mode="lines+markers",
+                name="numpy ceiling, same tenants",
+                line={"color": CEILING_COLOR, "dash": "dash", "width": 1.5},
+                marker={"size": 5},
+                hovertemplate=f"numpy {c.numpy} ({c.blas}) on the R tenants' own operands, R = %{{x}}: "
+                "median %{y:.3g} GFLOP/s<extra></extra>",
+            )
+        )
+    elif view.ceiling is not None and view.tenants:
         c = view.ceiling
         traces.append(
             _flat_line(

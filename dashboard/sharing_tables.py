@@ -41,6 +41,17 @@ def _check(c: Cell) -> str:
     return '<span class="muted">not checked</span>'
 
 
+def _of_ceiling(c: Cell) -> str:
+    r = c.of_ceiling
+    if r is None:
+        return '<td class="num" data-value=""></td>'
+    noise = "" if r.significant else ' <span class="muted">within noise</span>'
+    return (
+        f'<td class="num nowrap" data-value="{sort_value(r.ratio)}" title="{escape(r.label())}, paired over '
+        f'{r.rounds} rounds">{r.ratio:.2f}x <span class="muted small">[{r.low:.2f}-{r.high:.2f}]</span>{noise}</td>'
+    )
+
+
 def _row(c: Cell) -> str:
     workload, strategy = escape(c.workload), escape(c.strategy)
     return (
@@ -50,6 +61,7 @@ def _row(c: Cell) -> str:
         + _num(c.tenants, str(c.tenants))
         + f'<td class="nowrap">{escape(strategy_label(c.strategy))}</td>'
         + _num(c.gflops, "" if c.gflops is None else f"{c.gflops:.3g}")
+        + _of_ceiling(c)
         + _num(c.per_s, "" if c.per_s is None else f"{c.per_s:,.0f}")
         + _num(c.p50_ms, ms(c.p50_ms))
         + _num(c.p99_ms, ms(c.p99_ms))

@@ -60,9 +60,9 @@ class SharingResult:
     device: dict[str, Any]
     rows: list[SharingRow] = field(default_factory=list)
     ceiling: dict[str, Any] | None = None
-    ceiling_runs: list[CeilingRun] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    ceiling_runs: list[CeilingRun] = field(default_factory=list)  # ``ceiling`` is theirs when not given
 
     def largest_tenants(self) -> list[dict[str, Any]]:
         """Per workload and strategy: the largest R measured, the smallest memory-bound R, and the
@@ -235,7 +235,7 @@ def _start_ceiling(shape: GemmShape, tenants: int, spec: SharingSpec) -> tuple[C
         return None, CeilingRun(shape.m, shape.n, shape.k, tenants, error=f"{type(e).__name__}: {e}")
 
 
-def _of_ceiling(rows: Sequence[SharingRow], run: CeilingRun) -> None:
+def pair_with_ceiling(rows: Sequence[SharingRow], run: CeilingRun) -> None:
     """Each measured row's GFLOP/s over the ceiling's, paired by round (both sides whole)."""
     ceiling = run.gflops_samples()
     for row in rows:
@@ -304,7 +304,7 @@ def _measure_gemm(
                 run = ceiling.run
         _interleave(strategies, rows, spec, clock, label, ceiling)
         if run is not None and not run.error:
-            _of_ceiling(list(rows.values()), run)
+            pair_with_ceiling(list(rows.values()), run)
     finally:
         _release_all(strategies)
         if ceiling is not None:

@@ -1,11 +1,14 @@
 """Table 1: the throughput of space-time over the next best approach, per workload.
 
 For every R in [2, 120] where space-time and at least one of time-only and space-only were
-measured, the speed-up is space-time's GFLOP/s over the better of the two (both from the median
-makespan); the table gives the geometric mean over those R and which approach was next best
-(the one that was, at most R). Because a run interleaves the strategies round by round, round
-i's samples of two strategies were taken side by side: the per-round ratios give the speed-up's
-noise (their minimum and maximum, per R) without any drift between the two.
+measured, the next best is the better of the two by median GFLOP/s, and the speed-up is
+space-time's GFLOP/s over the next best's *paired by round*: a run interleaves the strategies
+round by round, so round i's samples of the two were taken side by side, and the speed-up is
+``devicelab.measure.ratios.paired_ratio`` of them (the median of the per-round ratios, with a
+bootstrap interval over rounds; "within noise" where the interval holds 1), never a ratio of two
+unpaired medians. The table gives the geometric mean of the per-R speed-ups, which approach was
+next best (the one that was, at most R), and how many R were significantly above 1, below 1 or
+within noise (``significant``): the headline counts only those.
 
 Works on stored rows (``SharingRow.as_dict()``), so the server can rebuild it from the database.
 """
@@ -17,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
+
+from devicelab.measure.ratios import RatioEstimate, count_significant, paired_ratio
 
 R_RANGE = (2, 120)
 SPACE_TIME = "space_time"
@@ -35,9 +40,13 @@ def _gflops(row: Mapping[str, Any]) -> float | None:
     return None if not t else t.get("gflops")
 
 
-def _paired(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[float]:
+def paired_gflops(a: Mapping[str, Any], b: Mapping[str, Any]) -> RatioEstimate | None:
+    """Row ``a``'s GFLOP/s over row ``b``'s, paired by round (None when no round has both)."""
     sa, sb = a["throughput"]["gflops_samples"], b["throughput"]["gflops_samples"]
-    return [x / y for x, y in zip(sa, sb) if x and y]
+    pairs = [(x, y) for x, y in zip(sa, sb) if x and y]
+    if not pairs:
+        return None
+    return paired_ratio([x for x, _ in pairs], [y for _, y in pairs])
 
 
 def _speedups(
@@ -54,7 +63,9 @@ def _speedups(
         if top is None or not _gflops(top) or not rivals:
             continue
         best = max(rivals, key=lambda row: _gflops(row) or 0.0)
-        ratios = _paired(top, best)
+        estimate = paired_gflops(top, best)
+        if estimate is None:
+            continue
         winners[best["strategy"]] += 1
         per_r.append(
             {
@@ -62,12 +73,15 @@ def _speedups(
                 "gflops": _gflops(top),
                 "next_best": best["strategy"],
                 "next_best_gflops": _gflops(best),
-                "speedup": (_gflops(top) or 0.0) / (_gflops(best) or 1.0),
-                "round_ratio_min": min(ratios) if ratios else None,
-                "round_ratio_max": max(ratios) if ratios else None,
+                "speedup": estimate.ratio,
+                "ratio": estimate.as_dict(),
             }
         )
     return per_r, winners
+
+
+def _significant(per_r: list[dict[str, Any]]) -> dict[str, int]:
+    return count_significant([RatioEstimate.from_dict(p["ratio"]) for p in per_r])
 
 
 def table1(rows: Iterable[Mapping[str, Any]], r_range: tuple[int, int] = R_RANGE) -> list[dict[str, Any]]:
@@ -90,6 +104,7 @@ def table1(rows: Iterable[Mapping[str, Any]], r_range: tuple[int, int] = R_RANGE
             "speedup_geomean": geomean(p["speedup"] for p in per_r),
             "next_best": winners.most_common(1)[0][0] if winners else None,
             "next_best_counts": dict(winners),
+            "significant": _significant(per_r),
             "per_tenants": per_r,
             "peers": {},
         }
@@ -99,10 +114,11 @@ def table1(rows: Iterable[Mapping[str, Any]], r_range: tuple[int, int] = R_RANGE
                 entry["peers"][peer] = {
                     "speedup_geomean": geomean(p["speedup"] for p in peer_r),
                     "next_best": peer_winners.most_common(1)[0][0],
+                    "significant": _significant(peer_r),
                     "per_tenants": peer_r,
                 }
         table.append(entry)
     return table
 
 
-__all__ = ["MULTIPLEXERS", "R_RANGE", "geomean", "table1"]
+__all__ = ["MULTIPLEXERS", "R_RANGE", "geomean", "paired_gflops", "table1"]

@@ -211,8 +211,16 @@ def print_sweep(job: dict[str, Any]) -> None:
     if ceiling.get("error"):
         print(f"numpy ceiling: not measured ({ceiling['error']})")
     elif ceiling.get("shapes"):
-        parts = [f"{n} {s['gflops']:.1f} GFLOP/s (best {s['best_gflops']:.1f})" for n, s in ceiling["shapes"].items()]
-        print(f"numpy ceiling on the same cores: {'; '.join(parts)}")
+        print(f"numpy ceiling: {ceiling.get('what') or 'numpy SGEMM of one matrix per shape on the same cores'}")
+        for name, shape in ceiling["shapes"].items():
+            if shape.get("gflops") is None:
+                continue
+            per = shape.get("per_tenants") or {}
+            by_r = ", ".join(f"R={r}: {v['gflops']:.1f}" for r, v in per.items() if v.get("gflops") is not None)
+            print(
+                f"  {name}: median {shape['gflops']:.1f} GFLOP/s, best {shape['best_gflops']:.1f}"
+                + (f" (median per R: {by_r})" if by_r else "")
+            )
     _print_table1(result.get("table1") or [])
     _print_largest(result.get("largest_tenants") or [])
     for note in result.get("notes") or ():
@@ -227,22 +235,34 @@ def _print_table1(table: list[dict[str, Any]]) -> None:
     print(
         f"\ntable 1: space-time GFLOP/s over the next best of time-only and space-only, geomean over R in [{low}, {high}]"
     )
+    from devicelab.measure.ratios import RatioEstimate  # numpy: imported when a result is printed
+
+    def per_r(p: dict[str, Any]) -> str:
+        if p.get("ratio"):  # paired by round, with its interval
+            return f"{p['tenants']}: {RatioEstimate.from_dict(p['ratio']).label()}"
+        return f"{p['tenants']}: {p['speedup']:.2f}x"
+
+    def significant(counts: dict[str, int] | None) -> str:
+        if not counts:
+            return "-"
+        return f"{counts['above']} above, {counts['below']} below, {counts['within noise']} within noise"
+
     rows = []
     for entry in table:
         subjects = [("space_time", entry), *sorted((entry.get("peers") or {}).items())]
         for strategy, result in subjects:
             geomean = result.get("speedup_geomean")
-            per_r = ", ".join(f"{p['tenants']}: {p['speedup']:.2f}x" for p in result.get("per_tenants") or ())
             rows.append(
                 (
                     entry["workload"]["name"],
                     strategy,
                     "-" if geomean is None else f"{geomean:.2f}x",
+                    significant(result.get("significant")),
                     result.get("next_best") or "-",
-                    per_r or "-",
+                    "; ".join(per_r(p) for p in result.get("per_tenants") or ()) or "-",
                 )
             )
-    print_table(["workload", "super-kernel", "speed-up", "next best", "per R"], rows)
+    print_table(["workload", "super-kernel", "geomean", "R significantly", "next best", "per R (95% interval)"], rows)
 
 
 def _print_largest(largest: list[dict[str, Any]]) -> None:

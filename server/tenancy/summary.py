@@ -27,6 +27,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 
+from devicelab.measure.ratios import RatioEstimate
 from devicelab.tenancy.spec import STRATEGIES
 from devicelab.tenancy.table1 import R_RANGE
 from server.tenancy.models import SharingMeasurement, SharingStatus, SharingSweepResult
@@ -68,6 +69,16 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _ratio(value: Any) -> RatioEstimate | None:
+    """A stored ``RatioEstimate.as_dict()`` (None: absent, or stored before ratios were paired)."""
+    if not isinstance(value, Mapping):
+        return None
+    try:
+        return RatioEstimate.from_dict(value)
+    except (ValueError, TypeError):
+        return None
+
+
 # -- one workload's rows -----------------------------------------------------------------------
 
 
@@ -97,6 +108,7 @@ class Cell:
     largest_fit: int | None  # the largest R the memory model says fits
     correct: bool | None
     error: str
+    of_ceiling: RatioEstimate | None = None  # GFLOP/s over numpy's ceiling, paired by round
 
 
 _COLUMNS = (
@@ -115,6 +127,7 @@ _COLUMNS = (
     "error",
     "data__straggler",
     "data__memory",
+    "data__of_ceiling",
 )
 
 
@@ -138,6 +151,7 @@ def cells(sweep: SharingSweepResult, workload: str | None = None, strategy: str 
         error,
         straggler,
         memory,
+        of_ceiling,
     ) in sharing_rows(sweep, workload=workload, strategy=strategy).values_list(*_COLUMNS):
         straggler, memory = _mapping(straggler), _mapping(memory)
         out.append(
@@ -163,6 +177,7 @@ def cells(sweep: SharingSweepResult, workload: str | None = None, strategy: str 
                 largest_fit=_int(memory.get("largest_tenants_that_fit")),
                 correct=correct,
                 error=error,
+                of_ceiling=_ratio(of_ceiling),
             )
         )
     return out
@@ -191,12 +206,16 @@ class StrategySeries:
 
 @dataclass(frozen=True)
 class Ceiling:
-    """numpy's SGEMM of the workload's shape on the same cores, in a fresh process."""
+    """numpy's SGEMM of the workload's shape on the same cores (``devicelab.tenancy.ceiling``):
+    over every tenant's own operands per R, the better of one BLAS thread and all, interleaved
+    with the strategies' rounds (``per_tenants``: R -> median GFLOP/s of its rounds)."""
 
-    gflops: float  # the median product
-    best_gflops: float  # the best: the ceiling (a multi-threaded BLAS on a loaded machine is bimodal)
+    gflops: float  # the median over every round of every R
+    best_gflops: float
     numpy: str
     blas: str
+    what: str = ""  # what it is a ceiling of ('' for a sweep stored before it said)
+    per_tenants: tuple[tuple[int, float], ...] = ()  # (R, median GFLOP/s), by R
 
 
 @dataclass(frozen=True)
@@ -235,8 +254,18 @@ def ceiling_of(sweep: SharingSweepResult, workload: str) -> Ceiling | None:
     median, best = _number(shape.get("gflops")), _number(shape.get("best_gflops"))
     if median is None:
         return None
+    per: list[tuple[int, float]] = []
+    for r, run in _mapping(shape.get("per_tenants")).items():
+        g = _number(_mapping(run).get("gflops"))
+        if str(r).isdigit() and g is not None:
+            per.append((int(r), g))
     return Ceiling(
-        median, best if best is not None else median, str(stored.get("numpy") or ""), str(stored.get("blas") or "")
+        median,
+        best if best is not None else median,
+        str(stored.get("numpy") or ""),
+        str(stored.get("blas") or ""),
+        str(stored.get("what") or ""),
+        tuple(sorted(per)),
     )
 
 
@@ -325,14 +354,23 @@ PAPER_TENANTS = (10, 20)  # the R of the paper's two single-R rows
 
 @dataclass(frozen=True)
 class Speedup:
-    """Space-time over the next best at one R: the ratio of median throughputs, the approach that
-    was next best, and the range of the per-round paired ratios (the noise)."""
+    """Space-time over the next best at one R: the paired ratio over rounds with its interval
+    (``ratio``; None for a sweep stored before ratios were paired), and the next best."""
 
     tenants: int
     speedup: float
     next_best: str
-    round_min: float | None
-    round_max: float | None
+    ratio: RatioEstimate | None
+
+    @property
+    def label(self) -> str:
+        """``1.04x [1.01-1.07]`` ("within noise" when the interval holds 1), or the bare ratio."""
+        return self.ratio.label() if self.ratio is not None else f"{self.speedup:.2f}x"
+
+    @property
+    def verdict(self) -> str:
+        """above / below / within noise ('' when no interval was stored)."""
+        return self.ratio.verdict if self.ratio is not None else ""
 
     @property
     def next_best_label(self) -> str:
@@ -354,6 +392,7 @@ class Table1Column:
     per_tenants: tuple[Speedup, ...]
     peers: tuple[tuple[str, float | None], ...]  # the other super-kernels: (label, geomean)
     paper: PaperColumn | None
+    significant: Significance | None = None  # None for a sweep stored before ratios were paired
 
     @property
     def tenants(self) -> tuple[int, ...]:
@@ -370,13 +409,33 @@ def _speedup(raw: Mapping[str, Any]) -> Speedup | None:
     tenants, speedup = _int(raw.get("tenants")), _number(raw.get("speedup"))
     if tenants is None or speedup is None:
         return None
-    return Speedup(
-        tenants,
-        speedup,
-        str(raw.get("next_best") or ""),
-        _number(raw.get("round_ratio_min")),
-        _number(raw.get("round_ratio_max")),
-    )
+    return Speedup(tenants, speedup, str(raw.get("next_best") or ""), _ratio(raw.get("ratio")))
+
+
+def _counts(raw: Any) -> Significance | None:
+    counts = _mapping(raw)
+    values = [_int(counts.get(k)) for k in ("above", "below", "within noise")]
+    if any(v is None for v in values):
+        return None
+    above, below, noise = (int(v or 0) for v in values)
+    return Significance(above, below, noise)
+
+
+@dataclass(frozen=True)
+class Significance:
+    """How many R had a speed-up significantly above 1, below 1, or within noise (the headline)."""
+
+    above: int
+    below: int
+    within_noise: int
+
+    @property
+    def total(self) -> int:
+        """Every R with a speed-up."""
+        return self.above + self.below + self.within_noise
+
+    def __str__(self) -> str:
+        return f"above 1 at {self.above} of {self.total} R, below at {self.below}, within noise at {self.within_noise}"
 
 
 def table1(sweep: SharingSweepResult) -> list[Table1Column]:
@@ -408,6 +467,7 @@ def table1(sweep: SharingSweepResult) -> list[Table1Column]:
                 per_tenants=per,
                 peers=peers,
                 paper=PAPER_TABLE1.get(workload),
+                significant=_counts(entry.get("significant")),
             )
         )
     return columns
@@ -420,6 +480,7 @@ class Headline:
     workload: str
     geomean: float
     next_best: str | None
+    significant: Significance | None = None  # the R above / below / within noise
 
 
 def headlines(stored_table1: Iterable[Any]) -> list[Headline]:
@@ -431,7 +492,14 @@ def headlines(stored_table1: Iterable[Any]) -> list[Headline]:
         geomean = _number(entry.get("speedup_geomean"))
         if geomean is not None:
             name = str(_mapping(entry.get("workload")).get("name") or "?")
-            out.append(Headline(name, geomean, str(entry["next_best"]) if entry.get("next_best") else None))
+            out.append(
+                Headline(
+                    name,
+                    geomean,
+                    str(entry["next_best"]) if entry.get("next_best") else None,
+                    _counts(entry.get("significant")),
+                )
+            )
     return out
 
 
@@ -502,6 +570,7 @@ __all__ = [
     "NotMeasured",
     "PaperColumn",
     "RowCounts",
+    "Significance",
     "Speedup",
     "StrategySeries",
     "Table1Column",

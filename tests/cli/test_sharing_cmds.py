@@ -115,10 +115,14 @@ def test_sweep_sends_its_flags_waits_and_prints_table_1_then_rows_and_show(
     assert "measured in 42.5 s on Test GPU" in out
     assert "incomplete: the time budget of 60 s left 1 unit out: resnet18 R=8" in out
     assert "rows: 28 (26 measured, 1 memory-bound, 0 unsupported, 1 error; 25 correct, 1 INCORRECT)" in out
-    assert "numpy ceiling on the same cores: 256x128x1152 150.0 GFLOP/s (best 180.0)" in out
+    assert "numpy ceiling: numpy's SGEMM (its BLAS) of every tenant's own A and B" in out
+    assert "  256x128x1152: median 150.0 GFLOP/s, best 180.0 (median per R: R=1: 150.0, R=2: 150.0" in out
     table1 = lines[lines.index(next(line for line in lines if line.startswith("table 1:"))) + 3 :][:2]
-    assert table1[0].split()[:4] == [SHAPE_NAME, "space_time", "1.50x", "space_only"] and "8: 1.50x" in table1[0]
-    assert table1[1].split()[:4] == [NETWORK, "space_time", "1.50x", "space_only"]
+    # geomean, how many R were significantly above 1, the next best, each R with its interval
+    assert table1[0].split()[:4] == [SHAPE_NAME, "space_time", "1.50x", "3"]
+    assert "3 above, 0 below, 0 within noise" in table1[0] and "space_only" in table1[0]
+    assert "8: 1.50x [1.50-1.50]" in table1[0]
+    assert table1[1].split()[:3] == [NETWORK, "space_time", "1.50x"]
     largest = {tuple(line.split()[:2]): line.split()[2:] for line in lines if line.startswith(NETWORK + " ")}
     assert largest[(NETWORK, "space_time")] == ["2", "4", "3"]  # measured, memory-bound, fits
     assert f"rows: latencylab sharing rows {job.pk}" in out

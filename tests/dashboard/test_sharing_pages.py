@@ -112,9 +112,14 @@ def test_a_measured_sweep_draws_figures_7_3_4_5_and_table_1_from_its_stored_rows
         assert lines[label]["x"] == [r for r, _ in mine]
         assert lines[label]["y"] == pytest.approx([g for _, g in mine])
     assert lines["space-time"]["x"] == [1, 2, 10, 20]
-    best = (sweep.ceiling or {})["shapes"]["512x1x512"]["best_gflops"]
-    (ceiling,) = [t for name, t in lines.items() if name.startswith("numpy SGEMM ceiling")]
-    assert ceiling["y"] == pytest.approx([best, best]) and ceiling["x"] == [1, 24]
+    # the ceiling per R: numpy on the R tenants' own operands, measured between the strategies' rounds
+    per_r = (sweep.ceiling or {})["shapes"]["512x1x512"]["per_tenants"]
+    ceiling = lines["numpy ceiling, same tenants"]
+    assert ceiling["x"] == TENANTS and ceiling["y"] == pytest.approx([per_r[str(r)]["gflops"] for r in TENANTS])
+    assert len({round(g, 6) for g in ceiling["y"]}) > 1, "measured per R, not one number drawn flat"
+    assert "every tenant's own" in page.inner_text("#ceiling-what")
+    exclusive_at_2 = page.inner_text("#sharing-rows tr[data-strategy='exclusive'][data-tenants='2'] td:nth-child(5)")
+    assert "x [" in exclusive_at_2  # its share of the ceiling with the interval
 
     # Figure 3: p50 and p99 per strategy, whiskers up to the slowest tenant's p50.
     latency = {t["name"]: t for t in _figure(page, "chart-latency")}

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from devicelab.tenancy.ceiling import CeilingRun
 from devicelab.tenancy.results import SharingSweepRecord
 from devicelab.tenancy.rows import SharingRow
-from devicelab.tenancy.sweep import SharingResult, SharingSpec
+from devicelab.tenancy.sweep import SharingResult, SharingSpec, pair_with_ceiling
 
 SHAPE = (256, 128, 1152)
 SHAPE_NAME = "256x128x1152"
@@ -103,14 +104,15 @@ def sharing_result() -> dict[str, Any]:
     rows += [sharing_row(NETWORK, r, s) for r in TENANTS[:3] for s in STRATEGIES]
     device = {"identity": "test:gpu", "name": "Test GPU", "platform": "Test CL", "compute_units": 2}
     device["runtime"] = {"pyopencl": "2025.1", "POCL_MAX_PTHREAD_COUNT": None}
-    ceiling = {
-        "numpy": "2.0.0",
-        "blas": "scipy-openblas",
-        "blas_version": "0.3.27",
-        "shapes": {SHAPE_NAME: {"gflops": 150.0, "best_gflops": 180.0, "samples": [150.0, 180.0, 120.0]}},
-        "repeats": 3,
-    }
-    result = SharingResult(spec, device, rows, ceiling, [BUDGET_NOTE], elapsed_s=42.5).as_dict()
+    runs = []
+    for tenants in TENANTS:  # numpy's ceiling per R: 150, 180 and 120 GFLOP/s by round, all threads better
+        run = CeilingRun(*SHAPE, tenants, environment={"numpy": "2.0.0", "blas": "openblas", "threads": 2})
+        for gflops in (150.0, 180.0, 120.0):
+            run.all_threads_ms.append(run.flops / (gflops * 1e6))
+            run.one_thread_ms.append(run.all_threads_ms[-1] * 3)
+        pair_with_ceiling([r for r in rows if (r.workload["name"], r.tenants) == (SHAPE_NAME, tenants)], run)
+        runs.append(run)
+    result = SharingResult(spec, device, rows, None, [BUDGET_NOTE], elapsed_s=42.5, ceiling_runs=runs).as_dict()
     return {**result, "time_budget_s": 60.0, "complete": False, "not_measured": list(NOT_MEASURED)}
 
 

@@ -18,12 +18,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from devicelab.tenancy.ceiling import CeilingRun
 from devicelab.tenancy.gemm import GemmShape
 from devicelab.tenancy.gemm_strategies import gemm_footprint
 from devicelab.tenancy.memory import Footprint, MemoryBound, MemoryBudget
 from devicelab.tenancy.results import SharingSweepRecord
 from devicelab.tenancy.rows import SharingRow
-from devicelab.tenancy.sweep import SharingResult, SharingSpec
+from devicelab.tenancy.sweep import SharingResult, SharingSpec, pair_with_ceiling
 from tests.server.fusion_factories import claim
 
 DEVICE_MEMORY = 5_400_000_000
@@ -65,16 +66,9 @@ GFLOPS: dict[str, dict[str, tuple[float | None, ...]]] = {
 SPREAD = {"time_only": 0.5, "space_only": 0.2, "space_time": 0.0, "space_time_vbatched": 0.0}
 FAILED = "RuntimeError: a submitter thread did not finish its step within 60 s"
 NOT_MEASURED = ({"workload": NETWORK, "tenants": 64},)
-CEILING = {
-    "numpy": "2.4.6",
-    "blas": "scipy-openblas",
-    "blas_version": "0.3.31",
-    "repeats": 3,
-    "shapes": {
-        "512x1x512": {"gflops": 35.0, "best_gflops": 37.0, "samples": [34.0, 35.0, 37.0]},
-        "256x128x1152": {"gflops": 150.0, "best_gflops": 187.0, "samples": [120.0, 150.0, 187.0]},
-    },
-}
+# numpy's ceiling per round at every R (the better of one thread and all): median 35 and 150
+CEILING_GFLOPS = {"512x1x512": (34.0, 35.0, 37.0), "256x128x1152": (120.0, 150.0, 187.0)}
+CEILING_ENVIRONMENT = {"numpy": "2.4.6", "blas": "openblas", "blas_version": "0.3.31", "threads": 4}
 DEVICE = {
     "identity": "opencl:test/pthread-test-cpu",
     "name": "pthread-test-cpu",
@@ -164,12 +158,36 @@ def sharing_result(
 ) -> dict[str, Any]:
     """``sharing_on_device``'s result for ``rows`` (``realistic_rows()``)."""
     result = SharingResult(spec(), dict(DEVICE), list(rows if rows is not None else realistic_rows()))
-    result.ceiling = CEILING
+    result.ceiling_runs = ceiling_runs(result.rows)
     result.notes = list(notes)
     result.elapsed_s = 512.5
     out = result.as_dict()
     out.update(time_budget_s=TIME_BUDGET_S, complete=complete, not_measured=[dict(u) for u in not_measured])
     return out
+
+
+def ceiling_run(workload: str, tenants: int) -> CeilingRun:
+    """numpy's ceiling of one (shape, R) as the sweep records it: round by round ``CEILING_GFLOPS``,
+    one thread better in the first round, all threads in the others."""
+    shape = GemmShape(*(int(v) for v in workload.split("x")))
+    run = CeilingRun(shape.m, shape.n, shape.k, tenants, environment=dict(CEILING_ENVIRONMENT))
+    for i, gflops in enumerate(CEILING_GFLOPS[workload]):
+        best_ms = run.flops / (gflops * 1e6)
+        run.one_thread_ms.append(best_ms if i == 0 else best_ms * 1.5)
+        run.all_threads_ms.append(best_ms * 2 if i == 0 else best_ms)
+    return run
+
+
+def ceiling_runs(rows: Sequence[SharingRow]) -> list[CeilingRun]:
+    """The ceiling of every (shape, R) of ``rows`` with its ``CEILING_GFLOPS``, each row paired with
+    its own (``of_ceiling``), as the sweep does."""
+    runs = []
+    for workload, tenants in dict.fromkeys((r.workload["name"], r.tenants) for r in rows):
+        if workload in CEILING_GFLOPS:
+            run = ceiling_run(workload, tenants)
+            pair_with_ceiling([r for r in rows if (r.workload["name"], r.tenants) == (workload, tenants)], run)
+            runs.append(run)
+    return runs
 
 
 def realistic_rows() -> list[SharingRow]:
@@ -213,7 +231,7 @@ def stored_sharing(team: Any, device: Any, result: Mapping[str, Any] | None = No
 
 __all__ = [
     "CAP",
-    "CEILING",
+    "CEILING_GFLOPS",
     "DEVICE_MEMORY",
     "GFLOPS",
     "NETWORK",

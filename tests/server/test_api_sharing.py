@@ -29,6 +29,7 @@ ROW_FIELDS = {
     "tenants",
     "strategy",
     "status",
+    "of_ceiling",
     "throughput_gflops",
     "throughput_per_s",
     "latency_p50_ms",
@@ -204,7 +205,7 @@ def test_a_finished_sweep_shows_its_summary_table_1_and_row_counts(api: Any, fin
     expected = sharing_result()
     assert result["device_name"] == "Test GPU" and result["device"]["compute_units"] == 2
     assert result["workloads"] == [SHAPE_NAME, NETWORK] and result["spec"] == expected["spec"]
-    assert result["ceiling"]["shapes"][SHAPE_NAME]["best_gflops"] == 180.0
+    assert result["ceiling"]["shapes"][SHAPE_NAME]["best_gflops"] == pytest.approx(180.0)
     assert result["table1"] == expected["table1"]
     (gemm, network) = result["table1"]
     assert gemm["workload"]["name"] == SHAPE_NAME and gemm["next_best"] == "space_only"
@@ -247,6 +248,14 @@ def test_rows_are_paginated_without_their_data_unless_asked(api: Any, finished: 
     assert first["throughput_per_s"] == pytest.approx(1 / 0.408e-3)
     assert first["latency_p50_ms"] == pytest.approx(0.408) and first["straggler_gap_ms"] == 0.0
     assert first["memory_bytes"] == 1_400_000
+    # its GFLOP/s (189, 185, 181 by round) over numpy's ceiling (150, 180, 120) paired by round, without ?detail=true
+    ceiling = first["of_ceiling"]
+    assert (
+        ceiling["rounds"] == 3
+        and ceiling["verdict"] == "above"
+        and ceiling["low"] <= ceiling["ratio"] <= ceiling["high"]
+    )
+    assert ceiling["ratio"] == pytest.approx(75_497_472 / 0.408e-3 / 1e9 / 150.0, rel=0.05)
     seen = [r["id"] for p in range(1, 7) for r in api.get(url, {"page_size": 5, "page": p}).json()["results"]]
     assert len(seen) == len(set(seen)) == 28
     assert api.get(url, {"page_size": 5, "page": 7}).status_code == 404

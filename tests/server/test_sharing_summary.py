@@ -61,8 +61,16 @@ def test_each_strategy_is_a_series_against_r_with_the_stored_values(sweep: Shari
     assert at_10.slowest_p50_ms == pytest.approx(2 * at_10.fastest_p50_ms)  # type: ignore[operator]
     assert at_10.gap_ratio == pytest.approx(1.0)
     assert view.strategy("space_time").measured[2].gap_ms == pytest.approx(0.0)  # type: ignore[union-attr]
-    # numpy's SGEMM of the shape, the best product as the ceiling
-    assert view.ceiling == summary.Ceiling(35.0, 37.0, "2.4.6", "scipy-openblas")
+    # numpy's SGEMM on every tenant's operands per R: the median and best over every round, and per R
+    assert view.ceiling is not None and (view.ceiling.gflops, view.ceiling.best_gflops) == pytest.approx((35.0, 37.0))
+    assert (view.ceiling.numpy, view.ceiling.blas) == ("2.4.6", "openblas")
+    assert "every tenant's own" in view.ceiling.what
+    assert [r for r, _ in view.ceiling.per_tenants] == [1, 2, 10, 20, 64]
+    assert [g for _, g in view.ceiling.per_tenants] == pytest.approx([35.0] * 5)
+    # each measured row over the ceiling, paired by round: the factories' rounds give one ratio
+    exclusive = view.strategy("exclusive").measured[0]  # type: ignore[union-attr]
+    assert exclusive.of_ceiling is not None and exclusive.of_ceiling.rounds == 3
+    assert exclusive.of_ceiling.verdict == "below" and exclusive.of_ceiling.high < 1
     assert (view.device_memory_bytes, view.budget_bytes, view.cap_bytes) == (DEVICE_MEMORY, CAP, CAP)
 
 
@@ -107,7 +115,10 @@ def test_table1_gives_the_papers_rows_beside_the_papers_v100_values(sweep: Shari
     assert rnn.geomean == pytest.approx(geomean([1.1, 1.2, 1.5]))
     assert rnn.next_best == "time_only" and rnn.next_best_label == "time-only"
     # paired rounds: the factories' rounds scale every strategy alike, so every round gives the ratio
-    assert rnn.r10.round_min == pytest.approx(1.2) and rnn.r10.round_max == pytest.approx(1.2)
+    assert rnn.r10.ratio is not None and rnn.r10.ratio.rounds == 3 and rnn.r10.verdict == "above"
+    assert (rnn.r10.ratio.low, rnn.r10.ratio.high) == pytest.approx((1.2, 1.2))
+    assert rnn.r10.label == "1.20x [1.20-1.20]"
+    assert rnn.significant is not None and (rnn.significant.above, rnn.significant.total) == (3, 3)
     assert rnn.paper == summary.PaperColumn("Matrix-vector: RNN", 1.21, 2.14, 2.48, "time_only")
     assert rnn.paper.next_best_label == "time-only"
     ((peer, peer_geomean),) = rnn.peers  # its R = 64 was right: it counts

@@ -81,13 +81,16 @@ class SharingSweepSummarySerializer(serializers.ModelSerializer):
     )
     ceiling = serializers.JSONField(
         allow_null=True,
-        help_text="numpy's SGEMM on the worker's cores: numpy, blas, and per shape (shapes.MxNxK) gflops "
-        "(median), best_gflops and samples; null when not measured, {error} when it failed.",
+        help_text="numpy's SGEMM on the worker's cores on every tenant's own operands, interleaved with the "
+        "strategies: what (what it is a ceiling of), numpy, blas, threads, and per shape (shapes.MxNxK) gflops "
+        "(median), best_gflops and per_tenants {R: {gflops, best_gflops, gflops_samples, one_thread_ms, "
+        "all_threads_ms}}; null when not measured, {error} when it failed.",
     )
     table1 = serializers.JSONField(
         help_text="Per workload: space-time's GFLOP/s over the next best of time-only and space-only, "
         "speedup_geomean over R in r_range, next_best, per_tenants [{tenants, gflops, next_best, "
-        "next_best_gflops, speedup, round_ratio_min, round_ratio_max}] and peers (the other super-kernels).",
+        "next_best_gflops, speedup, ratio {ratio, low, high, rounds, confidence, verdict}}] (paired by round), "
+        "significant {above, below, within noise} (R counted by their interval) and peers (the other super-kernels).",
     )
     largest_tenants = serializers.JSONField(
         help_text="Per workload and strategy: largest_measured, smallest_memory_bound and largest_that_fits "
@@ -169,6 +172,13 @@ class SharingRowSerializer(RowSerializer):
         read_only=True,
         help_text="The outputs passed every check against each tenant's exclusive run (null: not run).",
     )
+    of_ceiling = serializers.JSONField(
+        source="of_ceiling_json",
+        read_only=True,
+        allow_null=True,
+        help_text="The row's GFLOP/s over numpy's ceiling on the same tenants' operands, paired by round: "
+        "ratio, low, high (95% interval), rounds, verdict (above / below / within noise); null: no ceiling.",
+    )
     # Not read-only, so that the schema does not require it: it is left out without ?detail=true.
     data = serializers.JSONField(
         required=False,
@@ -194,6 +204,7 @@ class SharingRowSerializer(RowSerializer):
             "memory_bytes",
             "correct",
             "error",
+            "of_ceiling",
             "data",
         ]
         read_only_fields = [f for f in fields if f != "data"]

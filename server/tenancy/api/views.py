@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -90,4 +90,5 @@ class SharingSweepViewSet(ExperimentJobViewSet):
 
     def rows_of(self, stored: SharingSweepResult, query: SharingRowFilterSet) -> QuerySet[SharingMeasurement]:
         """The sweep's rows as the rows' parameters narrow them."""
-        return sharing_rows(stored, **query.sharing_rows_arguments())
+        # the row's ratio to the ceiling is small: read from data even when data itself is left out
+        return sharing_rows(stored, **query.sharing_rows_arguments()).annotate(of_ceiling_json=F("data__of_ceiling"))
