@@ -4,11 +4,16 @@ The figures of seed paper 000's section 5, drawn from a stored sweep (``server.f
 
 * figure 8a, a heatmap of throughput relative to sequential for each pair of operator kinds,
   coloured on a diverging scale around 1 (log2, so 0.5x and 2x are equally far from 1), with each
-  cell's median and row count written in it and a switch between the fused variants;
-* figure 8b, the distribution of the triples' throughputs per variant, every row a point;
-* figure 9, throughput against N identical operators fused, one line per network's operator,
-  solid rounded to the wave and dotted unrounded, as in the paper;
-* figure 10, throughput against the operators' total MFLOPs (log axis), gain or loss;
+  cell's paired ratio written in it (pale and "~1" where its interval holds 1) and a switch
+  between the fused variants;
+* figure 8b, the distribution of the triples' paired ratios per variant, every row a point;
+* figure 9, the paired ratio against N identical operators fused, with its interval as whiskers,
+  one line per network's operator, solid rounded to the wave and dotted unrounded, as in the paper;
+* figure 10, the paired ratio against the operators' total MFLOPs (log axis): gain, loss or
+  within noise;
+
+Every ratio is ``devicelab.measure.ratios.paired_ratio``'s (sequential over fused time, paired
+over rounds); the axes say so.
 
 and the plan's end-to-end comparison (sequential, the plan, fuse everything possible). The look is
 the dashboard's (``figures._layout``).
@@ -22,8 +27,10 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 
 from dashboard.figures import _json, _layout
+from devicelab.measure.ratios import RatioEstimate
 from server.fusion.summary import (
     ROUNDED,
+    IdenticalPoint,
     IdenticalSeries,
     MflopsPoint,
     PairMatrix,
@@ -99,11 +106,19 @@ def _log2(value: float) -> float:
     return math.log2(value) if value > 0 else -10.0
 
 
+def _interval(estimate: RatioEstimate | None) -> str:
+    """``[0.98–1.10] within noise`` for a hover (empty without an interval)."""
+    if estimate is None:
+        return ""
+    return f"[{estimate.low:.3f}–{estimate.high:.3f}] {estimate.verdict}"
+
+
 def pair_heatmap(matrix: PairMatrix) -> str:
-    """Figure 8a: median throughput relative to sequential for each pair of kinds (both triangles
-    filled, the diagonal is a kind fused with itself), one heatmap per variant behind a switch."""
+    """Figure 8a: each pair of kinds' paired ratio against sequential with its interval (both
+    triangles filled, the diagonal is a kind fused with itself), one heatmap per variant behind a
+    switch. A pair whose interval holds 1 is drawn pale: the noise cannot tell it from 1."""
     kinds = list(matrix.kinds)
-    values = [c.median for cells in matrix.cells.values() for c in cells.values()]
+    values = [c.ratio for cells in matrix.cells.values() for c in cells.values()]
     # A colour range symmetric around 1 on a log scale, shared by the variants so that switching
     # compares like with like; at least 0.8x-1.25x so that noise around 1 stays pale.
     bound = max([abs(_log2(v)) for v in values] + [math.log2(1.25)])
@@ -124,9 +139,11 @@ def pair_heatmap(matrix: PairMatrix) -> str:
                     text[-1].append("")
                     custom[-1].append(None)
                     continue
-                z[-1].append(_log2(cell.median))
-                text[-1].append(f"{cell.median:.2f}<br>n={cell.count}")
-                custom[-1].append([cell.median, cell.mean, cell.count, " + ".join(cell.kinds)])
+                est = cell.estimate
+                z[-1].append(_log2(est.ratio) if est.significant else 0.0)
+                text[-1].append(f"{est.ratio:.2f}<br>{'~1' if not est.significant else est.verdict}")
+                busy = "—" if cell.busy is None else f"{cell.busy.ratio:.3f}× {_interval(cell.busy)}"
+                custom[-1].append([est.ratio, _interval(est), cell.count, " + ".join(cell.kinds), busy])
         traces.append(
             go.Heatmap(
                 x=kinds,
@@ -152,7 +169,8 @@ def pair_heatmap(matrix: PairMatrix) -> str:
                 hoverongaps=False,
                 hovertemplate="%{customdata[3]} ("
                 + variant
-                + "): median %{customdata[0]:.3f}×, mean %{customdata[1]:.3f}×, %{customdata[2]} rows<extra></extra>",
+                + "): span %{customdata[0]:.3f}× %{customdata[1]}<br>busy %{customdata[4]}"
+                + "<br>paired over the rounds of %{customdata[2]} row(s)<extra></extra>",
             )
         )
     side = max(320, min(560, 120 + 52 * len(kinds)))
@@ -175,8 +193,8 @@ def pair_heatmap(matrix: PairMatrix) -> str:
 
 
 def triples_distribution(by_variant: Mapping[str, Sequence[TriplePoint]]) -> str:
-    """Figure 8b: the throughput of every triple, one box per variant with each row a point
-    (hover names its kinds); the dashed line is sequential speed."""
+    """Figure 8b: the paired ratio of every triple, one box per variant with each row a point
+    (hover names its kinds and interval); the dashed line is sequential speed."""
     traces = [
         go.Box(
             y=[p.throughput for p in points],
@@ -187,20 +205,35 @@ def triples_distribution(by_variant: Mapping[str, Sequence[TriplePoint]]) -> str
             marker={"color": VARIANT_COLORS.get(variant, "#8d99ae"), "size": 6, "opacity": 0.7},
             line={"color": VARIANT_COLORS.get(variant, "#8d99ae")},
             hovertext=[" + ".join(p.kinds) for p in points],
-            hovertemplate="%{hovertext}: %{y:.3f}×<extra>" + variant + "</extra>",
+            customdata=[_interval(p.estimate) for p in points],
+            hovertemplate="%{hovertext}: %{y:.3f}× %{customdata}<extra>" + variant + "</extra>",
         )
         for variant, points in sorted(by_variant.items(), key=lambda kv: variant_sort_key(kv[0]))
     ]
     fig = go.Figure(
         traces,
         layout=_layout(
-            360, "fused variant", "throughput relative to sequential (×)", showlegend=False, shapes=[_one_line()]
+            360, "fused variant", "sequential / fused time, paired (×)", showlegend=False, shapes=[_one_line()]
         ),
     )
     return _json(fig)
 
 
 # -- figure 9 ----------------------------------------------------------------------------------
+
+
+def _whiskers(points: Sequence[IdenticalPoint]) -> dict[str, object] | None:
+    """Error bars from each point's interval (None when a point has none)."""
+    if any(p.estimate is None for p in points):
+        return None
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [p.estimate.high - p.throughput for p in points if p.estimate is not None],
+        "arrayminus": [p.throughput - p.estimate.low for p in points if p.estimate is not None],
+        "thickness": 1,
+        "width": 3,
+    }
 
 
 def identical_lines(series: Sequence[IdenticalSeries]) -> str:
@@ -217,8 +250,10 @@ def identical_lines(series: Sequence[IdenticalSeries]) -> str:
             legendgroup=s.label,
             line={"color": colors[s.label], "dash": VARIANT_DASH.get(s.variant, "dash"), "width": 2},
             marker={"size": 6, "symbol": "circle" if s.variant == ROUNDED else "circle-open"},
-            customdata=[p.count for p in s.points],
-            hovertemplate=f"{s.label} ({s.variant})<br>N = %{{x}}: %{{y:.3f}}× over %{{customdata}} row(s)<extra></extra>",
+            error_y=_whiskers(s.points),
+            customdata=[[p.count, _interval(p.estimate)] for p in s.points],
+            hovertemplate=f"{s.label} ({s.variant})<br>N = %{{x}}: %{{y:.3f}}× %{{customdata[1]}}"
+            "<br>paired over the rounds of %{customdata[0]} row(s)<extra></extra>",
         )
         for s in series
     ]
@@ -227,7 +262,7 @@ def identical_lines(series: Sequence[IdenticalSeries]) -> str:
         layout=_layout(
             380,
             "identical operators fused (N)",
-            "throughput relative to sequential (×)",
+            "sequential / fused time, paired (×)",
             xaxis={"dtick": 1},
             legend={"orientation": "h", "y": -0.2, "x": 0},
             hovermode="closest",
@@ -241,23 +276,29 @@ def identical_lines(series: Sequence[IdenticalSeries]) -> str:
 
 
 def mflops_scatter(points: Sequence[MflopsPoint]) -> str:
-    """Figure 10: each combination's throughput against its operators' total MFLOPs (log axis),
-    green where fusing gained and red where it lost; circles are pairs, diamonds triples. The
+    """Figure 10: each combination's paired ratio against its operators' total MFLOPs (log axis),
+    green where fusing gained and red where it lost beyond the noise, grey within noise; circles
+    are pairs, diamonds triples. The
     rounded variant shows, the unrounded one is a click on the legend away."""
-    groups: dict[tuple[str, bool], list[MflopsPoint]] = {}
+    groups: dict[tuple[str, str], list[MflopsPoint]] = {}
     for p in points:
-        groups.setdefault((p.variant, p.gain), []).append(p)
+        groups.setdefault((p.variant, p.verdict), []).append(p)
+    order = {"above": 0, "below": 1, "within noise": 2}
+    names = {"above": "gain (above 1)", "below": "loss (below 1)", "within noise": "within noise"}
+    colors = {"above": GAIN_COLOR, "below": LOSS_COLOR, "within noise": "#8d99ae"}
     traces = []
-    for (variant, gain), group in sorted(groups.items(), key=lambda kv: (variant_sort_key(kv[0][0]), not kv[0][1])):
+    for (variant, verdict), group in sorted(
+        groups.items(), key=lambda kv: (variant_sort_key(kv[0][0]), order.get(kv[0][1], 3))
+    ):
         traces.append(
             go.Scatter(
                 x=[p.total_mflops for p in group],
                 y=[p.throughput for p in group],
                 mode="markers",
-                name=f"{variant}: {'gain (> 1)' if gain else 'loss (≤ 1)'}",
+                name=f"{variant}: {names.get(verdict, verdict)}",
                 visible=True if variant == ROUNDED else "legendonly",
                 marker={
-                    "color": GAIN_COLOR if gain else LOSS_COLOR,
+                    "color": colors.get(verdict, "#8d99ae"),
                     "symbol": [SIZE_SYMBOLS.get(p.size, "square") for p in group],
                     "size": 8,
                     "opacity": 0.75,
@@ -272,7 +313,7 @@ def mflops_scatter(points: Sequence[MflopsPoint]) -> str:
         layout=_layout(
             380,
             "total MFLOPs of the fused operators",
-            "throughput relative to sequential (×)",
+            "sequential / fused time, paired (×)",
             xaxis={"type": "log", "dtick": "D2"},  # labels at 1, 2 and 5 of each decade
             legend={"orientation": "h", "y": -0.22, "x": 0},
             hovermode="closest",
@@ -288,11 +329,20 @@ def mflops_scatter(points: Sequence[MflopsPoint]) -> str:
 STRATEGY_COLORS = {"sequential": "#8d99ae", "plan": "#2a9d8f", "fuse_all": "#e8702a"}
 
 
+def _plan_ratio(s: StrategyTime) -> str:
+    """A strategy's paired ratio on its bar: ``1.04× [1.01–1.07]``, "~1" within noise."""
+    if s.estimate is None:
+        return f"{s.ratio:.3f}×"
+    e = s.estimate
+    return f"{e.ratio:.3f}× [{e.low:.3f}–{e.high:.3f}]" + ("" if e.significant else " ~1")
+
+
 def plan_comparison(strategies: Sequence[StrategyTime]) -> str:
     """The planner's comparison: the median end-to-end time of each strategy, with whiskers from
-    the 10th to the 90th percentile of its runs, and the speed-up over sequential on the bar."""
+    the 10th to the 90th percentile of its runs, and the paired speed-up over sequential with its
+    interval on the bar."""
     spread = all(s.p10_ms is not None and s.p90_ms is not None for s in strategies)
-    text = [f"{s.median_ms:.3g} ms" + (f"<br>{s.ratio:.3f}×" if s.ratio is not None else "") for s in strategies]
+    text = [f"{s.median_ms:.3g} ms" + (f"<br>{_plan_ratio(s)}" if s.ratio is not None else "") for s in strategies]
     fig = go.Figure(
         go.Bar(
             x=[s.label for s in strategies],

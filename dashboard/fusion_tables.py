@@ -15,6 +15,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from dashboard.formatting import percent, reason
 from dashboard.tables import sort_value
+from devicelab.measure.ratios import RatioEstimate
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,9 @@ class TableRow:
     variant: str
     operators: str
     total_mflops: float
-    throughput: float | None
-    noise: float | None
+    throughput: float | None  # the span ratio's point estimate
+    estimate: RatioEstimate | None  # its interval (None: refused, or stored without one)
+    busy_ratio: float | None
     padding_fraction: float | None
     correct: bool | None
     error: str
@@ -53,6 +55,16 @@ def _check(r: TableRow) -> str:
     return '<span class="muted">not checked</span>'
 
 
+def _interval(e: RatioEstimate | None) -> str:
+    if e is None:
+        return '<td class="num" data-value=""></td>'
+    noise = ' <span class="badge">within noise</span>' if not e.significant else ""
+    return (
+        f'<td class="num nowrap" data-value="{sort_value(e.low)}" data-verdict="{escape(e.verdict)}">'
+        f"{e.low:.3f}–{e.high:.3f}{noise}</td>"
+    )
+
+
 def _row(r: TableRow) -> str:
     kinds, variant, ops = escape(r.kinds), escape(r.variant), escape(r.operators)
     error_class = ' class="error-row"' if r.error else ""
@@ -64,7 +76,8 @@ def _row(r: TableRow) -> str:
         f'<td class="small">{variant}</td>'
         f'<td class="small clip" title="{ops}">{ops}</td>'
         + _num(r.throughput, "" if r.throughput is None else f"{r.throughput:.3f}×")
-        + _num(r.noise, "" if r.noise is None else f"± {r.noise:.3f}")
+        + _interval(r.estimate)
+        + _num(r.busy_ratio, "" if r.busy_ratio is None else f"{r.busy_ratio:.3f}×")
         + _num(r.total_mflops, f"{r.total_mflops:.3f}")
         + _num(r.padding_fraction, percent(r.padding_fraction, 0))
         + f'<td class="small">{_check(r)}</td></tr>'

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET
 
 from dashboard import fusion_figures as charts
 from dashboard.access import team_page
+from dashboard.fusion_paper import PAPER_DEVICE, PAPER_FIGURES, PAPER_METHOD
 from dashboard.fusion_tables import TableRow, sweep_rows_html
 from dashboard.job_pages import page_url, render_kind_page, result_url
 from devicelab.fusion.spec import KINDS
@@ -160,14 +161,29 @@ def _table(sweep: FusionSweepResult, chosen: RowFilter) -> tuple[list[TableRow],
         "data__operators",
         "total_mflops",
         "throughput",
-        "throughput_noise",
+        "data__ratio",
+        "busy_ratio",
         "padding_fraction",
         "correct",
         "error",
     )
     table = [
-        TableRow(" + ".join(summary.split_kinds(k)), e, s, i, v, _operators_text(ops), m, t, n, p, c, err)
-        for k, e, s, i, v, ops, m, t, n, p, c, err in values
+        TableRow(
+            " + ".join(summary.split_kinds(k)),
+            e,
+            s,
+            i,
+            v,
+            _operators_text(ops),
+            m,
+            t,
+            summary.estimate_of(ratio),
+            busy,
+            p,
+            c,
+            err,
+        )
+        for k, e, s, i, v, ops, m, t, ratio, busy, p, c, err in values
     ]
     # the figures' order: combinations before identical operators, by size, kinds in the paper's order
     table.sort(
@@ -210,7 +226,7 @@ def _spec_items(spec: dict[str, Any]) -> list[tuple[str, str]]:
     return items
 
 
-def _sweep_charts(sweep: FusionSweepResult) -> dict[str, str | None]:
+def _sweep_charts(sweep: FusionSweepResult) -> dict[str, Any]:
     matrix = summary.pair_matrix(sweep)
     triples = summary.triples(sweep)
     identical = summary.identical_series(sweep)
@@ -220,6 +236,7 @@ def _sweep_charts(sweep: FusionSweepResult) -> dict[str, str | None]:
         "triples": charts.triples_distribution(triples) if triples else None,
         "identical": charts.identical_lines(identical) if identical else None,
         "mflops": charts.mflops_scatter(points) if points else None,
+        "pair_counts": {v: matrix.counts(v) for v in matrix.variants},
     }
 
 
@@ -241,6 +258,9 @@ def _sweep_context(request: HttpRequest, job: ProfilingJob) -> dict[str, Any]:
     sizes = sorted(set(FusionMeasurement.objects.filter(sweep=sweep).values_list("size", flat=True)))
     context.update(
         {
+            "paper": PAPER_FIGURES,
+            "paper_device": PAPER_DEVICE,
+            "paper_method": PAPER_METHOD,
             "headlines": summary.headlines(sweep),
             "checks": summary.check_counts(sweep),
             "charts": _sweep_charts(sweep),
@@ -304,6 +324,7 @@ def _plan_context(job: ProfilingJob) -> dict[str, Any]:
         "options": sorted((settings.get("options") or {}).items()),
         "sweep_job": sweep_job,
         "chart": charts.plan_comparison(view.strategies) if view is not None and view.strategies else None,
+        "paper_device": PAPER_DEVICE,
         "result_url": result_url(job),
     }
 

@@ -14,8 +14,13 @@ What a sweep does with one set of sub-kernels (``sweep`` decides which sets):
   fused variant) run in rounds, one run of each side per round, the order rotating from round to
   round so no side always goes first. Warm-up rounds are dropped, timed rounds kept. A run's
   device time is the span of its events (first start to last end, the gaps between the
-  sequential launches included: they are what fusion saves) and its host time the wall clock
-  around the enqueue and ``queue.finish()``. Progress is reported whenever a report is due
+  sequential launches included: they are what fusion saves), its busy time the sum of its
+  kernels' own start-to-end times (the gaps left out: what is left is the device's use) and its
+  host time the wall clock around the enqueue and ``queue.finish()``.
+* **Paired ratios** (``side_ratios``): sequential over fused per round, on the span and on the
+  busy time, each a ``measure.ratios.paired_ratio`` with its bootstrap interval over rounds. A
+  span ratio above 1 with a busy ratio of 1 is saved launch gaps; a busy ratio above 1 is the
+  device used better (the paper's claim). Progress is reported whenever a report is due
   (``Progress.due``), so a callback that raises stops the sweep within about a second.
 """
 
@@ -32,8 +37,9 @@ from devicelab.backends.opencl.devices import FoundDevice, context_for
 from devicelab.fusion.fuse import SubKernel
 from devicelab.fusion.parse import parse_kernel
 from devicelab.fusion.results import OutputCheck, SideTiming
-from devicelab.fusion.run import ReadyLaunch, device_span_ms, enqueue_launches
+from devicelab.fusion.run import ReadyLaunch, device_busy_ms, device_span_ms, enqueue_launches
 from devicelab.measure.harness import Progress
+from devicelab.measure.ratios import RatioEstimate, paired_ratio
 from devicelab.measure.stats import summarize
 
 RELATIVE_TOLERANCE = 1e-6
@@ -140,12 +146,12 @@ def check_outputs(
     return compare_outputs(want, got)
 
 
-def _run_once(queue: cl.CommandQueue, launches: Sequence[ReadyLaunch]) -> tuple[float, float]:
+def _run_once(queue: cl.CommandQueue, launches: Sequence[ReadyLaunch]) -> tuple[float, float, float]:
     t0 = time.perf_counter_ns()
     events = enqueue_launches(queue, launches)
     queue.finish()
     wall = (time.perf_counter_ns() - t0) / 1e6
-    return device_span_ms(events), wall
+    return device_span_ms(events), wall, device_busy_ms(events)
 
 
 def time_interleaved(
@@ -161,7 +167,7 @@ def time_interleaved(
     order that rotates; progress between the fractions ``at`` when a report is due."""
     if runs < 1:
         raise ValueError(f"at least one timed run is needed, not {runs}")
-    samples: list[list[tuple[float, float]]] = [[] for _ in sides]
+    samples: list[list[tuple[float, float, float]]] = [[] for _ in sides]
     total = warmup + runs
     for r in range(total):
         order = [(r + i) % len(sides) for i in range(len(sides))]
@@ -178,14 +184,27 @@ def time_interleaved(
     for side in samples:
         device = tuple(s[0] for s in side)
         wall = tuple(s[1] for s in side)
-        out.append(SideTiming(summarize(device), summarize(wall), device, wall))
+        busy = tuple(s[2] for s in side)
+        out.append(SideTiming(summarize(device), summarize(wall), device, wall, busy))
     return out
 
 
-def paired_ratios(sequential: Sequence[float], fused: Sequence[float]) -> list[float]:
-    """Per timed round, sequential time / fused time (the rounds where the fused time is 0, below
-    the clock's resolution, are left out)."""
-    return [s / f for s, f in zip(sequential, fused, strict=True) if f > 0]
+def ratio_of(numerators: Sequence[float], denominators: Sequence[float]) -> RatioEstimate | None:
+    """``paired_ratio`` over the rounds where both times are above 0 (below the clock's resolution a
+    round says nothing); None when no round is left."""
+    pairs = [(n, d) for n, d in zip(numerators, denominators, strict=True) if n > 0 and d > 0]
+    if not pairs:
+        return None
+    return paired_ratio([n for n, _ in pairs], [d for _, d in pairs])
+
+
+def side_ratios(sequential: SideTiming, fused: SideTiming) -> tuple[RatioEstimate | None, RatioEstimate | None]:
+    """Sequential over fused per round, paired: on the device span, and on the kernels' busy time
+    (None where a side has no busy samples)."""
+    span = ratio_of(sequential.device_samples_ms, fused.device_samples_ms)
+    has_busy = sequential.busy_samples_ms and len(sequential.busy_samples_ms) == len(fused.busy_samples_ms)
+    busy = ratio_of(sequential.busy_samples_ms, fused.busy_samples_ms) if has_busy else None
+    return span, busy
 
 
 __all__ = [
@@ -196,6 +215,7 @@ __all__ = [
     "SideTiming",
     "check_outputs",
     "compare_outputs",
-    "paired_ratios",
+    "ratio_of",
+    "side_ratios",
     "time_interleaved",
 ]

@@ -20,10 +20,11 @@ each graph's final outputs and for every written buffer.
 **Timing.** The three strategies run in rounds, one run each per round, the order rotating;
 ``warmup`` rounds are dropped and ``runs`` kept (``compare.time_interleaved``). A run's device
 time is its events' span (first start to last end, gaps included), its host time the wall clock
-around the enqueue and ``queue.finish()``. Per kept round, the time of ``plan`` and of
-``fuse_all`` relative to ``sequential`` of the same round is a ratio: its samples, statistics
-(``measure.stats``) and, the other way round, the throughput (sequential time / strategy time,
-median over rounds, > 1: faster) with its noise (the standard deviation over rounds).
+around the enqueue and ``queue.finish()``, its busy time the sum of its kernels' own times. Per
+kept round, the time of ``plan`` and of ``fuse_all`` relative to ``sequential`` of the same round
+is a ratio: its samples, statistics (``measure.stats``) and, the other way round, the paired span
+and busy ratios (sequential time / strategy time, > 1: faster; ``measure.ratios.paired_ratio``
+with its bootstrap interval over rounds).
 
 ``PlanComparison.as_dict()`` is plain JSON data with a stable layout (``version`` 1); see its
 docstring. Progress goes to a callback (fraction, message) that may raise to stop; the graphs'
@@ -42,7 +43,7 @@ import numpy as np
 import pyopencl as cl
 
 from devicelab.backends.opencl.devices import FoundDevice, context_for
-from devicelab.fusion.compare import SENTINELS, compare_outputs, time_interleaved
+from devicelab.fusion.compare import SENTINELS, compare_outputs, side_ratios, time_interleaved
 from devicelab.fusion.plan import (
     DEFAULT_MAX_GROUP,
     FUSE_ALL,
@@ -69,6 +70,7 @@ from devicelab.fusion.results import OutputCheck, PlanEnvironment, SideTiming
 from devicelab.fusion.run import ReadyLaunch, enqueue_launches, ready_fused, ready_subkernel
 from devicelab.graph.ir import Graph
 from devicelab.measure.harness import Progress, ReportFn
+from devicelab.measure.ratios import RatioEstimate
 from devicelab.measure.stats import SampleStats, summarize
 
 VERSION = 1  # of PlanComparison.as_dict()'s layout
@@ -110,8 +112,9 @@ class RatioSummary:
 
     time_ratio: SampleStats  # of the per-round strategy / sequential device time
     time_ratio_samples: tuple[float, ...]
-    throughput: float  # median over rounds of sequential / strategy device time
-    throughput_noise: float  # standard deviation of those per-round values
+    throughput: float  # the span ratio's point estimate (``ratio.ratio``)
+    ratio: RatioEstimate  # sequential / strategy device span, paired over rounds, with its interval
+    busy_ratio: RatioEstimate | None  # the same on the kernels' own times (None: no busy samples)
     wall_time_ratio: float  # median over rounds of strategy / sequential host time
 
     def as_dict(self) -> dict[str, Any]:
@@ -120,24 +123,25 @@ class RatioSummary:
             "time_ratio": self.time_ratio.as_dict(),
             "time_ratio_samples": list(self.time_ratio_samples),
             "throughput": self.throughput,
-            "throughput_noise": self.throughput_noise,
+            "ratio": self.ratio.as_dict(),
+            "busy_ratio": None if self.busy_ratio is None else self.busy_ratio.as_dict(),
             "wall_time_ratio": self.wall_time_ratio,
         }
 
 
 def summarize_ratio(sequential: SideTiming, other: SideTiming) -> RatioSummary:
-    """Per-round ratios of one strategy's times to the sequential ones of the same rounds."""
+    """Per-round ratios of one strategy's times to the sequential ones of the same rounds, and
+    the paired span and busy ratios (sequential over strategy) with their intervals."""
     pairs = [
         (s, o) for s, o in zip(sequential.device_samples_ms, other.device_samples_ms, strict=True) if s > 0 and o > 0
     ]
-    if not pairs:
+    span, busy = side_ratios(sequential, other)
+    if not pairs or span is None:
         raise ValueError("no round with both device times above the clock's resolution")
     ratios = [o / s for s, o in pairs]
-    throughputs = [s / o for s, o in pairs]
     walls = [o / s for s, o in zip(sequential.wall_samples_ms, other.wall_samples_ms, strict=True) if s > 0]
-    spread = summarize(throughputs)
     return RatioSummary(
-        summarize(ratios), tuple(ratios), spread.median, spread.std, float(np.median(walls)) if walls else math.nan
+        summarize(ratios), tuple(ratios), span.ratio, span, busy, float(np.median(walls)) if walls else math.nan
     )
 
 
@@ -194,7 +198,8 @@ class PlanComparison:
         * ``timing``: per strategy, ``device`` and ``wall`` statistics (ms) and raw samples;
         * ``ratios``: for ``plan`` and ``fuse_all``, ``time_ratio`` (stats of the per-round
           strategy / sequential device time) with its samples, ``throughput`` (median of
-          sequential / strategy), ``throughput_noise``, ``wall_time_ratio``;
+          sequential / strategy: ``ratio.ratio``), ``ratio`` and ``busy_ratio`` (paired estimates
+          with their intervals, ``measure.ratios``), ``wall_time_ratio``;
         * ``checks``: for ``plan`` and ``fuse_all``, ``correct``, ``outputs`` and ``buffers``
           (each ``correct``, ``bitwise``, ``max_relative_error``, ``note``), ``failed``;
           ``correct``: both;
@@ -504,8 +509,10 @@ def compare_plan(
             "time_definition": "device: first kernel start to last kernel end of one strategy's launches on one "
             "in-order profiling queue; wall: host clock around the enqueue and queue.finish()",
             "ratio_definition": "per timed round, strategy time / sequential time of the same round",
-            "throughput_definition": "median over timed rounds of sequential time / strategy time (> 1: faster)",
-            "noise_definition": "standard deviation of the per-round throughputs",
+            "throughput_definition": "sequential over strategy device span, paired over timed rounds (> 1: faster); "
+            "busy_ratio: the same on the sum of the kernels' own times",
+            "noise_definition": "95 % percentile bootstrap interval over rounds (devicelab.measure.ratios); a ratio "
+            "whose interval holds 1 is within noise",
             "check_definition": "every buffer a kernel writes, bit for bit or within 1e-6 relative to its largest "
             "value, against the sequential run",
         },

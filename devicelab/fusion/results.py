@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from typing import TypedDict
 
 from devicelab.measure.environment import HostLockRecord
+from devicelab.measure.ratios import RatioEstimate
 from devicelab.measure.stats import SampleStats
 from devicelab.wire import JsonDict, JsonRecord, PayloadError
 
@@ -46,12 +47,14 @@ class OutputCheck(JsonRecord):
 
 @dataclass(frozen=True)
 class SideTiming(JsonRecord):
-    """One side's timed runs: device spans and host wall times (ms), raw and summarized."""
+    """One side's timed runs: device spans, busy times and host wall times (ms), raw and summarized."""
 
     device: SampleStats
     wall: SampleStats
-    device_samples_ms: tuple[float, ...]
+    device_samples_ms: tuple[float, ...]  # span: first kernel start to last kernel end, gaps included
     wall_samples_ms: tuple[float, ...]
+    # busy: the sum of the kernels' own start-to-end times, the gaps between launches left out
+    busy_samples_ms: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,8 +111,9 @@ class FusionRowRecord(JsonRecord):
     padding_fraction: float | None
     sequential: SideTiming | None
     fused: SideTiming | None
-    throughput: float | None  # median over rounds of sequential / fused device time
-    throughput_noise: float | None
+    throughput: float | None  # the span ratio's point estimate (``ratio.ratio``)
+    ratio: RatioEstimate | None  # sequential / fused device span, paired over rounds, with its interval
+    busy_ratio: RatioEstimate | None  # sequential / fused sum of the kernels' own times, paired over rounds
     throughput_wall: float | None
     correct: bool | None  # None: not run
     check: OutputCheck | None
@@ -164,8 +168,9 @@ class PlanRatio(JsonRecord):
 
     time_ratio: SampleStats  # of the per-round strategy / sequential device time
     time_ratio_samples: tuple[float, ...]
-    throughput: float  # median over rounds of sequential / strategy device time
-    throughput_noise: float
+    throughput: float  # the span ratio's point estimate (``ratio.ratio``)
+    ratio: RatioEstimate  # sequential / strategy device span, paired over rounds, with its interval
+    busy_ratio: RatioEstimate | None  # the same on the kernels' busy times (None: no busy samples)
     wall_time_ratio: float | None  # None where it was not finite
 
 

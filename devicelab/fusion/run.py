@@ -115,4 +115,10 @@ def device_span_ms(events: Sequence[cl.Event]) -> float:
     return max(0, end - start) / 1e6
 
 
-__all__ = ["ReadyLaunch", "device_span_ms", "enqueue_launches", "ready_fused", "ready_subkernel"]
+def device_busy_ms(events: Sequence[cl.Event]) -> float:
+    """The sum of each event's own start-to-end time, in ms: the device's time in the kernels, the
+    gaps between launches left out (the queue must have profiling on and the events be complete)."""
+    return sum(max(0, e.profile.end - e.profile.start) for e in events) / 1e6
+
+
+__all__ = ["ReadyLaunch", "device_busy_ms", "device_span_ms", "enqueue_launches", "ready_fused", "ready_subkernel"]

@@ -90,8 +90,10 @@ class FusionMixin(DevicesMixin):
         """A succeeded sweep's rows (every page), filtered: ``experiment`` (combination or
         identical), ``size``, ``variant`` (rounded or unrounded), the exact ``kinds`` (any order),
         rows that ``contains`` every given kind, with or without ``errors``. Each row: kinds,
-        variant, layout, total_mflops, throughput (sequential / fused) and its noise, padding, the
-        check; ``detail=True`` adds the whole row (raw samples) as ``data``."""
+        variant, layout, total_mflops, throughput (sequential / fused device span, paired over
+        rounds), verdict ("above" / "below" 1 when its 95 % interval excludes 1, else "within
+        noise"), busy_ratio (the kernels' own times), padding, the check; ``detail=True`` adds the
+        whole row (raw samples, and the interval as ``data["ratio"]``) as ``data``."""
         handle = self.fusion_sweep_status(sweep)
         if handle.state != "succeeded":
             reason = f": {handle.failure_reason}" if handle.failure_reason else ""
@@ -148,7 +150,9 @@ class FusionMixin(DevicesMixin):
 
     def fusion_plan_result(self, plan: int | FusionHandle) -> dict[str, Any]:
         """A succeeded plan's comparison: networks, sequential_ms, plan_ms, fuse_all_ms, plan_ratio,
-        fuse_all_ratio (sequential / strategy: > 1 wins), correct, and the whole ``data``."""
+        fuse_all_ratio (sequential / strategy, paired over rounds: > 1 wins), correct, and the whole
+        ``data``, whose ``ratios[strategy]`` hold ``ratio`` and ``busy_ratio`` with their intervals
+        (``low``, ``high``, ``verdict``): read those, not the quotient of two medians."""
         handle = self.fusion_plan_status(plan)
         if handle.state != "succeeded" or handle.result is None:
             reason = f": {handle.failure_reason}" if handle.failure_reason else ""

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from devicelab.fusion.spec import KINDS, PRECISIONS, PlanOptions, SweepSpec
+from devicelab.measure.ratios import RatioEstimate
 from devicelab.spec import declared
 from devicelab.text import one_line
 from latencylab.commands.client_cmds import _add_server_arguments, _client, _with_client_errors
@@ -186,18 +187,20 @@ def print_sweep(job: dict[str, Any]) -> None:
         f"{counts['errors']} refused)"
     )
     if result.get("headlines"):
-        print("\nthroughput, sequential / fused time (> 1: fusion wins):")
+        print("\nsequential / fused time, paired over rounds (> 1: fusion wins; counted by each row's 95 % interval):")
         print_table(
-            ["sets", "variant", "n", "median", "mean", "min..max", "above 1"],
+            ["sets", "variant", "n", "above 1", "below 1", "within noise", "median span", "median busy", "min..max"],
             [
                 (
                     h["sets"],
                     h["variant"],
                     h["count"],
+                    f"{h['above']} ({h['share_above_1']:.0%})",
+                    h["below"],
+                    h["within_noise"],
                     _ratio(h["median"]),
-                    _ratio(h["mean"]),
+                    "-" if h.get("busy_median") is None else _ratio(h["busy_median"]),
                     f"{h['min']:.2f}..{h['max']:.2f}",
-                    f"{h['share_above_1']:.0%}",
                 )
                 for h in result["headlines"]
             ],
@@ -205,6 +208,23 @@ def print_sweep(job: dict[str, Any]) -> None:
     for note in result.get("notes") or ():
         print(f"note: {note}")
     print(f"\nrows: latencylab fusion rows {job['id']}")
+
+
+def _estimate_text(raw: Any) -> str | None:
+    """A stored ratio estimate as ``1.044x [1.012-1.071]`` (+ "within noise"); None if not one."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return RatioEstimate.from_dict(raw).label(3)
+    except (ValueError, TypeError):
+        return None
+
+
+def _paired(raw: Any, fallback: float) -> tuple[str, str]:
+    """A strategy's paired span ratio with its interval, and its busy ratio."""
+    raw = raw if isinstance(raw, dict) else {}
+    span = _estimate_text(raw.get("ratio")) or f"{_ratio(fallback)} (no interval stored)"
+    return span, _estimate_text(raw.get("busy_ratio")) or "-"
 
 
 def print_plan(job: dict[str, Any]) -> None:
@@ -219,12 +239,15 @@ def print_plan(job: dict[str, Any]) -> None:
     result = job.get("result")
     if not result:
         return
+    ratios = (result.get("data") or {}).get("ratios") or {}
+    # The ratio column is the paired estimate (both strategies in every round), never the quotient
+    # of the two medians beside it: 45.5 against 31.9 ms medians was a paired 1.04x.
     print_table(
-        ["strategy", "median ms", "sequential / strategy"],
+        ["strategy", "median ms", "sequential / strategy, paired [95 % interval]", "busy ratio"],
         [
-            ("sequential", f"{result['sequential_ms']:.3f}", "1.000"),
-            ("plan", f"{result['plan_ms']:.3f}", _ratio(result["plan_ratio"])),
-            ("fuse all", f"{result['fuse_all_ms']:.3f}", _ratio(result["fuse_all_ratio"])),
+            ("sequential", f"{result['sequential_ms']:.3f}", "reference", ""),
+            ("plan", f"{result['plan_ms']:.3f}", *_paired(ratios.get("plan"), result["plan_ratio"])),
+            ("fuse all", f"{result['fuse_all_ms']:.3f}", *_paired(ratios.get("fuse_all"), result["fuse_all_ratio"])),
         ],
     )
     print("outputs: " + ("both fused strategies match sequential" if result["correct"] else "MISMATCH (see data)"))
@@ -260,16 +283,20 @@ def _check(row: dict[str, Any]) -> str:
 
 
 def print_rows(rows: list[dict[str, Any]]) -> None:
-    """Rows as a table: kinds (``N x kind`` for identical operators), variant, throughput with its
-    noise, MFLOPs, padding, the check."""
+    """Rows as a table: kinds (``N x kind`` for identical operators), variant, the paired span
+    ratio with its verdict (and interval, when the rows carry their data), the busy ratio, MFLOPs,
+    padding, the check."""
     table = []
     for r in rows:
-        throughput = "-" if r.get("throughput") is None else f"{r['throughput']:.3f} ± {r['throughput_noise'] or 0:.3f}"
+        stored = _estimate_text((r.get("data") or {}).get("ratio"))
+        verdict = r.get("verdict") or "no interval"
+        throughput = "-" if r.get("throughput") is None else stored or f"{r['throughput']:.3f}x {verdict}"
+        busy = "-" if r.get("busy_ratio") is None else f"{r['busy_ratio']:.3f}x"
         padding = "-" if r.get("padding_fraction") is None else f"{r['padding_fraction']:.0%}"
         # figure 9's rows fuse N copies of one operator: "2 x C_1x1", not a combination of kinds
         kinds = f"{r['size']} x {r['kinds'][0]}" if r.get("experiment") == "identical" else "+".join(r["kinds"])
-        table.append((kinds, r["variant"], throughput, f"{r['total_mflops']:.2f}", padding, _check(r)))
-    print_table(["kinds", "variant", "throughput", "MFLOPs", "padding", "check"], table)
+        table.append((kinds, r["variant"], throughput, busy, f"{r['total_mflops']:.2f}", padding, _check(r)))
+    print_table(["kinds", "variant", "span ratio", "busy ratio", "MFLOPs", "padding", "check"], table)
 
 
 @_with_client_errors
@@ -286,7 +313,11 @@ def run_rows(args: argparse.Namespace) -> int:
             errors=args.errors,
         )
     print_found_rows(
-        args, rows, print_rows, "throughput = sequential / fused device time, median over rounds ± its std"
+        args,
+        rows,
+        print_rows,
+        "span ratio = sequential / fused device span, paired over rounds; above / below: its 95 % interval "
+        "excludes 1; busy ratio: the same on the kernels' own times",
     )
     return 0
 

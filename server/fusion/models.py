@@ -62,8 +62,19 @@ class FusionMeasurement(models.Model):
     variant = models.CharField(max_length=16, help_text='"rounded" or "unrounded" to the wave.')
     layout = models.CharField(max_length=16, blank=True, help_text="How the fused launch lays out its parts.")
     total_mflops = models.FloatField()
-    throughput = models.FloatField(null=True, blank=True, help_text="Sequential / fused time, median over rounds.")
-    throughput_noise = models.FloatField(null=True, blank=True)
+    throughput = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Sequential / fused device span, paired over rounds (data.ratio: its interval).",
+    )
+    verdict = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text='Where the span ratio\'s interval lies: "above" or "below" 1, or "within noise" ("" when not measured).',
+    )
+    busy_ratio = models.FloatField(
+        null=True, blank=True, help_text="Sequential / fused sum of the kernels' own times, paired over rounds."
+    )
     throughput_wall = models.FloatField(null=True, blank=True)
     padding_fraction = models.FloatField(null=True, blank=True)
     correct = models.BooleanField(null=True, blank=True, help_text="Fused output equals sequential (None: not run).")
@@ -103,7 +114,10 @@ class FusionPlanResult(models.Model):
     sequential_ms = models.FloatField(help_text="Median end-to-end time of the models run one kernel at a time.")
     plan_ms = models.FloatField()
     fuse_all_ms = models.FloatField()
-    plan_ratio = models.FloatField(help_text="Sequential / plan time, median over rounds (> 1: the plan wins).")
+    plan_ratio = models.FloatField(
+        help_text="Sequential / plan device span, paired over rounds (> 1: the plan wins); data.ratios.plan has its "
+        "interval."
+    )
     fuse_all_ratio = models.FloatField()
     correct = models.BooleanField(help_text="Both fused strategies computed what the sequential run did.")
     data = models.JSONField(help_text="PlanComparison.as_dict(): samples, statistics, steps, checks.")

@@ -227,7 +227,8 @@ def _row(sweep: FusionSweepResult, row: FusionRowRecord) -> FusionMeasurement:
         layout=row.layout,
         total_mflops=row.total_mflops,
         throughput=row.throughput,
-        throughput_noise=row.throughput_noise,
+        verdict="" if row.ratio is None else row.ratio.verdict,
+        busy_ratio=None if row.busy_ratio is None else row.busy_ratio.ratio,
         throughput_wall=row.throughput_wall,
         padding_fraction=row.padding_fraction,
         correct=row.correct,
@@ -281,7 +282,7 @@ def ingest_plan(job_id: int, token: str, comparison: FusionPlanRecord) -> Fusion
 
 def plan_headline(comparison: FusionPlanRecord) -> dict[str, Any]:
     """The columns a plan result is listed by: each strategy's median device time over rounds,
-    the fused strategies' median throughput against sequential, and whether both were correct."""
+    the fused strategies' paired span ratio against sequential, and whether both were correct."""
     return {
         "networks": list(comparison.models),
         "sequential_ms": comparison.median_ms("sequential"),

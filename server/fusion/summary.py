@@ -1,20 +1,23 @@
 """A fusion sweep's rows summarized the way seed paper 000 draws them (section 5, figures 8 to 10).
 
-Each function reads one sweep's rows with one lean query (the columns, never the rows' ``data``
-with its raw samples, except the operator names figure 9 labels its lines by) and returns plain
-data for the pages and the API:
+Each function reads one sweep's rows with one lean query (the columns, and from the rows' ``data``
+only what it needs: the per-round times a pooled ratio is made of, a row's stored interval, the
+operator names figure 9 labels its lines by) and returns plain data for the pages and the API:
 
 * ``pair_matrix``: figure 8a, throughput relative to sequential for each unordered pair of
-  operator kinds (the size-2 combination rows), per fused variant: the median over the pair's
-  rows and how many there were. The paper reports the average over "all possible combination of
-  operators"; we give the median (robust to one outlying draw) with the mean beside it.
-* ``triples``: figure 8b, every size-3 combination row's throughput, per variant, with its kinds.
+  operator kinds (the size-2 combination rows), per fused variant: the paired ratio over every
+  timed round of the pair's rows (``devicelab.measure.ratios.paired_ratio``: the median of the
+  per-round log ratios with a bootstrap interval), its busy ratio, and how many rows there were.
+  The paper reports the average over "all possible combination of operators"; a pair's interval
+  says whether it differs from 1 at all.
+* ``triples``: figure 8b, every size-3 combination row's paired ratio, per variant, with its kinds.
 * ``identical_series``: figure 9, N identical operators from one network fused, the throughput
   per N for each operator, rounded to the wave and not.
 * ``mflops_points``: figure 10, each combination row's total MFLOPs against its throughput, gain
   (above 1) or loss.
-* ``headlines`` and ``check_counts``: median, mean, range and share above 1 per combination size
-  and variant; how many fused kernels were checked correct, incorrect, not run, or refused;
+* ``headlines`` and ``check_counts``: median, range, and how many ratios lie *significantly*
+  above 1, below 1 or within noise per combination size and variant; how many fused kernels were
+  checked correct, incorrect, not run, or refused;
 * ``plan_view``: a fusion plan's stored comparison as its page shows it (no query).
 
 Rows with an ``error`` (the fuser or the driver refused the set) have no throughput: they are
@@ -35,7 +38,9 @@ import numpy as np
 
 from devicelab.fusion.spec import KINDS
 from devicelab.fusion.sweep import COMBINATION, IDENTICAL, VARIANTS
+from devicelab.measure.ratios import RatioEstimate, paired_ratio
 from devicelab.measure.stats import summarize
+from devicelab.wire import PayloadError
 from server.fusion.models import KINDS_SEPARATOR, FusionMeasurement, FusionPlanResult, FusionSweepResult
 
 ROUNDED, UNROUNDED = VARIANTS[True], VARIANTS[False]
@@ -66,15 +71,77 @@ def _measured(sweep: FusionSweepResult, experiment: str, size: int | None = None
 # -- figure 8a ---------------------------------------------------------------------------------
 
 
+def estimate_of(raw: Any) -> RatioEstimate | None:
+    """A stored ratio (``RatioEstimate.as_dict()``), or None when missing or not one (a row stored
+    before ratios had intervals)."""
+    if not isinstance(raw, Mapping):
+        return None
+    try:
+        return RatioEstimate.from_dict(dict(raw))
+    except (PayloadError, TypeError, ValueError):
+        return None
+
+
+def _numbers(values: Any) -> list[float]:
+    return [float(v) for v in values if isinstance(v, int | float)] if isinstance(values, list) else []
+
+
+@dataclass
+class _Rounds:
+    """The timed rounds of some rows pooled: each row's rounds pair sequential with fused."""
+
+    sequential: list[float]
+    fused: list[float]
+    busy_sequential: list[float]
+    busy_fused: list[float]
+
+    def add(self, seq: Any, fused: Any, busy_seq: Any, busy_fused: Any) -> None:
+        """One row's rounds (a row whose sides differ in length is left out: it is not paired)."""
+        a, b = _numbers(seq), _numbers(fused)
+        if a and len(a) == len(b):
+            self.sequential += a
+            self.fused += b
+            c, d = _numbers(busy_seq), _numbers(busy_fused)
+            if c and len(c) == len(d) == len(a):
+                self.busy_sequential += c
+                self.busy_fused += d
+
+    def span(self) -> RatioEstimate | None:
+        """Sequential over fused device span, paired over the pooled rounds."""
+        return _pooled(self.sequential, self.fused)
+
+    def busy(self) -> RatioEstimate | None:
+        """The same on the kernels' busy times (None unless every row had them)."""
+        return _pooled(self.busy_sequential, self.busy_fused) if len(self.busy_fused) == len(self.fused) else None
+
+
+def _pooled(num: Sequence[float], den: Sequence[float]) -> RatioEstimate | None:
+    pairs = [(n, d) for n, d in zip(num, den, strict=True) if n > 0 and d > 0]
+    return paired_ratio([n for n, _ in pairs], [d for _, d in pairs]) if pairs else None
+
+
+ROUND_COLUMNS = (
+    "data__sequential__device_samples_ms",
+    "data__fused__device_samples_ms",
+    "data__sequential__busy_samples_ms",
+    "data__fused__busy_samples_ms",
+)
+
+
 @dataclass(frozen=True)
 class PairCell:
-    """One unordered pair of kinds in one variant: the median and mean throughput of its rows."""
+    """One unordered pair of kinds in one variant: the paired ratio over its rows' rounds."""
 
     kinds: tuple[str, str]  # in kind order: ("C", "DWC"), ("P", "P")
     variant: str
-    median: float
-    mean: float
-    count: int
+    estimate: RatioEstimate  # sequential / fused device span, over every round of the pair's rows
+    busy: RatioEstimate | None  # the same on the kernels' own times
+    count: int  # rows
+
+    @property
+    def ratio(self) -> float:
+        """The span ratio's point estimate."""
+        return self.estimate.ratio
 
 
 @dataclass(frozen=True)
@@ -90,20 +157,29 @@ class PairMatrix:
         pair = (a, b) if kind_sort_key(a) <= kind_sort_key(b) else (b, a)
         return self.cells.get(variant, {}).get(pair)
 
+    def counts(self, variant: str) -> dict[str, int]:
+        """How many pairs of ``variant`` lie significantly above 1, below 1, or within noise."""
+        out = {"above": 0, "below": 0, "within_noise": 0}
+        for cell in self.cells.get(variant, {}).values():
+            out[cell.estimate.verdict.replace(" ", "_")] += 1
+        return out
+
 
 def pair_matrix(sweep: FusionSweepResult) -> PairMatrix:
-    """Figure 8a: the median throughput of each pair of kinds (size-2 combination rows), per variant."""
-    values: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
-    for kinds, variant, throughput in _measured(sweep, COMBINATION, PAIR).values_list("kinds", "variant", "throughput"):
+    """Figure 8a: each pair of kinds' paired ratio over its size-2 combination rows' rounds, per variant."""
+    rounds: dict[str, dict[tuple[str, str], _Rounds]] = defaultdict(dict)
+    counts: dict[tuple[str, tuple[str, str]], int] = defaultdict(int)
+    for kinds, variant, *sides in _measured(sweep, COMBINATION, PAIR).values_list("kinds", "variant", *ROUND_COLUMNS):
         a, b = sorted(split_kinds(kinds), key=kind_sort_key)
-        values[variant][(a, b)].append(throughput)
-    cells = {
-        variant: {
-            pair: PairCell(pair, variant, statistics.median(v), statistics.fmean(v), len(v))
-            for pair, v in sorted(by_pair.items(), key=lambda kv: [kind_sort_key(k) for k in kv[0]])
-        }
-        for variant, by_pair in values.items()
-    }
+        rounds[variant].setdefault((a, b), _Rounds([], [], [], [])).add(*sides)
+        counts[(variant, (a, b))] += 1
+    cells: dict[str, dict[tuple[str, str], PairCell]] = {}
+    for variant, by_pair in rounds.items():
+        cells[variant] = {}
+        for pair, pooled in sorted(by_pair.items(), key=lambda kv: [kind_sort_key(k) for k in kv[0]]):
+            span = pooled.span()
+            if span is not None:
+                cells[variant][pair] = PairCell(pair, variant, span, pooled.busy(), counts[(variant, pair)])
     kinds = sorted({k for by_pair in cells.values() for pair in by_pair for k in pair}, key=kind_sort_key)
     return PairMatrix(tuple(kinds), tuple(sorted(cells, key=variant_sort_key)), cells)
 
@@ -113,23 +189,24 @@ def pair_matrix(sweep: FusionSweepResult) -> PairMatrix:
 
 @dataclass(frozen=True)
 class TriplePoint:
-    """One size-3 combination row: its kinds and throughput relative to sequential."""
+    """One size-3 combination row: its kinds and paired ratio relative to sequential."""
 
     kinds: tuple[str, ...]
     instance: int
     throughput: float
-    noise: float | None  # the standard deviation of its per-round ratios
+    estimate: RatioEstimate | None  # its interval (None: a row stored without one)
+    busy_ratio: float | None
 
 
 def triples(sweep: FusionSweepResult) -> dict[str, list[TriplePoint]]:
-    """Figure 8b: every measured size-3 combination row's throughput, per variant (rounded first),
-    each variant's points in kind order."""
+    """Figure 8b: every measured size-3 combination row's paired ratio, per variant (rounded
+    first), each variant's points in kind order."""
     out: dict[str, list[TriplePoint]] = defaultdict(list)
     rows = _measured(sweep, COMBINATION, TRIPLE).values_list(
-        "kinds", "instance", "variant", "throughput", "throughput_noise"
+        "kinds", "instance", "variant", "throughput", "data__ratio", "busy_ratio"
     )
-    for kinds, instance, variant, throughput, noise in rows:
-        out[variant].append(TriplePoint(split_kinds(kinds), instance, throughput, noise))
+    for kinds, instance, variant, throughput, ratio, busy in rows:
+        out[variant].append(TriplePoint(split_kinds(kinds), instance, throughput, estimate_of(ratio), busy))
     for points in out.values():
         points.sort(key=lambda p: ([kind_sort_key(k) for k in p.kinds], p.instance))
     return {v: out[v] for v in sorted(out, key=variant_sort_key)}
@@ -140,11 +217,12 @@ def triples(sweep: FusionSweepResult) -> dict[str, list[TriplePoint]]:
 
 @dataclass(frozen=True)
 class IdenticalPoint:
-    """N copies of one operator fused: the median throughput over the rows at that N."""
+    """N copies of one operator fused: the paired ratio over the rounds of the rows at that N."""
 
     n: int
-    throughput: float
+    throughput: float  # the span ratio's point estimate
     count: int
+    estimate: RatioEstimate | None = None  # its interval
 
 
 @dataclass(frozen=True)
@@ -165,24 +243,26 @@ class IdenticalSeries:
 
 def identical_series(sweep: FusionSweepResult) -> list[IdenticalSeries]:
     """Figure 9: throughput against N identical operators, one series per (network, operator,
-    variant), the median over the rows at each N; by network, operator, then rounded first."""
-    by_line: dict[tuple[str, str, str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    variant), the paired ratio over the rounds of the rows at each N; by network, operator, then
+    rounded first."""
+    by_line: dict[tuple[str, str, str, str], dict[int, _Rounds]] = defaultdict(dict)
+    counts: dict[tuple[str, str, str, str, int], int] = defaultdict(int)
     rows = _measured(sweep, IDENTICAL).values_list(
-        "kinds", "size", "variant", "throughput", "data__operators__0__model", "data__operators__0__name"
+        "kinds", "size", "variant", "data__operators__0__model", "data__operators__0__name", *ROUND_COLUMNS
     )
-    for kinds, size, variant, throughput, model, operator in rows:
+    for kinds, size, variant, model, operator, *sides in rows:
         kind = split_kinds(kinds)[0] if kinds.strip(KINDS_SEPARATOR) else "?"
-        by_line[(str(model or "?"), str(operator or "?"), kind, variant)][size].append(throughput)
-    series = [
-        IdenticalSeries(
-            model,
-            operator,
-            kind,
-            variant,
-            tuple(IdenticalPoint(n, statistics.median(v), len(v)) for n, v in sorted(by_n.items())),
-        )
-        for (model, operator, kind, variant), by_n in by_line.items()
-    ]
+        line = (str(model or "?"), str(operator or "?"), kind, variant)
+        by_line[line].setdefault(size, _Rounds([], [], [], [])).add(*sides)
+        counts[(*line, size)] += 1
+    series = []
+    for line, by_n in by_line.items():
+        points = []
+        for n, pooled in sorted(by_n.items()):
+            span = pooled.span()
+            if span is not None:
+                points.append(IdenticalPoint(n, span.ratio, counts[(*line, n)], span))
+        series.append(IdenticalSeries(*line, tuple(points)))
     series.sort(key=lambda s: (s.model, s.operator, variant_sort_key(s.variant)))
     return series
 
@@ -199,17 +279,21 @@ class MflopsPoint:
     variant: str
     total_mflops: float
     throughput: float
+    verdict: str  # its interval: "above", "below" or "within noise" ("" stored without one: within noise)
 
     @property
     def gain(self) -> bool:
-        """Whether fusing beat running the operators one after another."""
-        return self.throughput > 1.0
+        """Whether fusing beat running the operators one after another, beyond the noise."""
+        return self.verdict == "above"
 
 
 def mflops_points(sweep: FusionSweepResult) -> list[MflopsPoint]:
-    """Figure 10: each measured combination row's total MFLOPs and throughput (by size, kinds, variant)."""
-    rows = _measured(sweep, COMBINATION).values_list("kinds", "size", "variant", "total_mflops", "throughput")
-    points = [MflopsPoint(split_kinds(k), size, v, mflops, t) for k, size, v, mflops, t in rows]
+    """Figure 10: each measured combination row's total MFLOPs, paired ratio and its verdict (by
+    size, kinds, variant)."""
+    rows = _measured(sweep, COMBINATION).values_list(
+        "kinds", "size", "variant", "total_mflops", "throughput", "verdict"
+    )
+    points = [MflopsPoint(split_kinds(k), size, v, mflops, t, w or "within noise") for k, size, v, mflops, t, w in rows]
     points.sort(key=lambda p: (p.size, [kind_sort_key(k) for k in p.kinds], variant_sort_key(p.variant)))
     return points
 
@@ -219,38 +303,73 @@ def mflops_points(sweep: FusionSweepResult) -> list[MflopsPoint]:
 
 @dataclass(frozen=True)
 class Headline:
-    """The throughput of one combination size in one variant, over its measured rows."""
+    """The span ratios of one combination size in one variant, over its measured rows: how many
+    lie significantly above 1, below 1, or within noise (each row's own interval), and their spread."""
 
     size: int
     variant: str
     count: int
-    median: float
-    mean: float
+    median: float  # of the rows' point estimates
     min: float
     max: float
-    share_above_1: float  # the fraction of rows where fusing won
+    above: int  # rows whose interval lies wholly above 1
+    below: int
+    within_noise: int
+    busy_median: float | None  # of the rows' busy ratios (None: none recorded)
 
     @property
     def sets(self) -> str:
         """'pairs', 'triples' or 'sets of N'."""
         return {PAIR: "pairs", TRIPLE: "triples"}.get(self.size, f"sets of {self.size}")
 
+    @property
+    def share_above_1(self) -> float:
+        """The share of rows significantly above 1 (the paper's "share of combinations above 1",
+        counting only what the noise cannot explain)."""
+        return self.above / self.count
 
-def headline_of(size: int, variant: str, throughputs: Sequence[float]) -> Headline:
-    """The headline numbers of some throughputs (at least one)."""
+    @property
+    def share_below_1(self) -> float:
+        """The share of rows significantly below 1."""
+        return self.below / self.count
+
+
+def headline_of(
+    size: int, variant: str, throughputs: Sequence[float], verdicts: Sequence[str], busy: Sequence[float | None] = ()
+) -> Headline:
+    """The headline numbers of some rows' span ratios (at least one) and their verdicts (a row
+    stored without an interval counts as within noise)."""
     stats = summarize(throughputs)
-    above = sum(1 for t in throughputs if t > 1.0)
-    return Headline(size, variant, stats.n, stats.median, stats.mean, stats.min, stats.max, above / stats.n)
+    above = sum(1 for v in verdicts if v == "above")
+    below = sum(1 for v in verdicts if v == "below")
+    busy_values = [b for b in busy if b is not None]
+    return Headline(
+        size,
+        variant,
+        stats.n,
+        stats.median,
+        stats.min,
+        stats.max,
+        above,
+        below,
+        stats.n - above - below,
+        statistics.median(busy_values) if busy_values else None,
+    )
 
 
 def headlines(sweep: FusionSweepResult) -> list[Headline]:
-    """Median, mean, range and share above 1 of the combination rows, per size and variant
-    (pairs first, rounded first)."""
-    values: dict[tuple[int, str], list[float]] = defaultdict(list)
-    for size, variant, throughput in _measured(sweep, COMBINATION).values_list("size", "variant", "throughput"):
-        values[(size, variant)].append(throughput)
+    """Median, range and the counts significantly above 1, below 1 and within noise of the
+    combination rows, per size and variant (pairs first, rounded first)."""
+    values: dict[tuple[int, str], list[tuple[float, str, float | None]]] = defaultdict(list)
+    rows = _measured(sweep, COMBINATION).values_list("size", "variant", "throughput", "verdict", "busy_ratio")
+    for size, variant, throughput, verdict, busy in rows:
+        values[(size, variant)].append((throughput, verdict, busy))
     keys = sorted(values, key=lambda k: (k[0], variant_sort_key(k[1])))
-    return [headline_of(size, variant, values[(size, variant)]) for size, variant in keys]
+    return [_headline(size, variant, values[(size, variant)]) for size, variant in keys]
+
+
+def _headline(size: int, variant: str, rows: Sequence[tuple[float, str, float | None]]) -> Headline:
+    return headline_of(size, variant, [t for t, _, _ in rows], [v for _, v, _ in rows], [b for _, _, b in rows])
 
 
 @dataclass(frozen=True)
@@ -286,7 +405,7 @@ def check_counts(sweep: FusionSweepResult) -> CheckCounts:
 def pair_medians(job_ids: Iterable[int], variant: str = ROUNDED) -> dict[int, Headline]:
     """For listing many sweeps at once: each sweep job's pair headline in ``variant`` (one query;
     jobs with no measured pair are left out)."""
-    values: dict[int, list[float]] = defaultdict(list)
+    values: dict[int, list[tuple[float, str, float | None]]] = defaultdict(list)
     rows = FusionMeasurement.objects.filter(
         sweep__job_id__in=list(job_ids),
         experiment=COMBINATION,
@@ -294,11 +413,11 @@ def pair_medians(job_ids: Iterable[int], variant: str = ROUNDED) -> dict[int, He
         variant=variant,
         error="",
         throughput__isnull=False,
-    ).values_list("sweep__job_id", "throughput")
-    for job_id, throughput in rows:
+    ).values_list("sweep__job_id", "throughput", "verdict", "busy_ratio")
+    for job_id, throughput, verdict, busy in rows:
         if throughput is not None:  # filtered above; the column is nullable
-            values[job_id].append(throughput)
-    return {job_id: headline_of(PAIR, variant, v) for job_id, v in values.items()}
+            values[job_id].append((throughput, verdict, busy))
+    return {job_id: _headline(PAIR, variant, v) for job_id, v in values.items()}
 
 
 # -- a plan ------------------------------------------------------------------------------------
@@ -345,8 +464,9 @@ class StrategyTime:
     p10_ms: float | None
     p90_ms: float | None
     runs: int
-    ratio: float | None  # sequential / this strategy's time, median over rounds (None: sequential)
-    ratio_noise: float | None  # the standard deviation of the per-round ratios
+    ratio: float | None  # sequential / this strategy's device span, paired over rounds (None: sequential)
+    estimate: RatioEstimate | None  # that ratio with its interval (None: sequential, or stored without one)
+    busy: RatioEstimate | None  # the same on the kernels' own times
     correct: bool | None  # its written buffers against the sequential run's (None: the reference)
     check_note: str
     launches: int | None
@@ -402,8 +522,8 @@ def _step(raw: Mapping[str, Any]) -> PlanStepView:
 
 def plan_view(stored: FusionPlanResult) -> PlanView:
     """A stored plan result as its page shows it: each strategy's median and 10th-90th percentile
-    from its raw device samples, its throughput relative to sequential with noise, its output
-    check, and the plan's fused launches."""
+    from its raw device samples, its paired span and busy ratios against sequential with their
+    intervals, its output check, and the plan's fused launches."""
     data = _mapping(stored.data)
     timing, ratios, checks, plans = (_mapping(data.get(k)) for k in ("timing", "ratios", "checks", "plans"))
     headline_ms = {"sequential": stored.sequential_ms, "plan": stored.plan_ms, "fuse_all": stored.fuse_all_ms}
@@ -426,7 +546,8 @@ def plan_view(stored: FusionPlanResult) -> PlanView:
                 p90_ms=p90,
                 runs=len(samples),
                 ratio=None if name == "sequential" else (_number(ratio.get("throughput")) or headline_ratio[name]),
-                ratio_noise=_number(ratio.get("throughput_noise")),
+                estimate=estimate_of(ratio.get("ratio")),
+                busy=estimate_of(ratio.get("busy_ratio")),
                 correct=check.get("correct") if isinstance(check.get("correct"), bool) else None,
                 check_note="; ".join(x for x in (note, ", ".join(failed[:5])) if x),
                 launches=_int(plan.get("launches")),
@@ -469,6 +590,7 @@ __all__ = [
     "PairMatrix",
     "TriplePoint",
     "check_counts",
+    "estimate_of",
     "headline_of",
     "headlines",
     "identical_series",

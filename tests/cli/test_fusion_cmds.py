@@ -10,6 +10,7 @@ devicelab's dataclasses through the services (tests/e2e/test_fusion_sweep.py run
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -90,12 +91,14 @@ def test_sweep_sends_its_flags_waits_and_prints_the_summary_then_rows_and_show(
     )
     assert rc == 0
     table = out.splitlines()
-    assert table[0].split() == ["kinds", "variant", "throughput", "MFLOPs", "padding", "check"]
+    assert table[0].split() == ["kinds", "variant", "span", "ratio", "busy", "ratio", "MFLOPs", "padding", "check"]
     body = {line.split()[0]: line for line in table[2:] if line and not line.startswith(" ") and "rows;" not in line}
     assert set(body) == {"C_1x1+EW", "DWC_s1+EW", "EW+EW"}
-    assert " ± " in body["C_1x1+EW"] and body["C_1x1+EW"].rstrip().endswith("ok")
+    # the paired ratio with its verdict, never a "± std"
+    assert " ± " not in out and re.search(r"\d\.\d{3}x (above|below|within noise)", body["C_1x1+EW"])
+    assert body["C_1x1+EW"].rstrip().endswith("ok")
     assert "refused: FusionError: not independent" in body["DWC_s1+EW"]
-    assert "3 rows; throughput = sequential / fused" in out
+    assert "3 rows; span ratio = sequential / fused device span, paired over rounds" in out
 
     rc, out, _ = _run(["fusion", "rows", str(job.pk), "--experiment", "identical", *lab["server"]], capsys)
     assert rc == 0 and [line.split()[:3] for line in out.splitlines()[2:6]] == [
@@ -226,3 +229,45 @@ def test_the_python_client_queues_waits_reads_rows_and_plans(lab: dict[str, Any]
         worker.join()
         with pytest.raises(ClientError, match="models= takes model ids"):
             client.fusion_sweep("pocl-test", models=["mobilenet_v2"])  # type: ignore[list-item]
+
+
+def test_a_plan_prints_its_paired_ratio_with_the_interval_not_two_medians(capsys: pytest.CaptureFixture[str]) -> None:
+    # The case: medians of 45.5 and 31.9 ms read as 1.43x, while the rounds, each running
+    # both strategies, gave 1.044: the table's ratio is the paired one with its interval.
+    from devicelab.fusion.plan_run import summarize_ratio
+    from devicelab.fusion.results import SideTiming
+    from devicelab.measure.stats import summarize
+    from latencylab.commands.fusion_cmds import print_plan
+
+    def side(values: list[float]) -> SideTiming:
+        return SideTiming(summarize(values), summarize(values), tuple(values), tuple(values), tuple(values))
+
+    sequential = [30.0, 31.0, 45.5, 47.0, 50.0, 29.0, 46.0, 45.0, 31.5, 46.5]  # a load burst now and then
+    plan = [s / r for s, r in zip(sequential, [1.04, 1.05, 1.03, 1.044, 1.06, 1.02, 1.044, 1.05, 1.04, 1.03])]
+    fuse_all = [s / r for s, r in zip(sequential, [0.8, 1.3, 0.9, 1.2, 1.0, 1.1, 0.95, 1.05, 1.15, 0.85])]
+    ratios = {
+        "plan": summarize_ratio(side(sequential), side(plan)).as_dict(),
+        "fuse_all": summarize_ratio(side(sequential), side(fuse_all)).as_dict(),
+    }
+    job = {
+        "id": 7,
+        "state": "succeeded",
+        "device_name": "pocl-test",
+        "settings": {"zoo": ["mobilenet_v2", "mobilenet_v2"]},
+        "result": {
+            "sequential_ms": 45.5,
+            "plan_ms": 31.9,
+            "fuse_all_ms": 40.0,
+            "plan_ratio": ratios["plan"]["throughput"],
+            "fuse_all_ratio": ratios["fuse_all"]["throughput"],
+            "correct": True,
+            "data": {"ratios": ratios},
+        },
+    }
+    print_plan(job)
+    out = capsys.readouterr().out
+    plan_line = next(line for line in out.splitlines() if line.startswith("plan "))
+    assert re.search(r"1\.04\dx \[1\.0\d\d-1\.0\d\d\]", plan_line) and "within noise" not in plan_line
+    assert "1.43" not in out  # 45.5 / 31.9 is no ratio of this lab
+    fuse_line = next(line for line in out.splitlines() if line.startswith("fuse all"))
+    assert "within noise" in fuse_line

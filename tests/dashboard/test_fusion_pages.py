@@ -1,8 +1,8 @@
 """The fusion pages in a real browser (Debian's chromium against a live server), from sweeps and
 plans stored as a worker stores them (``ingest_sweep``/``ingest_plan`` after ``claim_job``).
 
-A sweep's page draws figure 8a's heatmap with each pair's median and count (and switches
-variant), 8b's triples, figure 9's lines (solid rounded, dotted unrounded) and figure 10's
+A sweep's page draws figure 8a's heatmap with each pair's paired ratio and verdict (and
+switches variant), the paper's numbers beside each figure with its device, 8b's triples, figure 9's lines (solid rounded, dotted unrounded) and figure 10's
 points, and filters its rows on the server; a watched sweep swaps its result in when it ends. A
 plan's page draws the three strategies with their spread and lists the plan's fused launches. The
 job page sends a fusion job to its page, another team gets 404, and a failed sweep shows why.
@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from devicelab.measure.ratios import RatioEstimate, paired_ratio
 from server.fusion.models import FusionMeasurement, FusionPlanResult
 from server.profiling.services import fail_job, report_progress
 from tests.dashboard.test_browser import browser_page, log_in, screenshots
@@ -47,14 +48,26 @@ def _figure(page: Any, chart_id: str) -> list[dict[str, Any]]:
     )
 
 
-def _expected_pairs(job: Any) -> dict[str, dict[tuple[str, str], tuple[float, int]]]:
-    """Straight from the stored rows: each variant's median and count per unordered pair."""
-    values: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
+def _expected_pairs(job: Any) -> dict[str, dict[tuple[str, str], tuple[RatioEstimate, int]]]:
+    """Straight from the stored rows: each variant's paired ratio over the pooled rounds, and the
+    count of rows, per unordered pair."""
+    rounds: dict[str, dict[tuple[str, str], list[Any]]] = defaultdict(lambda: defaultdict(list))
     for row in FusionMeasurement.objects.filter(sweep__job=job, experiment="combination", size=2, error=""):
         a, b = row.kind_list
-        assert row.throughput is not None
-        values[row.variant][(a, b)].append(row.throughput)
-    return {v: {p: (statistics.median(t), len(t)) for p, t in pairs.items()} for v, pairs in values.items()}
+        rounds[row.variant][(a, b)].append(row.data)
+    return {
+        v: {
+            p: (
+                paired_ratio(
+                    [t for d in rows for t in d["sequential"]["device_samples_ms"]],
+                    [t for d in rows for t in d["fused"]["device_samples_ms"]],
+                ),
+                len(rows),
+            )
+            for p, rows in pairs.items()
+        }
+        for v, pairs in rounds.items()
+    }
 
 
 def _table_kinds(page: Any) -> list[str]:
@@ -89,9 +102,12 @@ def test_a_sweep_page_draws_figures_8_to_10_from_the_stored_rows_and_filters_the
         for i, row in enumerate(kinds):
             for j, col in enumerate(kinds):
                 hit = cells.get((row, col)) or cells.get((col, row))
-                want = "" if hit is None else f"{hit[0]:.2f}<br>n={hit[1]}"
+                verdict = "" if hit is None else ("~1" if not hit[0].significant else hit[0].verdict)
+                want = "" if hit is None else f"{hit[0].ratio:.2f}<br>{verdict}"
                 assert trace["text"][i][j] == want, (trace["name"], row, col)
-    assert expected["rounded"][("C", "C_1x1")] == (pytest.approx(1.07), 2)  # one pair drawn twice
+    drawn_twice = expected["rounded"][("C", "C_1x1")]
+    assert 1.04 < drawn_twice[0].ratio < 1.10 and drawn_twice[1] == 2  # one pair drawn twice, rounds pooled
+    assert heat[0]["text"][1][3] == heat[0]["text"][3][1] == "1.02<br>~1"  # C_1x1 + DWC: within noise
     assert heat[0]["text"][2][4] == ""  # P + EW was refused
     page.locator("#chart-pairs .updatemenu-button").nth(1).click()
     page.wait_for_function("() => document.getElementById('chart-pairs').data[1].visible === true")
@@ -118,15 +134,26 @@ def test_a_sweep_page_draws_figures_8_to_10_from_the_stored_rows_and_filters_the
     scatter = _figure(page, "chart-mflops")
     measured = FusionMeasurement.objects.filter(sweep__job=job, experiment="combination", error="")
     assert sum(len(t["y"]) for t in scatter) == measured.count()
-    gains = next(t for t in scatter if t["name"] == "rounded: gain (> 1)")
+    gains = next(t for t in scatter if t["name"] == "rounded: gain (above 1)")
     assert sorted(gains["y"]) == pytest.approx(
-        sorted(t for t in measured.filter(variant="rounded").values_list("throughput", flat=True) if t and t > 1)
+        sorted(measured.filter(variant="rounded", verdict="above").values_list("throughput", flat=True))
     )
+    noise = next(t for t in scatter if t["name"] == "rounded: within noise")
+    assert noise["y"] == pytest.approx([1.02])
+
+    # The paper's numbers beside each figure, with the device they were measured on.
+    for figure, numbers in (("8a", "36 %-195 %"), ("8b", "31 %-218 %"), ("9", "40 %"), ("10", "MFLOPs")):
+        text = page.inner_text(f".paper-ref[data-figure='{figure}']")
+        assert numbers in text and "Galaxy S20" in text and "Adreno 650" in text, figure
+    assert "66 %" in page.inner_text(".paper-ref[data-figure='8a']")
+    assert "80 %" in page.inner_text(".paper-ref[data-figure='8b']")
     drawn = page.locator("#chart-mflops .scatterlayer path.point").count()
     assert drawn == measured.filter(variant="rounded").count()
 
-    # Headline, notes and checks.
+    # Headline, notes and checks: only significant ratios count as above 1.
     assert page.locator("#headline-table tbody tr").count() == 4
+    pairs_row = page.inner_text("#headline-table tr[data-size='2'][data-variant='rounded']").split("\t")
+    assert pairs_row[3:6] == ["2 (29%)", "4", "1"]  # above, below, within noise
     assert "2 wrong, 2 refused" in page.inner_text("#check-counts")
 
     # The rows: filtered on the server by kind, then by size.
@@ -187,7 +214,13 @@ def test_plan_page_list_redirect_live_swap_failure_and_team_scoping(
         for s in ("sequential", "plan", "fuse_all")
     ]
     assert bars["error_y"]["array"] == pytest.approx(spread_up)
-    assert page.locator("#strategy-table tr[data-strategy='plan']").inner_text().count("match") == 1
+    plan_row = page.locator("#strategy-table tr[data-strategy='plan']").inner_text()
+    assert plan_row.count("match") == 1
+    # the paired ratio with its interval, and the busy ratio beside it
+    estimate = stored.data["ratios"]["plan"]["ratio"]
+    assert f"{estimate['ratio']:.3f}× [{estimate['low']:.3f}–{estimate['high']:.3f}]" in plan_row
+    busy = stored.data["ratios"]["plan"]["busy_ratio"]
+    assert f"{busy['ratio']:.3f}×" in plan_row
     steps = page.eval_on_selector_all("#step-table tbody tr", "rows => rows.map(r => r.dataset.source)")
     assert steps == ["measured", "model"]
     assert "mobilenet_v2/conv_0 + mobilenet_v2#2/conv_0" in page.inner_text("#step-table")

@@ -10,7 +10,7 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from devicelab.fusion.compare import OutputCheck, SideTiming, paired_ratios
+from devicelab.fusion.compare import OutputCheck, SideTiming, side_ratios
 from devicelab.fusion.pool import OperatorRef
 from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
 from devicelab.fusion.sweep import (
@@ -51,8 +51,7 @@ def _rows(experiment: str, kinds: tuple[str, ...], instance: int, model: str, sp
             continue
         seq = _side(0.5 * len(kinds))
         fused = _side(0.5 * len(kinds) / (speedup if rounded else speedup * 0.95))
-        ratios = paired_ratios(seq.device_samples_ms, fused.device_samples_ms)
-        ratio = summarize(ratios)
+        span, busy = side_ratios(seq, fused)
         wrong = experiment == COMBINATION and kinds == WRONG and not rounded
         check = OutputCheck(not wrong, not wrong, 0.5 if wrong else 0.0, "output 0: differs" if wrong else "")
         rows.append(
@@ -68,9 +67,10 @@ def _rows(experiment: str, kinds: tuple[str, ...], instance: int, model: str, sp
                 padding=(8 if rounded else 0) * 7,
                 sequential=seq,
                 fused=fused,
-                throughput=ratio.median,
-                throughput_noise=ratio.std,
-                throughput_wall=ratio.median,
+                throughput=None if span is None else span.ratio,
+                ratio=span,
+                busy_ratio=busy,
+                throughput_wall=None if span is None else span.ratio,
                 check=check,
             )
         )

@@ -6,12 +6,13 @@ what ``as_dict()`` gives, with chosen throughputs; jobs queued with ``submit_fus
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from devicelab.fusion.compare import OutputCheck, SideTiming
+from devicelab.fusion.compare import OutputCheck, SideTiming, side_ratios
 from devicelab.fusion.plan import PlanKernel
 from devicelab.fusion.pool import OperatorRef
 from devicelab.fusion.results import FusionPlanRecord, FusionSweepRecord
@@ -35,7 +36,9 @@ class RowSpec:
     model: str = NETWORKS[0]
     correct: bool = True
     error: str = ""
-    noise: float = 0.02
+    # the per-round log ratios spread this much either side of the chosen throughput: at 0.3 a
+    # ratio of 1.05 is within noise, at 0.02 it is above 1
+    spread: float = 0.02
 
 
 def _operator(kind: str, model: str, index: int) -> OperatorRef:
@@ -51,10 +54,16 @@ def _operator(kind: str, model: str, index: int) -> OperatorRef:
     )
 
 
-def _side(ms: float, phase: int = 0) -> SideTiming:
-    device = tuple(ms * (1 + 0.01 * (((i + phase) % 5) - 2)) for i in range(10))
+# Symmetric around 0 with a median of 0: a row's paired ratio (the median of its per-round log
+# ratios) is exactly the chosen throughput, its interval as wide as the spread.
+_ROUND_OFFSETS = (-1.0, 0.5, -0.75, 0.25, 0.0, 0.0, -0.25, 0.75, -0.5, 1.0)
+
+
+def _side(ms: float, phase: int = 0, spread: float = 0.0) -> SideTiming:
+    device = tuple(ms * (1 + 0.01 * (((i + phase) % 5) - 2)) * math.exp(spread * _ROUND_OFFSETS[i]) for i in range(10))
     wall = tuple(t + 0.02 for t in device)
-    return SideTiming(summarize(device), summarize(wall), device, wall)
+    busy = tuple(0.9 * t for t in device)  # the launch gaps: a tenth of each run
+    return SideTiming(summarize(device), summarize(wall), device, wall, busy)
 
 
 def fusion_row(spec: RowSpec) -> FusionRow:
@@ -69,6 +78,9 @@ def fusion_row(spec: RowSpec) -> FusionRow:
     assert spec.throughput is not None
     sequential_ms = 0.05 * len(ops)
     check = OutputCheck(spec.correct, spec.correct, 0.0 if spec.correct else 0.5, "" if spec.correct else "differs")
+    sequential = _side(sequential_ms)
+    fused = _side(sequential_ms / spec.throughput, spread=-spec.spread)
+    span, busy = side_ratios(sequential, fused)
     return FusionRow(
         spec.experiment,
         spec.kinds,
@@ -79,10 +91,11 @@ def fusion_row(spec: RowSpec) -> FusionRow:
         fused_global_size=(64 * len(ops), 7),
         fused_local_size=(8, 1),
         padding=16 * (len(ops) - 1),
-        sequential=_side(sequential_ms),
-        fused=_side(sequential_ms / spec.throughput),
-        throughput=spec.throughput,
-        throughput_noise=spec.noise,
+        sequential=sequential,
+        fused=fused,
+        throughput=None if span is None else span.ratio,
+        ratio=span,
+        busy_ratio=busy,
         throughput_wall=spec.throughput * 0.98,
         check=check,
     )
@@ -118,13 +131,13 @@ def both(kinds: tuple[str, ...], rounded: float | None, unrounded: float | None,
 
 def realistic_rows() -> list[RowSpec]:
     """A small sweep with what the pages must handle: pairs (one drawn twice, the diagonal, gains
-    and losses), triples, figure 9's identical operators from two networks at N = 1..4, a wrong
+    and losses, one within noise), triples, figure 9's identical operators from two networks at N = 1..4, a wrong
     fused output and a set the fuser refused."""
     rows = [
         *both(("C", "C"), 0.95, 0.93),
         *both(("C", "C_1x1"), 1.04, 1.01),
         *both(("C", "C_1x1"), 1.10, 1.07, instance=1),
-        *both(("C_1x1", "DWC"), 1.02, 0.99),
+        *both(("C_1x1", "DWC"), 1.02, 0.99, spread=0.3),  # rounds too spread to tell from 1
         *both(("C_1x1", "EW"), 0.24, 0.22),
         *both(("P", "P"), 0.25, 0.26),
         *both(("DWC", "EW"), 0.90, 0.88, correct=False),

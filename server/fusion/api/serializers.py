@@ -80,11 +80,16 @@ class HeadlineSerializer(serializers.Serializer):
     sets = serializers.CharField(help_text="pairs, triples or sets of N.")
     variant = serializers.CharField()
     count = serializers.IntegerField()
-    median = serializers.FloatField()
-    mean = serializers.FloatField()
+    median = serializers.FloatField(help_text="The median of the rows' paired span ratios.")
     min = serializers.FloatField()
     max = serializers.FloatField()
-    share_above_1 = serializers.FloatField(help_text="The fraction of rows where fusing won.")
+    above = serializers.IntegerField(help_text="Rows whose ratio's interval lies wholly above 1 (fusing won).")
+    below = serializers.IntegerField(help_text="Rows whose interval lies wholly below 1 (fusing lost).")
+    within_noise = serializers.IntegerField(help_text="Rows whose interval holds 1: the noise cannot tell.")
+    share_above_1 = serializers.FloatField(help_text="above / count: the share significantly faster fused.")
+    busy_median = serializers.FloatField(
+        allow_null=True, help_text="The median of the rows' busy ratios (the kernels' own times, gaps left out)."
+    )
 
 
 class FusionSweepSummarySerializer(serializers.ModelSerializer):
@@ -136,8 +141,9 @@ class FusionSweepSummarySerializer(serializers.ModelSerializer):
 
     @extend_schema_field(HeadlineSerializer(many=True))
     def get_headlines(self, obj: FusionSweepResult) -> list[dict[str, Any]]:
-        """Median, mean, range and share above 1 per combination size and variant."""
-        return [{**dataclasses.asdict(h), "sets": h.sets} for h in headlines(obj)]
+        """Median, range and the counts significantly above 1, below 1 and within noise per
+        combination size and variant."""
+        return [{**dataclasses.asdict(h), "sets": h.sets, "share_above_1": h.share_above_1} for h in headlines(obj)]
 
 
 class FusionSweepDetailSerializer(FusionJobSerializer):
@@ -163,9 +169,16 @@ class FusionRowSerializer(RowSerializer):
         source="kind_list", child=serializers.ChoiceField(choices=list(KINDS)), help_text="The operators' kinds."
     )
     throughput = serializers.FloatField(
-        allow_null=True, help_text="Sequential time / fused time, median over rounds (> 1: fusion wins)."
+        allow_null=True,
+        help_text="Sequential / fused device span, paired over rounds (> 1: fusion wins); its interval is data.ratio.",
     )
-    throughput_noise = serializers.FloatField(allow_null=True, help_text="Standard deviation of the per-round ratios.")
+    verdict = serializers.CharField(
+        help_text='"above" or "below" when the ratio\'s 95 % interval lies wholly above or below 1, else "within noise" '
+        '("" when refused).'
+    )
+    busy_ratio = serializers.FloatField(
+        allow_null=True, help_text="Sequential / fused sum of the kernels' own times (launch gaps left out), paired."
+    )
     throughput_wall = serializers.FloatField(allow_null=True, help_text="The same ratio on the host clock.")
     padding_fraction = serializers.FloatField(
         allow_null=True, help_text="Share of the fused launch's work-items that belong to no operator."
@@ -190,7 +203,8 @@ class FusionRowSerializer(RowSerializer):
             "layout",
             "total_mflops",
             "throughput",
-            "throughput_noise",
+            "verdict",
+            "busy_ratio",
             "throughput_wall",
             "padding_fraction",
             "correct",

@@ -128,16 +128,22 @@ def test_combination_rows_are_measured_checked_and_plain(pool) -> None:
         for side in (row.sequential, row.fused):
             assert side is not None and side.device.n == 3 and len(side.device_samples_ms) == 3
             assert len(side.wall_samples_ms) == 3 and side.device.median > 0
-        assert row.throughput is not None and row.throughput > 0 and row.throughput_noise is not None
+            # a kernel's own time lies within the span of the launches around it
+            assert len(side.busy_samples_ms) == 3
+            assert all(0 < b <= d * (1 + 1e-9) for b, d in zip(side.busy_samples_ms, side.device_samples_ms))
+        assert row.ratio is not None and row.busy_ratio is not None and row.ratio.rounds == 3
+        assert row.throughput == row.ratio.ratio and row.ratio.low <= row.ratio.ratio <= row.ratio.high
         assert row.wave_size == pool.found.limits.wave_size
         assert row.fused_global_size is not None and row.fused_global_size[0] >= sum(
             o.global_size[0] for o in row.operators
         )
     rounded, unrounded = result.rows[0], result.rows[1]
-    assert rounded.sequential is unrounded.sequential  # one sequential side per set, interleaved with both
+    # each variant against its own kernels rewritten alone in its rounding, interleaved with both
+    assert rounded.sequential is not unrounded.sequential
     assert {(r.requested_layout, r.layout) for r in result.rows} == {("auto", "packed")}  # our kernels pack
     plain = json.loads(json.dumps(result.as_dict()))
     assert plain["rows"][0]["kinds"] == list(result.rows[0].kinds) and plain["rows"][0]["correct"] is True
+    assert plain["rows"][0]["ratio"]["verdict"] in ("above", "below", "within noise")
     assert plain["rows"][0]["layout"] == "packed" and plain["rows"][0]["requested_layout"] == "auto"
     assert plain["operators_per_kind"]["C"] == 3 and plain["spec"]["kinds"] == ["C", "P", "EW"]
 
@@ -155,7 +161,7 @@ def test_a_sweep_can_measure_the_paper_layout_beside_the_default(pool) -> None:
     for i in range(0, len(result.rows), 4):
         packed, _, paper, _ = result.rows[i : i + 4]
         assert packed.layout == "packed" and paper.layout == "paper" and packed.operators == paper.operators
-        assert packed.sequential is paper.sequential  # interleaved with the same sequential runs
+        assert packed.sequential is not paper.sequential  # each layout against its own kernels alone
         assert packed.fused_global_size is not None and len(packed.fused_global_size) == 1
         assert packed.padding is not None and paper.padding is not None and packed.padding <= paper.padding
     assert all(r.correct is True and not r.error for r in result.rows)
@@ -182,6 +188,20 @@ def test_identical_operators_fused_n_at_a_time(pool) -> None:
             if r.rounded:
                 assert r.fused_global_size[0] % 64 == 0  # every part rounded to the wave
             assert r.throughput is not None and r.throughput > 0
+
+
+def test_one_operator_fused_alone_is_the_same_kernel_on_both_sides(found) -> None:
+    # "1 x EW" read 1.82x: the sequential side was the library's 2-D kernel, the fused side the
+    # packed rewrite whose get_global_id(1) is the constant 0, which the compiler simplifies. A
+    # 2-D element-wise add of a (1, 16, 56, 56) tensor shows it on PoCL; against the kernel
+    # rewritten alone nothing is fused and the ratio is 1 within the clock's noise.
+    b = GraphBuilder("wide_add", (1, 16, 56, 56))
+    graph = b.build(b.add(b.input, b.input, name="add"))
+    spec = SweepSpec(sizes=(), kinds=("EW",), identical_counts=(1,), warmup=2, runs=15, rounding=(True,))
+    with load_pool(found, [graph]) as one:
+        (row,) = run_sweep(one, spec).rows
+    assert row.size == 1 and row.correct is True and row.ratio is not None and row.busy_ratio is not None
+    assert 0.85 < row.ratio.ratio < 1.15 and 0.85 < row.busy_ratio.ratio < 1.15, row.ratio.label()
 
 
 def test_progress_never_goes_back_and_the_callback_stops_a_sweep(pool) -> None:
