@@ -32,7 +32,7 @@ from devicelab.spec import SpecError, settings_of
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.networks.models import NetworkModel
-from server.networks.services import import_limits, model_not_ready_message
+from server.networks.services import check_model_runs_on, import_limits, model_not_ready_message
 from server.profiling.models import JobKind, ProfilingJob
 from server.profiling.services import check_device_takes_jobs, claimed_for_ingest, finish_ingest, queue_job
 from server.remote.models import RemoteProfileSummary, RemoteScenarioResult
@@ -159,6 +159,7 @@ def submit_remote_run(
             f"remote runs are served by a CPU device (the lab machine); {device.name!r} (#{device.pk}) is a "
             f"{device.kind} device",
         )
+    check_model_runs_on(model, device)
     settings = checked_settings(raw)
     graph = served_graph(model)
     links = resolve_profiles(team, settings.profiles)

@@ -116,3 +116,14 @@ def test_a_phone_job_of_the_upload_reports_the_opaque_operators_time(api: Any, p
     (row,) = [r for r in rows if r["op_type"] == "opaque"]
     assert (row["name"], row["kernel"], row["n"]) == ("classes", "ARG_MAX", 5) and row["mean"] > 0
     assert row["output_shapes"] == [[1, 16, 16]]
+
+
+def test_a_remote_run_of_it_is_refused_naming_the_operator(api: Any, make_device: Any) -> None:
+    body = _upload(api, argmax_model(), "argmax.tflite")
+    cpu = make_device(kind="cpu", capabilities=CPU)
+    response = api.post(
+        "/api/remote/runs/", {"model": body["id"], "device": cpu.pk, "profiles": ["unshaped"]}, format="json"
+    )
+    assert response.status_code == 400, response.json()
+    assert "ARG_MAX" in str(response.json()) and cpu.name in str(response.json()), response.json()
+    assert not ProfilingJob.objects.exists()
