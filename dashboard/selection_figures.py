@@ -21,6 +21,7 @@ from dashboard.selection_summary import ModelUsage, PolicySeries, ProfileView
 
 POLICY_COLORS = {
     "cnnselect": "#2a9d8f",
+    "cnnselect_lab": "#2f6fde",
     "greedy": "#e8702a",
     "greedy_budget": "#7b61c9",
     "fastest": "#8d99ae",
@@ -151,9 +152,9 @@ def _quartiles(s: PolicySeries) -> dict[str, object]:
 
 def latency_and_accuracy(view: ProfileView) -> str | None:
     """Figure 13(a): mean end-to-end time with 25th-75th percentile bars (left) and effective
-    accuracy (right, dotted) of CNNSelect and greedy against the SLA target; None when neither was
-    simulated."""
-    compared = [view.series[p] for p in ("cnnselect", "greedy") if p in view.series]
+    accuracy (right, dotted) of CNNSelect (both readings) and greedy against the SLA target; None
+    when none was simulated."""
+    compared = [view.series[p] for p in ("cnnselect", "cnnselect_lab", "greedy") if p in view.series]
     if not compared:
         return None
     traces: list[go.Scatter] = []

@@ -18,7 +18,8 @@ from devicelab.selection import NetworkProfile, SimulationResult, compare_polici
 from devicelab.selection.simulate import PolicyComparison
 
 POLICY_LABELS = {
-    "cnnselect": "CNNSelect",
+    "cnnselect": "CNNSelect (paper)",
+    "cnnselect_lab": "CNNSelect (lab)",
     "greedy": "greedy",
     "greedy_budget": "greedy on the budget",
     "fastest": "fastest",

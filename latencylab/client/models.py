@@ -23,6 +23,19 @@ class ModelsMixin(HttpClient):
         """Your team's uploaded models."""
         return self._list("models/")
 
+    def set_accuracy(
+        self, model: int, top1: float | None, top5: float | None = None, *, forget_top5: bool = False
+    ) -> dict[str, Any]:
+        """Set what ``model`` (an id) scores, in percent: ``top1`` (model selection trades it against
+        latency) and ``top5``; ``top1=None`` forgets top-1, ``forget_top5=True`` forgets top-5.
+        The server checks the range (0-100, top-5 never below top-1); the model as it is now."""
+        if isinstance(model, bool) or not isinstance(model, int):
+            raise InputError(f"a model is an id (an integer), not {model!r}")
+        body: dict[str, Any] = {"top1_accuracy": top1}
+        if top5 is not None or forget_top5:
+            body["top5_accuracy"] = None if forget_top5 else top5
+        return dict(self._request("PATCH", f"models/{model}/", json=body))
+
     def upload(
         self,
         model: str | os.PathLike[str] | bytes | Graph | dict[str, Any],

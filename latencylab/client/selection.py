@@ -21,8 +21,10 @@ class SelectionMixin(DevicesMixin):
         input_ms: float | None = None,
         network_profile: str | None = None,
         input_bytes: int | None = None,
-        threshold_ms: float = 0,
+        threshold_ms: float | None = None,
         seed: int | None = None,
+        policy: str | None = None,
+        output_bytes: int | None = None,
     ) -> dict[str, Any]:
         """CNNSelect's choice for one request served on ``device`` (id or name) among your team's
         ``models`` (ids), T_input given as ``input_ms`` or estimated from ``network_profile`` (a
@@ -30,22 +32,64 @@ class SelectionMixin(DevicesMixin):
         input of ``input_bytes`` (the server's default: 330 KB). The answer: ``chosen`` (model id
         and name), ``probabilities`` per candidate name, ``base`` (m*), ``exploration`` (M_E),
         ``t_budget``, ``t_lower``, ``t_upper``, ``t_explore``, ``fallback``, ``utilities``, ``why``
-        and the ``candidates`` with their accuracy and latency profile and where each came from."""
+        and the ``candidates`` with their accuracy and latency profile and where each came from.
+        ``threshold_ms`` defaults to the server's (20 ms, as simulations); ``policy`` is ``"lab"``
+        (the server's default: never a dominated model) or ``"paper"`` (section 5 as printed);
+        ``output_bytes`` (the answer's size, 1 KB) prices the lab policy's round trip; ``warnings``
+        names latency profiles flagged noisy."""
         body: dict[str, Any] = {
             "device": self._device_id(device),
             "models": _model_ids(models),
             "sla_ms": sla_ms,
-            "threshold_ms": threshold_ms,
         }
         for key, value in (
             ("input_ms", input_ms),
             ("network_profile", network_profile),
             ("input_bytes", input_bytes),
+            ("output_bytes", output_bytes),
+            ("threshold_ms", threshold_ms),
             ("seed", seed),
+            ("policy", policy),
         ):
             if value is not None:
                 body[key] = value
         return dict(self._request("POST", "select/", json=body))
+
+    def select_table(
+        self,
+        device: int | str | dict[str, Any],
+        models: Iterable[int],
+        sla_targets_ms: Iterable[float],
+        network_profile: str,
+        *,
+        on_device: int | str | dict[str, Any] | None = None,
+        load_per_request: bool = False,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """Per candidate and SLA target, the chance of meeting the SLA, the expected accuracy and
+        the accuracy within the SLA, served on ``device`` over ``network_profile`` and, with
+        ``on_device`` (a phone or CPU the models were profiled on), run there (its cold start per
+        request with ``load_per_request``); then the selection policy's and greedy's. ``options``:
+        ``input_bytes``, ``output_bytes``, ``threshold_ms``, ``policy``, ``requests``, ``seed``.
+        The answer's ``rows`` hold ``option``, ``kind`` (remote, on_device, policy), ``sla_ms``,
+        ``p_meet``, ``expected_accuracy`` and ``accuracy_within_sla``; ``warnings`` the noisy profiles."""
+        if isinstance(sla_targets_ms, str):
+            raise InputError(f"sla_targets_ms= takes a list, not the string {sla_targets_ms!r}")
+        known = {"input_bytes", "output_bytes", "threshold_ms", "policy", "requests", "seed"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise InputError(f"unknown option(s) {unknown}; the options are {sorted(known)}")
+        body: dict[str, Any] = {
+            "device": self._device_id(device),
+            "models": _model_ids(models),
+            "sla_targets_ms": [float(t) for t in sla_targets_ms],
+            "network_profile": network_profile,
+            "load_per_request": load_per_request,
+            **{k: v for k, v in options.items() if v is not None},
+        }
+        if on_device is not None:
+            body["on_device"] = self._device_id(on_device)
+        return dict(self._request("POST", "select/table/", json=body))
 
     def simulate_selection(self, **spec: Any) -> dict[str, Any]:
         """Queue a simulation of CNNSelect against greedy, fastest and an oracle (seed 002, section

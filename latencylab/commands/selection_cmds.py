@@ -3,6 +3,9 @@ API client: one request's model, and simulations against greedy, fastest and an 
 
     latencylab select --device host-cpu --models 3,4,5 --sla-ms 300 --network-profile lte
     latencylab select --device host-cpu --models 3,4,5 --sla-ms 300 --input-ms 40 --threshold-ms 20 --seed 1
+    latencylab select --device host-cpu --models 3,4,5 --sla-ms 100,200,...,600 --network-profile lte \
+        --on-device pixel-7 --load-per-request
+    latencylab selection accuracy 3 --top1 71.9 --top5 90.3
     latencylab selection simulate --paper --sla-ms 50,100,...,400 --profiles campus_wifi,lte --wait
     latencylab selection simulate --device host-cpu --models 3,4,5 --requests 2000
     latencylab selection show 7
@@ -25,14 +28,19 @@ from latencylab.commands.output import print_json, print_table
 
 # devicelab.selection's POLICIES (tests/cli check they agree), written out so that building the
 # parser imports no numpy.
-POLICIES = ("cnnselect", "greedy", "greedy_budget", "fastest", "oracle")
+POLICIES = ("cnnselect", "cnnselect_lab", "greedy", "greedy_budget", "fastest", "oracle")
 POLICY_LABELS = {
-    "cnnselect": "CNNSelect",
+    "cnnselect": "CNNSelect (paper)",
+    "cnnselect_lab": "CNNSelect (lab)",
     "greedy": "greedy",
     "greedy_budget": "greedy-budget",
     "fastest": "fastest",
     "oracle": "oracle",
 }
+# devicelab.selection's DEFAULT_THRESHOLD_MS and SELECT_POLICIES (tests/cli check they agree): the
+# same T_threshold for one request as for a simulation.
+DEFAULT_THRESHOLD_MS = 20.0
+SELECT_POLICIES = ("lab", "paper")
 # The paper's headline: "maintaining SLA attainment in 88.5% more cases than a greedy baseline"
 # (seed 002, abstract and section 6).
 PAPER_IMPROVEMENT_PCT = 88.5
@@ -101,23 +109,56 @@ def _policy_list(value: str) -> list[str]:
 
 def add_parsers(sub: Any) -> None:
     """Register ``select``, and ``selection`` with ``simulate``, ``show`` and ``list``."""
-    select = sub.add_parser("select", help="CNNSelect: the model to serve one request with, the probabilities and why")
+    select = sub.add_parser(
+        "select",
+        help="CNNSelect: the model to serve one request with (one SLA), or per model and policy the chance of "
+        "meeting each of a range of SLAs and the accuracy it buys (several SLAs, or --table)",
+    )
     select.add_argument("--device", required=True, help="the serving device's name or id")
     select.add_argument("--models", required=True, type=_id_list, metavar="IDS", help="candidate model ids (3,4,5)")
-    select.add_argument("--sla-ms", required=True, type=float, metavar="MS", help="T_sla, the end-to-end target")
+    select.add_argument(
+        "--sla-ms",
+        required=True,
+        type=_sla_list,
+        metavar="MS",
+        help="T_sla, the end-to-end target; several (100,200,...,600) answer over the range",
+    )
     source = select.add_mutually_exclusive_group(required=True)
     source.add_argument("--input-ms", type=float, metavar="MS", help="T_input: how long the input took to arrive")
     source.add_argument(
         "--network-profile",
         metavar="NAME",
         help="estimate T_input from a network profile (campus_wifi, lte, cellular_hotspot, prototype_wifi, "
-        "or your team's)",
+        "or your team's); a range of SLAs needs one",
     )
     select.add_argument(
         "--input-bytes", type=int, metavar="N", help="with --network-profile: the input's size (330 KB)"
     )
-    select.add_argument("--threshold-ms", type=float, default=0.0, metavar="MS", help="T_threshold (default 0)")
-    select.add_argument("--seed", type=int, help="seed of the final draw (default: a fresh one)")
+    select.add_argument(
+        "--output-bytes", type=int, metavar="N", help="with --network-profile: the answer's size (1 KB)"
+    )
+    select.add_argument(
+        "--threshold-ms",
+        type=float,
+        metavar="MS",
+        help=f"T_threshold (default {DEFAULT_THRESHOLD_MS:g}, as selection simulate)",
+    )
+    select.add_argument(
+        "--policy",
+        choices=SELECT_POLICIES,
+        help="lab (default: never a model dominated in accuracy and latency, T_E centred) or paper (as printed)",
+    )
+    select.add_argument("--seed", type=int, help="seed of the final draw, or of the table's requests")
+    select.add_argument("--table", action="store_true", help="answer over the SLAs even for one")
+    select.add_argument(
+        "--on-device", metavar="DEVICE", help="with a table: also price running on this phone or CPU (its profiles)"
+    )
+    select.add_argument(
+        "--load-per-request",
+        action="store_true",
+        help="with --on-device: the app loads the model for each request (its measured cold start)",
+    )
+    select.add_argument("--requests", type=int, help="with a table: seeded requests per SLA (default 4,000)")
     _add_server_arguments(select)
     select.set_defaults(func=run_select)
 
@@ -162,6 +203,13 @@ def add_parsers(sub: Any) -> None:
     _add_server_arguments(show)
     show.set_defaults(func=run_show)
 
+    accuracy = ssub.add_parser("accuracy", help="set what a model scores (%): selection trades it against latency")
+    accuracy.add_argument("model", type=int, metavar="MODEL_ID")
+    accuracy.add_argument("--top1", type=float, required=True, metavar="PCT", help="top-1 accuracy in percent")
+    accuracy.add_argument("--top5", type=float, metavar="PCT", help="top-5 accuracy in percent")
+    _add_server_arguments(accuracy)
+    accuracy.set_defaults(func=run_accuracy)
+
     listing = ssub.add_parser("list", help="your team's simulations, newest first")
     _add_server_arguments(listing)
     listing.set_defaults(func=run_list)
@@ -198,8 +246,9 @@ def print_selection(answer: dict[str, Any]) -> None:
     print(f"T_input = {answer['input_ms']:.4g} ms ({how}); T_sla = {answer['sla_ms']:.4g} ms")
     t_explore = answer.get("t_explore")
     explore = f"; T_E = [{t_explore[0]:.4g}, {t_explore[1]:.4g}] ms" if t_explore else ""
+    k = (answer["sla_ms"] - answer["t_budget"]) / answer["input_ms"] if answer["input_ms"] else 2.0
     print(
-        f"T_budget = T_sla - 2 T_input = {answer['t_budget']:.4g} ms; T_R = [T_L, T_U] = "
+        f"T_budget = T_sla - {k:.3g} T_input = {answer['t_budget']:.4g} ms; T_R = [T_L, T_U] = "
         f"[{answer['t_lower']:.4g}, {answer['t_upper']:.4g}] ms (T_threshold {answer['threshold_ms']:.4g} ms){explore}"
     )
     if answer.get("fallback"):
@@ -208,6 +257,11 @@ def print_selection(answer: dict[str, Any]) -> None:
         print(f"base model m*: {answer['base']}")
     members = answer.get("exploration") or []
     print(f"M_E: {{{', '.join(members)}}}" if members else "M_E: empty (the base model runs)")
+    print(f"policy: {answer.get('policy', 'paper')}")
+    for gone, by in (answer.get("dominated") or {}).items():
+        print(f"dropped: {gone} (dominated by {by}: as accurate or more, and no slower at any latency quantile)")
+    for w in answer.get("warnings") or []:
+        print(f"warning: {w}")
     utilities = answer.get("utilities") or {}
     rows = []
     for c in answer.get("candidates") or []:
@@ -233,25 +287,97 @@ def print_selection(answer: dict[str, Any]) -> None:
     print(f"\nwhy: {answer['why']}")
 
 
+def print_select_table(answer: dict[str, Any]) -> None:
+    """The answer over a range of SLAs: per SLA target, each model remote and on the device, then
+    the selection policy and greedy, with the chance of meeting the SLA and the accuracy it buys."""
+    for w in answer.get("warnings") or []:
+        print(f"warning: {w}")
+    where = f", or run on device #{answer['on_device']}" if answer.get("on_device") is not None else ""
+    cold = " (loading the model per request: its cold start)" if answer.get("load_per_request") else ""
+    print(
+        f"served on device #{answer['device']} over {answer['profile']}{where}{cold}; {answer['requests']:,} "
+        f"seeded requests per SLA, T_threshold {answer['threshold_ms']:g} ms, policy {answer['policy']}"
+    )
+    print(
+        "P(meet): share of requests whose end to end met the SLA; expected acc: the accuracy a request gets, "
+        "misses included; acc within SLA: a miss counts 0\n"
+    )
+    kinds = {"remote": "remote", "on_device": "on device", "policy": "per request"}
+    rows = [
+        (
+            f"{r['sla_ms']:g}",
+            POLICY_LABELS.get(r["option"], r["option"]) if r["kind"] == "policy" else r["option"],
+            kinds.get(r["kind"], r["kind"]),
+            f"{r['p_meet'] * 100:.1f}%",
+            f"{r['expected_accuracy']:.1f}",
+            f"{r['accuracy_within_sla']:.1f}",
+        )
+        for r in answer["rows"]
+    ]
+    print_table(["SLA ms", "option", "how", "P(meet)", "expected acc %", "acc within SLA %"], rows)
+
+
 @_with_client_errors
 def run_select(args: argparse.Namespace) -> int:
-    """``latencylab select --device D --models 3,4,5 --sla-ms 300 --input-ms 40``: CNNSelect's choice."""
+    """``latencylab select --device D --models 3,4,5 --sla-ms 300 --input-ms 40``: CNNSelect's choice;
+    with several SLAs (or --table), the answer per model and policy over them."""
     from latencylab.client import InputError
 
     if args.input_bytes is not None and args.network_profile is None:
         raise InputError("--input-bytes goes with --network-profile (with --input-ms the time is given)")
+    if args.output_bytes is not None and args.network_profile is None:
+        raise InputError("--output-bytes goes with --network-profile")
+    table = args.table or len(args.sla_ms) > 1
+    if not table and (args.on_device or args.load_per_request or args.requests is not None):
+        raise InputError("--on-device, --load-per-request and --requests go with a range of SLAs (or --table)")
+    if args.load_per_request and not args.on_device:
+        raise InputError("--load-per-request prices the on-device option: name --on-device")
+    if table and args.network_profile is None:
+        raise InputError("a range of SLAs needs --network-profile: the network's spread, not one input time")
     with _client(args) as client:
+        if table:
+            answer = client.select_table(
+                args.device,
+                args.models,
+                args.sla_ms,
+                args.network_profile,
+                on_device=args.on_device,
+                load_per_request=args.load_per_request,
+                input_bytes=args.input_bytes,
+                output_bytes=args.output_bytes,
+                threshold_ms=args.threshold_ms,
+                policy=args.policy,
+                requests=args.requests,
+                seed=args.seed,
+            )
+            print_data(args, answer, print_select_table)
+            return 0
         answer = client.select(
             args.device,
             args.models,
-            args.sla_ms,
+            args.sla_ms[0],
             input_ms=args.input_ms,
             network_profile=args.network_profile,
             input_bytes=args.input_bytes,
+            output_bytes=args.output_bytes,
             threshold_ms=args.threshold_ms,
             seed=args.seed,
+            policy=args.policy,
         )
     print_data(args, answer, print_selection)
+    return 0
+
+
+@_with_client_errors
+def run_accuracy(args: argparse.Namespace) -> int:
+    """``latencylab selection accuracy MODEL --top1 71.9 [--top5 90.3]``: set what a model scores."""
+    with _client(args) as client:
+        model = client.set_accuracy(args.model, args.top1, args.top5)
+    top5 = model.get("top5_accuracy")
+    print(
+        f"model #{model['id']} {model.get('name', '')}: top-1 {model['top1_accuracy']:g}%"
+        + ("" if top5 is None else f", top-5 {top5:g}%")
+    )
     return 0
 
 
@@ -373,6 +499,16 @@ def print_simulation(sim: dict[str, Any]) -> None:
             f"{overall.mean_accuracy_gain_pp:+.1f} points, mean end-to-end up to "
             f"{overall.max_latency_reduction_pct:.0f}% lower"
         )
+    if "cnnselect_lab" in policies and "greedy" in policies:
+        from devicelab.selection import shortfalls
+
+        lab = compare_policies(result, "cnnselect_lab", "greedy")
+        short = shortfalls(result, "cnnselect_lab", "greedy")
+        print(
+            f"CNNSelect (lab) met the SLA in {lab.met:,} requests: {_improvement(lab.attainment_improvement_pct)} "
+            f"over greedy, mean accuracy {lab.mean_accuracy_gain_pp:+.1f} points; below greedy's attainment or "
+            f"more than a point below its accuracy within the SLA at {len(short)} of {lab.points} points"
+        )
 
 
 def _wait(client: Any, pk: int, timeout: float | None) -> dict[str, Any] | None:
@@ -427,4 +563,14 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_parsers", "print_selection", "print_simulation", "run_list", "run_select", "run_show", "run_simulate"]
+__all__ = [
+    "add_parsers",
+    "print_select_table",
+    "print_selection",
+    "print_simulation",
+    "run_accuracy",
+    "run_list",
+    "run_select",
+    "run_show",
+    "run_simulate",
+]

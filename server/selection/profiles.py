@@ -148,7 +148,7 @@ def candidate_profiles(
             raise ValidationError(
                 {
                     "models": f"model {model.name!r} (#{pk}) has no accuracy: set it with "
-                    f"PATCH /api/models/{pk}/ {{'top1_accuracy': ...}}"
+                    f"PATCH /api/models/{pk}/ {{'top1_accuracy': ...}} or latencylab selection accuracy {pk} --top1 ..."
                 }
             )
         if accuracy[0] <= 0:  # equation 4 weighs by accuracy: a model of 0 % could never be drawn

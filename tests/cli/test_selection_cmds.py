@@ -41,7 +41,12 @@ SLAS = [80.0, 200.0, 320.0]
 
 
 def test_the_cli_offers_devicelabs_policies() -> None:
+    from devicelab.selection import DEFAULT_THRESHOLD_MS, SELECT_POLICIES
+
     assert selection_cmds.POLICIES == POLICIES
+    assert selection_cmds.SELECT_POLICIES == SELECT_POLICIES
+    # select's T_threshold default is simulate's (the built-in scenario's) and the server's.
+    assert selection_cmds.DEFAULT_THRESHOLD_MS == DEFAULT_THRESHOLD_MS
 
 
 @pytest.mark.parametrize(
@@ -159,6 +164,9 @@ def test_select_prints_the_choice_its_probabilities_and_why(
     assert "chosen" in table[chosen["name"]] and "m*" in table[answer["base"]]
     assert all("M_E" in table[m] for m in members)
     assert out.rstrip().endswith(f"why: {answer['why']}")
+    assert "policy: lab" in lines
+    # fastnet's samples spread 8 % about their mean: the profile is flagged noisy and the CLI says so.
+    assert any(line.startswith("warning: the latency profile of 'fastnet'") for line in lines)
 
     # T_input from a network preset: the mean transfer of the input's bytes.
     argv = ["select", "--device", str(lab["device"].pk), "--models", models, "--sla-ms", "900"]
@@ -166,6 +174,37 @@ def test_select_prints_the_choice_its_probabilities_and_why(
     assert rc == 0, err
     input_ms = PRESETS["lte"].transfer_ms(200_000)
     assert f"T_input = {input_ms:.4g} ms (the mean transfer of 200,000 bytes under lte)" in out
+
+
+@live
+def test_select_over_a_range_of_slas_prints_per_model_and_policy(
+    lab: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    models = f"{lab['fast'].pk},{lab['slow'].pk}"
+    argv = ["select", "--device", "serving-cpu", "--models", models, "--sla-ms", "100,200,...,400"]
+    argv += ["--network-profile", "prototype_wifi", "--on-device", "serving-cpu", "--requests", "500"]
+    rc, out, err = _run([*argv, "--json", *lab["server"]], capsys)
+    assert rc == 0, err
+    answer = json.loads(out)
+    assert answer["sla_targets_ms"] == [100.0, 200.0, 300.0, 400.0] and answer["threshold_ms"] == 20.0
+    rc, out, err = _run([*argv, *lab["server"]], capsys)
+    assert rc == 0, err
+    printed = [line.split() for line in out.splitlines() if line.split()[:1] in (["100"], ["200"], ["300"], ["400"])]
+    assert len(printed) == len(answer["rows"])
+    for row, r in zip(printed, answer["rows"], strict=True):
+        assert row[-3:] == [
+            f"{r['p_meet'] * 100:.1f}%",
+            f"{r['expected_accuracy']:.1f}",
+            f"{r['accuracy_within_sla']:.1f}",
+        ]
+    assert any(r["kind"] == "on_device" for r in answer["rows"]) and "on device" in out
+    assert "warning: the latency profile of 'fastnet'" in out
+    # Setting a model's accuracy from the CLI changes what selection reads.
+    rc, out, err = _run(["selection", "accuracy", str(lab["fast"].pk), "--top1", "65.5", *lab["server"]], capsys)
+    assert rc == 0 and "top-1 65.5%" in out, err
+    rc, out, err = _run([*argv, "--json", *lab["server"]], capsys)
+    fast_rows = [r for r in json.loads(out)["rows"] if r["option"] == "fastnet"]
+    assert fast_rows and all(r["expected_accuracy"] == 65.5 for r in fast_rows)
 
 
 @live
@@ -185,6 +224,8 @@ def test_select_refusals_are_one_line_on_stderr(lab: dict[str, Any], capsys: pyt
             ["--device", "serving-cpu", "--input-ms", "5", "--models", "999999"],
             "HTTP 400: models: there is no model [999999]",
         ),
+        (["--device", "serving-cpu", "--input-ms", "5", "--table"], "a range of SLAs needs --network-profile"),
+        (["--device", "serving-cpu", "--input-ms", "5", "--on-device", "x"], "go with a range of SLAs"),
     ]
     for extra, says in cases:
         rc, out, err = _run([*base, *extra], capsys)
@@ -261,7 +302,10 @@ def test_simulate_sends_its_flags_waits_and_prints_each_profiles_table(
     assert f"selection simulation #{row.pk} queued" in err
     assert out.startswith(f"selection simulation #{row.pk} succeeded: small paper")
     assert "3 SLA targets from 80 to 320 ms; profiles campus_wifi, lte; 300 requests per point, seed 5" in out
-    assert "CNNSelect met  CNNSelect acc %  greedy met  greedy acc %  oracle met  oracle acc %  vs greedy" in out
+    assert (
+        "CNNSelect (paper) met  CNNSelect (paper) acc %  greedy met  greedy acc %  oracle met  oracle acc %  vs greedy"
+        in out
+    )
     assert done.result is not None
     _check_printed_result(out, done.result)
 

@@ -35,7 +35,7 @@ def test_each_profile_holds_the_stored_points_per_policy(stored: dict[str, Any])
     view = simulation_view(stored)
     assert [p.name for p in view.profiles] == PROFILES
     for pv in view.profiles:
-        assert pv.policies == ("cnnselect", "greedy", "fastest", "oracle") and pv.requests == REQUESTS
+        assert pv.policies == ("cnnselect", "cnnselect_lab", "greedy", "fastest", "oracle") and pv.requests == REQUESTS
         for policy, series in pv.series.items():
             points = _points(stored, policy, pv.name)
             assert list(series.sla_ms) == SLAS
@@ -95,11 +95,13 @@ def test_the_figures_draw_those_numbers_on_titled_axes(stored: dict[str, Any]) -
 
     fig13a = json.loads(charts.latency_and_accuracy(pv) or "{}")
     traces = {t["name"]: t for t in fig13a["data"]}
-    e2e = traces["CNNSelect end-to-end (ms)"]
+    e2e = traces["CNNSelect (paper) end-to-end (ms)"]
     assert e2e["y"] == pytest.approx(list(cnn.mean_e2e_ms))
     assert e2e["error_y"]["array"] == pytest.approx([hi - m for hi, m in zip(cnn.p75_e2e_ms, cnn.mean_e2e_ms)])
     assert e2e["error_y"]["arrayminus"] == pytest.approx([m - lo for lo, m in zip(cnn.p25_e2e_ms, cnn.mean_e2e_ms)])
     assert traces["greedy end-to-end (ms)"]["y"] == pytest.approx(list(greedy.mean_e2e_ms))
+    lab = pv.series["cnnselect_lab"]
+    assert traces["CNNSelect (lab) end-to-end (ms)"]["y"] == pytest.approx(list(lab.mean_e2e_ms))
     assert traces["greedy accuracy (%)"]["yaxis"] == "y2"
     assert traces["greedy accuracy (%)"]["y"] == pytest.approx(list(greedy.effective_accuracy))
     assert traces["SLA target"]["y"] == SLAS

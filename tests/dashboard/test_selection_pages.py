@@ -74,7 +74,7 @@ def _check_profile(page: Any, sim: SelectionSimulation, profile: str) -> None:
     assert accuracy["yaxis"] == "y2" and accuracy["y"] == pytest.approx([p["effective_accuracy"] for p in cnn])
 
     fig13a = _figure(page, "chart-figure13a")
-    for label, points in (("CNNSelect", cnn), ("greedy", greedy)):
+    for label, points in (("CNNSelect (paper)", cnn), ("greedy", greedy)):
         e2e = fig13a[f"{label} end-to-end (ms)"]
         assert e2e["y"] == pytest.approx([p["mean_e2e_ms"] for p in points])
         assert e2e["error_y"]["array"] == pytest.approx([p["p75_e2e_ms"] - p["mean_e2e_ms"] for p in points])
