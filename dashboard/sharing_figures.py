@@ -44,6 +44,13 @@ MODEL_POINTS = 16  # points of a dotted memory model line (straight on linear ax
 MIB = 2**20  # figure 5 is in MiB, as every size on the pages (``formatting.size``)
 
 
+def _legend_height(entries: int) -> int:
+    """A chart's height with room for its legend below the plot: past two rows of three entries,
+    each row takes height from the plot area, and a y title taller than the plot area is cut."""
+    rows = -(-entries // 3)
+    return _HEIGHT + 24 * max(0, rows - 2)
+
+
 def strategy_color(strategy: str) -> str:
     """The colour of a strategy on every figure."""
     return STRATEGY_COLORS.get(strategy, _OTHER)
@@ -121,7 +128,7 @@ def throughput_lines(view: WorkloadFigures) -> str:
     fig = go.Figure(
         traces,
         layout=_layout(
-            _HEIGHT,
+            _legend_height(len(traces)),
             "tenants R",
             "throughput (GFLOP/s)",
             xaxis=_tenants_axis(view.tenants),
@@ -188,7 +195,7 @@ def latency_lines(view: WorkloadFigures) -> str:
     fig = go.Figure(
         traces,
         layout=_layout(
-            _HEIGHT,
+            _legend_height(len(traces)),
             "tenants R",
             "latency of a request (ms)",
             xaxis=_tenants_axis(view.tenants),
@@ -229,9 +236,10 @@ def straggler_lines(view: WorkloadFigures) -> str:
     fig = go.Figure(
         traces,
         layout=_layout(
-            _HEIGHT,
+            _legend_height(len(traces)),
             "tenants R",
-            "slowest tenant's p50 over the fastest's (%)",
+            # short: a y title longer than the plot area's height is cut (the legend below takes height)
+            "straggler gap (%)",
             xaxis=_tenants_axis(view.tenants),
             yaxis={"rangemode": "tozero"},
             legend=_LEGEND_BELOW,
@@ -265,6 +273,9 @@ def _model_line(s: StrategySeries) -> go.Scatter | None:
         mode="lines+markers",
         name=f"{s.label}: fits up to R = {s.largest_fit:,}",
         legendgroup=s.strategy,
+        # toggled with its strategy's entry; a legend entry of its own per strategy made the legend
+        # taller than a phone-width chart, which then scrolled it (the caption says what dotted is)
+        showlegend=False,
         line={"color": strategy_color(s.strategy), "width": 1, "dash": "dot"},
         marker={"size": [0] * (len(xs) - 1) + [10], "symbol": "diamond"},
         hovertemplate=f"{s.label} model: %{{y:.4g}} MiB at R = %{{x}} ({fixed:,} + R × {per:,} bytes)<extra></extra>",
@@ -335,9 +346,9 @@ def memory_lines(view: WorkloadFigures) -> str:
     fig = go.Figure(
         traces,
         layout=_layout(
-            _HEIGHT,
+            _legend_height(len(traces)),
             "tenants R",
-            "device memory in use (MiB)",
+            "footprint (MiB)",
             xaxis=_tenants_axis([*view.tenants, *(s.largest_fit for s in view.series if s.largest_fit)]),
             yaxis={"type": "log"},
             legend=_LEGEND_BELOW,
