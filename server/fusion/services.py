@@ -25,7 +25,7 @@ from server.accounts.models import Team
 from server.devices.models import Device
 from server.fusion.models import FusionMeasurement, FusionPlanResult, FusionSweepResult, kinds_key
 from server.networks.models import NetworkModel
-from server.networks.services import import_limits, model_not_ready_message
+from server.networks.services import check_model_runs_on, import_limits, model_not_ready_message
 from server.profiling.models import JobKind, JobState, ProfilingJob
 from server.profiling.services import check_device_takes_jobs, claimed_for_ingest, finish_ingest, queue_job
 
@@ -38,8 +38,9 @@ def _fail(field: str, message: str) -> ValidationError:
     return ValidationError({field: message})
 
 
-def _networks(team: Team, raw: Mapping[str, Any], default_zoo: Sequence[str]) -> dict[str, Any]:
-    """Checked ``zoo`` names and ``models`` ids (the team's, ready); the default zoo when neither."""
+def _networks(team: Team, device: Device, raw: Mapping[str, Any], default_zoo: Sequence[str]) -> dict[str, Any]:
+    """Checked ``zoo`` names and ``models`` ids (the team's, ready, with no operator outside the
+    graph IR: the OpenCL device runs the IR itself); the default zoo when neither."""
     names, ids = raw.get("zoo"), raw.get("models")
     if names is None and ids is None:
         names, ids = list(default_zoo), []
@@ -52,13 +53,19 @@ def _networks(team: Team, raw: Mapping[str, Any], default_zoo: Sequence[str]) ->
     unknown = [n for n in names if n not in known]
     if unknown:
         raise _fail("zoo", f"no zoo model named {unknown}; GET /api/zoo/ or `latencylab zoo list` lists them")
-    found = {m.pk: m for m in NetworkModel.objects.for_team(team).filter(pk__in=ids).only("pk", "name", "state")}
+    found = {
+        m.pk: m
+        for m in NetworkModel.objects.for_team(team)
+        .filter(pk__in=ids)
+        .only("pk", "name", "state", "format", "summary", "graph")
+    }
     missing = [i for i in ids if i not in found]
     if missing:
         raise _fail("models", f"there is no model {missing} in team {team.name!r}")
     for model in found.values():
         if not model.is_ready:
             raise _fail("models", model_not_ready_message(model))
+        check_model_runs_on(model, device)
     count = len(names) + len(ids)
     if count == 0:
         raise _fail("zoo", "name at least one network (zoo names or model ids)")
@@ -123,7 +130,7 @@ def submit_fusion_sweep(team: Team, device: Device, raw: Mapping[str, Any], user
     if unknown:
         raise _fail("settings", f"unknown key(s) {unknown}; known: ['models', 'precision', 'spec', 'zoo']")
     settings = {
-        **_networks(team, raw, sorted(n for n, e in zoo.entries().items() if e.table1)),
+        **_networks(team, device, raw, sorted(n for n, e in zoo.entries().items() if e.table1)),
         "precision": _precision(raw),
         "spec": check_sweep_spec(raw.get("spec")),
     }
@@ -170,7 +177,7 @@ def submit_fusion_plan(team: Team, device: Device, raw: Mapping[str, Any], user:
     if unknown:
         raise _fail("settings", f"unknown key(s) {unknown}; known: ['models', 'options', 'precision', 'sweep', 'zoo']")
     settings = {
-        **_networks(team, raw, ["mobilenet_v2", "mobilenet_v2"]),
+        **_networks(team, device, raw, ["mobilenet_v2", "mobilenet_v2"]),
         "precision": _precision(raw),
         "options": check_plan_options(raw.get("options")),
         "sweep": _sweep_for_plan(team, device, raw.get("sweep")),

@@ -127,3 +127,13 @@ def test_a_remote_run_of_it_is_refused_naming_the_operator(api: Any, make_device
     assert response.status_code == 400, response.json()
     assert "ARG_MAX" in str(response.json()) and cpu.name in str(response.json()), response.json()
     assert not ProfilingJob.objects.exists()
+
+
+def test_a_fusion_sweep_or_plan_of_it_is_refused_naming_the_operator(api: Any, make_device: Any) -> None:
+    body = _upload(api, custom_op_model(), "custom.tflite")
+    gpu = make_device(kind="opencl", capabilities=OPENCL_GPU)
+    for path in ("/api/fusion/sweeps/", "/api/fusion/plans/"):
+        response = api.post(path, {"device": gpu.pk, "models": [body["id"]]}, format="json")
+        assert response.status_code == 400, response.json()
+        assert "MyLab_Upsample" in str(response.json()) and gpu.name in str(response.json()), response.json()
+    assert not ProfilingJob.objects.exists()
