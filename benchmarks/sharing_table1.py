@@ -10,9 +10,12 @@ driver it is slow enough to dominate the run).
 How it measures: at each R the strategies run interleaved (one step of each per round, the order
 rotating; ``--warmup`` dropped rounds, ``--runs`` kept), so round i's samples are paired; every
 strategy's outputs are checked against each tenant's exclusive run first. The speed-up at one R
-is space-time's GFLOP/s (from the median step) over the better of time-only and space-only; the
-table gives the geometric mean over R in [2, 120] and, as the noise, the range of the per-round
-paired ratios. numpy's SGEMM on the same cores (in a fresh process) is printed as the ceiling.
+is space-time's GFLOP/s over the better of time-only and space-only (by median), paired by round
+(``devicelab.measure.ratios.paired_ratio``: the median of the rounds' ratios with a 95% bootstrap
+interval); the table gives the geometric mean over R in [2, 120] and at how many R the speed-up
+was significantly above or below 1. The ceiling is numpy's SGEMM on every tenant's own operands
+(best of one BLAS thread and all), one step per round interleaved with the strategies in a
+separate process (``devicelab.tenancy.ceiling``); every row's share of it is paired by round.
 
 Writes ``<var>/benchmarks/sharing_table1.json`` (the sweep's ``as_dict()`` plus the machine).
 
@@ -86,7 +89,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "space_only",
         "space_time",
         "space_time_vbatched",
-        "space_time_native",
+        "space_time_native",  # networks only: the sweep gives SGEMM shapes no row of it
     )
     load_before = os.getloadavg()
     t0 = time.perf_counter()
@@ -170,12 +173,22 @@ def print_report(report: dict[str, Any]) -> None:
     for w in workloads:
         kind = next(r["workload"]["kind"] for r in rows if r["workload"]["name"] == w)
         unit = "GFLOP/s" if kind == "sgemm" else "GFLOP/s (network)"
-        top = ceiling.get(w)
-        extra = f"; numpy ceiling {top['best_gflops']:.1f} GFLOP/s best, {top['gflops']:.1f} median" if top else ""
-        print(f"\n{w} ({kind}): throughput in {unit}{extra}  ('!': outputs failed the check)")
-        print(f"{'R':>4} " + "".join(f"{SHORT[n]:>11}" for n in names))
+        per_r = (ceiling.get(w) or {}).get("per_tenants") or {}
+        print(f"\n{w} ({kind}): throughput in {unit}  ('!': outputs failed the check)")
+        print(f"{'R':>4} " + "".join(f"{SHORT[n]:>11}" for n in names) + ("    ceiling" if per_r else ""))
         for t in sorted({r["tenants"] for r in rows if r["workload"]["name"] == w}):
-            print(f"{t:>4} " + "".join(_cell(by.get((w, t, n))) for n in names))
+            top = per_r.get(str(t)) or {}
+            roof = f"{top['gflops']:11.2f}" if top.get("gflops") else ""
+            print(f"{t:>4} " + "".join(_cell(by.get((w, t, n))) for n in names) + roof)
+        if per_r:
+            print(f"{'R':>4}  share of the ceiling, paired by round [95% interval]")
+            for t in sorted({r["tenants"] for r in rows if r["workload"]["name"] == w}):
+                parts = []
+                for n in names:
+                    o = (by.get((w, t, n)) or {}).get("of_ceiling")
+                    if o:
+                        parts.append(f"{SHORT[n]} {o['ratio']:.2f} [{o['low']:.2f}-{o['high']:.2f}]")
+                print(f"{t:>4}  " + ", ".join(parts))
         print(
             f"{'R':>4} " + "".join(f"{SHORT[n] + ' p50/p99':>24}" for n in names[:5]) + "  straggler gap (space_only)"
         )
@@ -190,13 +203,16 @@ def print_report(report: dict[str, Any]) -> None:
             g = f"{gap['gap_ms']:.2f} ms ({gap['gap_ratio']:.0%})" if gap and gap.get("gap_ratio") is not None else ""
             print(f"{t:>4} " + "".join(cells) + f"  {g}")
     print("\nTable 1: space-time throughput over the next best of time-only and space-only, R in [2, 120]")
-    print(f"{'workload':<16}{'geomean':>9}  {'next best':<12}{'per R: speed-up [paired round ratios min..max]'}")
+    print(f"{'workload':<16}{'geomean':>9}  {'next best':<12}{'per R: paired speed-up [95% interval]'}")
     for entry in report["table1"]:
         gm = entry["speedup_geomean"]
+        sig = entry.get("significant") or {}
         per = ", ".join(
-            f"R={p['tenants']}: {p['speedup']:.2f}x [{p['round_ratio_min']:.2f}..{p['round_ratio_max']:.2f}]"
+            f"R={p['tenants']}: {p['ratio']['ratio']:.2f}x [{p['ratio']['low']:.2f}-{p['ratio']['high']:.2f}]"
+            + ("" if p["ratio"]["verdict"] != "within noise" else " noise")
             for p in entry["per_tenants"]
         )
+        per += f"  -> above 1 at {sig.get('above', 0)}, below at {sig.get('below', 0)}, within noise at {sig.get('within noise', 0)}"
         print(
             f"{entry['workload']['name']:<16}{(f'{gm:.2f}x' if gm else 'n/a'):>9}  {entry['next_best'] or '-':<12}{per}"
         )
