@@ -11,6 +11,7 @@ trace per operator type (which also gives a legend to toggle types) instead of a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,6 +56,14 @@ A_COLOR = "#2f6fde"
 B_COLOR = "#e8702a"
 
 
+# What the operator charts plot: each operator's median time, the mean where its runtime reports
+# no median (a phone's tool gives averages only; ``queries.OpRow.ms``). The second line says so
+# on the axis, in small type, so that the title reads "median" without hiding the exception.
+_MEAN_WHERE_NO_MEDIAN = "<br><sup>mean where no median is reported</sup>"
+OPERATOR_TIME_TITLE = "median time (ms)" + _MEAN_WHERE_NO_MEDIAN
+TYPE_TIME_TITLE = "sum of operator medians (ms)" + _MEAN_WHERE_NO_MEDIAN
+
+
 def op_type_color(op_type: str) -> str:
     """The colour of an operator type on every chart."""
     return _OP_COLORS.get(op_type, _OTHER_COLOR)
@@ -71,6 +80,53 @@ def _layout(
         yaxis={"title": {"text": y_title}, **(yaxis or {})},
         **extra,
     )
+
+
+# A legend at the bottom of the figure (the container, not the plot), below the x-axis title:
+# plotly grows the bottom margin to hold it, so a legend that wraps to more rows at a narrow width
+# pushes the plot up instead of covering the axis title. Placed against the plot (y=-0.22), it
+# sat on the title as soon as it wrapped.
+_LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0, "maxheight": 1}
+# A legend row's height (px) at the dashboard's font, to size a figure for its legend.
+_LEGEND_ROW_PX = 20
+
+_STEPS = (1.0, 2.0, 5.0)
+
+
+def _tick_label(value: float, unit: str) -> str:
+    if unit == "ms" and value >= 1000:
+        return f"{value / 1000:g} s"
+    return f"{value:g} {unit}".rstrip()
+
+
+def log_axis(values: Sequence[float], unit: str = "") -> dict[str, object]:
+    """A log axis whose ticks are 1-2-5 of every decade the positive ``values`` span, each
+    labelled with its unit ("2 ms", "5 ms", "10 ms", "1 s"): plotly's own log ticks are bare
+    mantissas ("5 ... 100 ... 2") that do not say what decade they are in."""
+    positive = [v for v in values if v > 0 and math.isfinite(v)]
+    if not positive:
+        return {"type": "log"}
+    low, high = min(positive), max(positive)
+    ticks = [
+        step * 10.0**decade
+        for decade in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+        for step in _STEPS
+    ]
+    # one tick either side of the data, so that the axis ends on a labelled value
+    below = [t for t in ticks if t <= low][-1:]
+    above = [t for t in ticks if t >= high][:1]
+    inside = [t for t in ticks if low < t < high]
+    span = sorted(set(below + inside + above))
+    shown = span
+    if len(shown) > 10:  # many decades: 1s and 10s only, 2 and 5 would crowd the axis
+        shown = [t for t in shown if math.isclose(t / 10.0 ** math.floor(math.log10(t) + 1e-9), 1.0)]
+    return {
+        "type": "log",
+        "tickmode": "array",
+        "tickvals": shown,
+        "ticktext": [_tick_label(t, unit) for t in shown],
+        "range": [math.log10(span[0]), math.log10(span[-1])],
+    }
 
 
 def _json(fig: go.Figure) -> str:
@@ -153,7 +209,7 @@ def time_by_op_type(op_types: Sequence[str], totals_ms: Sequence[float], counts:
         ),
         layout=_layout(
             _hbar_height(len(op_types)),
-            "time (ms, sum of operator means)",
+            TYPE_TIME_TITLE,
             "operator type",
             yaxis={"autorange": "reversed"},
         ),
@@ -172,7 +228,8 @@ class OperatorPoint:
 
 
 def time_per_operator(points: Sequence[OperatorPoint]) -> str:
-    """Each timed operator's mean time in execution order, coloured (and toggled) by type."""
+    """Each timed operator's median time (mean where there is none) in execution order, coloured
+    (and toggled) by type."""
     by_type: dict[str, list[OperatorPoint]] = {}
     for p in points:
         by_type.setdefault(p.op_type, []).append(p)
@@ -194,9 +251,9 @@ def time_per_operator(points: Sequence[OperatorPoint]) -> str:
         layout=_layout(
             360,
             "operator (execution order)",
-            "mean time (ms)",
+            OPERATOR_TIME_TITLE,
             bargap=0.1,
-            legend={"orientation": "h", "y": -0.22, "x": 0},
+            legend=_LEGEND_BELOW,
             hovermode="closest",
         ),
     )
@@ -215,7 +272,7 @@ def top_operators(points: Sequence[OperatorPoint]) -> str:
             customdata=[p.op_type for p in points],
             hovertemplate="%{y} (%{customdata}): %{x:.4f} ms<extra></extra>",
         ),
-        layout=_layout(_hbar_height(len(points)), "mean time (ms)", "operator", yaxis={"autorange": "reversed"}),
+        layout=_layout(_hbar_height(len(points)), OPERATOR_TIME_TITLE, "operator", yaxis={"autorange": "reversed"}),
     )
     return _json(fig)
 
@@ -267,18 +324,28 @@ def stacked_bars(
         )
         for s in segments
     ]
+    # At a narrow width the legend above the bars wraps to one entry a row: the figure is tall
+    # enough for that, and the legend may take all of it (plotly's default caps a horizontal
+    # legend at half the plot's height and gives it a scroll bar over the bars).
     fig = go.Figure(
         traces,
         layout=_layout(
-            base_height + 48 * len(bars),
+            base_height + 48 * len(bars) + _LEGEND_ROW_PX * max(0, len(segments) - 3),
             x_title,
             "",
             yaxis={"autorange": "reversed"},
             barmode="stack",
-            legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0, "traceorder": "normal"},
+            legend={
+                "orientation": "h",
+                "y": 1.02,
+                "yanchor": "bottom",
+                "x": 0,
+                "traceorder": "normal",
+                "maxheight": 1,
+            },
         ),
     )
-    fig.update_layout(margin={"t": top})  # room for the legend above the bars
+    fig.update_layout(margin={"t": top})  # room for the legend above the bars (more at a narrow width)
     return _json(fig)
 
 
@@ -286,7 +353,7 @@ def time_breakdown(pipelines: Sequence[str], stages: Sequence[StageBar]) -> str:
     """One stacked horizontal bar per pipeline (a JPEG's, a PNG's), a segment per stage in the
     order they run."""
     segments = [Segment(f"{s.label} ({s.where})", STAGE_COLORS.get(s.name, _OTHER_COLOR), s.ms) for s in stages]
-    return stacked_bars(pipelines, segments, "time (ms, median of each stage)", 150, 60, 3)
+    return stacked_bars(pipelines, segments, "median time (ms)", 150, 60, 3)
 
 
 def cold_start_distribution(
@@ -322,9 +389,9 @@ def cold_start_distribution(
         traces,
         layout=_layout(
             80 + 50 * len(traces),
-            "time (ms, log scale)",
+            "time (log scale)",
             "",
-            xaxis={"type": "log", "dtick": "D2"},
+            xaxis=log_axis([v for _, values, _ in rows for v in values], "ms"),
             yaxis={"autorange": "reversed"},
             showlegend=False,
         ),
@@ -409,7 +476,7 @@ def latency_over_time(series: Mapping[str, Sequence[LatencyPoint]]) -> str:
     y_title = "latency (ms, median or mean)" if some_means else "median latency (ms)"
     fig = go.Figure(
         traces,
-        layout=_layout(340, "finished at (UTC)", y_title, legend={"orientation": "h", "y": -0.25}),
+        layout=_layout(340, "finished at (UTC)", y_title, legend=_LEGEND_BELOW),
     )
     return _json(fig)
 
@@ -479,7 +546,7 @@ def thermal_over_time(points: Sequence[ThermalPoint]) -> str:
         )
     fig = go.Figure(
         traces,
-        layout=_layout(320, "finished at (UTC)", "temperature (°C)", legend={"orientation": "h", "y": -0.25}),
+        layout=_layout(320, "finished at (UTC)", "temperature (°C)", legend=_LEGEND_BELOW),
     )
     return _json(fig)
 
@@ -512,7 +579,7 @@ def compare_by_op_type(
         ],
         layout=_layout(
             _hbar_height(2 * len(op_types)),
-            "time (ms, sum of operator means)",
+            TYPE_TIME_TITLE,
             "operator type",
             barmode="group",
             yaxis={"autorange": "reversed"},
@@ -534,7 +601,10 @@ def operator_deltas(labels: Sequence[str], op_types: Sequence[str], deltas_ms: S
             hovertemplate="%{y} (%{customdata}): %{x:+.4f} ms<extra></extra>",
         ),
         layout=_layout(
-            _hbar_height(len(labels)), "B − A (ms; positive: slower in B)", "operator", yaxis={"autorange": "reversed"}
+            _hbar_height(len(labels)),
+            "B − A, median time (ms)<br><sup>positive: slower in B</sup>",
+            "operator",
+            yaxis={"autorange": "reversed"},
         ),
     )
     return _json(fig)

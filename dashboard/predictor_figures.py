@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from dashboard.figures import _json, _layout, op_type_color
+from dashboard.figures import _json, _layout, log_axis, op_type_color
 from dashboard.predictor_queries import CurvePoint, EvaluationPoint, KernelError, Peer
 
 METHOD_COLORS = {"lasso": "#2f6fde", "rf": "#2a9d8f", "gbdt": "#e8702a", "mlp": "#7b61c9"}
@@ -142,7 +142,7 @@ def mape_vs_training_size(curves: Sequence[Curve]) -> str:
             340,
             "training networks (count)",
             "end-to-end MAPE (%)",
-            xaxis={"type": "log"} if log else None,
+            xaxis=log_axis(sizes) if log else None,
             yaxis={"rangemode": "tozero"},
             legend={"orientation": "h", "y": -0.25},
             hovermode="closest",

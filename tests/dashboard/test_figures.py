@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from django.template import Context, Template
@@ -67,3 +67,18 @@ def test_the_figure_tag_keeps_operator_names_inside_the_script() -> None:
     assert html.count("</script>") == 1  # only the element's own end
     body = html.split('<script type="application/json">', 1)[1].rsplit("</script>", 1)[0]
     assert json.loads(body)["data"][0]["y"] == ["#0 </script><script>alert(1)</script>"]
+
+
+def test_a_log_axis_labels_1_2_5_ticks_with_their_unit_and_holds_the_data() -> None:
+    from dashboard.figures import log_axis
+
+    axis = log_axis([0.9, 3.0, 26.0], "ms")
+    assert axis["ticktext"] == ["0.5 ms", "1 ms", "2 ms", "5 ms", "10 ms", "20 ms", "50 ms"]
+    low, high = cast(list[float], axis["range"])
+    assert 10**low <= 0.9 and 10**high >= 26.0
+    # many decades: the 1s only, the range still holding the largest value; seconds past 1000 ms
+    wide = log_axis([0.01, 5000.0], "ms")
+    assert wide["ticktext"] == ["0.01 ms", "0.1 ms", "1 ms", "10 ms", "100 ms", "1 s"]
+    assert 10 ** cast(list[float], wide["range"])[1] == pytest.approx(5000.0)
+    assert log_axis([30, 100, 900])["ticktext"] == ["20", "50", "100", "200", "500", "1000"]
+    assert log_axis([]) == {"type": "log"}

@@ -117,17 +117,45 @@
       badge.textContent = job.state;
       badge.className = "badge state-" + job.state;
     });
+    var ownPage = document.querySelector('#job-progress[data-job-id="' + job.id + '"]');
+    var hint = document.getElementById("progress-hint");
+    if (ownPage && hint && job.state === "running" && hint.getAttribute("data-state") !== "running") {
+      // the page was drawn while the job waited in the queue: it is no longer waiting
+      hint.setAttribute("data-state", "running");
+      hint.textContent = hint.getAttribute("data-running") || "Measuring on the device. This page updates by itself.";
+    }
     if (job.finished) {
       document.querySelectorAll('[data-median-for="' + job.id + '"]').forEach(function (cell) {
         cell.textContent = formatMs(job.median_ms);
       });
       var cancel = document.getElementById("cancel-form");
-      if (cancel && document.querySelector('#job-progress[data-job-id="' + job.id + '"]')) cancel.remove();
-      var hint = document.getElementById("progress-hint");
-      if (hint && document.querySelector('#job-progress[data-job-id="' + job.id + '"]')) {
+      if (cancel && ownPage) cancel.remove();
+      if (hint && ownPage) {
         hint.textContent = job.state === "succeeded" ? "Done." : "The job " + job.state + ".";
       }
+      if (ownPage) refreshHead();
     }
+  }
+
+  // The page's head (state, attempts, started and finished times, its actions) and progress card
+  // were drawn while the job was active: once it ends, both are taken from the page as it is now,
+  // so the page does not go on saying "attempts 0" or "Waiting for the device's worker".
+  function refreshHead() {
+    fetch(window.location.href, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+      .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.text(); })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html");
+        var head = document.querySelector(".page-head");
+        var freshHead = fresh.querySelector(".page-head");
+        if (head && freshHead) head.replaceWith(document.importNode(freshHead, true));
+        var card = document.getElementById("progress-card");
+        var freshCard = fresh.getElementById("progress-card");
+        if (card) {
+          if (freshCard) card.replaceWith(document.importNode(freshCard, true));
+          else card.remove();
+        }
+      })
+      .catch(function () { /* the bar and the hint already say how it ended */ });
   }
 
   function loadResult(url) {
