@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dashboard import fusion_views, predictor_views, remote_pages, selection_pages, sharing_views, views
+from dashboard import (
+    fusion_views,
+    predictor_views,
+    remote_pages,
+    selection_forms,
+    selection_pages,
+    sharing_views,
+    views,
+)
 
 app_name = "dashboard"
 
@@ -38,4 +46,6 @@ urlpatterns = [
     path("remote/runs/<int:pk>/result/", remote_pages.run_result, name="remote_run_result"),
     path("selection/", selection_pages.selection_list, name="selection"),
     path("selection/simulations/<int:pk>/", selection_pages.simulation_detail, name="selection_simulation"),
+    path("selection/simulations/new/", selection_forms.new_simulation, name="selection_new"),
+    path("selection/ask/", selection_forms.ask, name="selection_ask"),
 ]
