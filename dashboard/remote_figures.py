@@ -45,7 +45,7 @@ class ProfileBar:
 def time_breakdown(bars: Sequence[ProfileBar]) -> str:
     """Stacked horizontal bars, one per profile, of the parts' medians."""
     segments = [Segment(label, color, [b.parts_ms.get(name, 0.0) for b in bars]) for name, label, color in PARTS]
-    return stacked_bars([b.profile for b in bars], segments, "median time (ms)", 170, 70, 2)
+    return stacked_bars([b.profile for b in bars], segments, "median time (ms)", 110, 70, 2)
 
 
 def e2e_boxes(samples_ms: Mapping[str, Sequence[float]]) -> str:

@@ -25,6 +25,7 @@ from server.profiling.services import claim_job, fail_job, report_progress
 from server.remote.models import RemoteScenarioResult
 from server.remote.services import ingest_remote, profile_summaries, submit_remote_run
 from tests.dashboard.test_browser import browser_page, log_in, screenshots
+from tests.dashboard.test_browser_charts import LEGEND_JS
 from tests.devicelab.remote.tiny import tiny_classifier
 from tests.server.remote_factories import remote_result
 
@@ -124,6 +125,17 @@ def test_a_measured_run_draws_its_breakdown_its_distributions_and_its_table(
     )
     assert page.locator("#remote-tiles .tile[data-profile='slow-link']").count() == 1
     screenshots(page, "remote-01-run")
+
+    # At a phone's width the breakdown's legend wraps to a row an entry, above the bars and whole
+    # (no scroll bar over them), and the page does not scroll sideways.
+    page.set_viewport_size({"width": 420, "height": 900})
+    page.reload()
+    page.wait_for_selector("#chart-remote-breakdown .legend")
+    boxes = page.evaluate(LEGEND_JS, "chart-remote-breakdown")
+    assert boxes["legend"][3] <= boxes["plot"][1] and boxes["scroll"] == 0, boxes
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 420
+    screenshots(page, "remote-01-run-narrow")
+    page.set_viewport_size({"width": 1366, "height": 900})
 
     # The jobs list says what the run measures; the job page sends it to its page.
     page.goto(f"{base}/jobs/")
