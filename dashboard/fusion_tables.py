@@ -41,12 +41,18 @@ def _num(value: float | None, text: str) -> str:
     return f'<td class="num" data-value="{sort_value(value)}">{text}</td>'
 
 
+# Column widths that keep the whole table, its Check column last, inside a 1400 px page: the
+# operators and a refusal's reason wrap or clip in a few dozen characters (whole in their title).
+OPERATORS_WIDTH = "max-width: 32ch"
+REASON_WIDTH = "max-width: 30ch"
+
+
 def _check(r: TableRow) -> str:
     if r.error:
         why = escape(r.error)
         return (
             f'<span class="badge state-failed" title="{why}">refused</span> '
-            f'<span class="muted reason" title="{why}">{escape(reason(r.error, 160))}</span>'
+            f'<span class="muted reason" style="{REASON_WIDTH}" title="{why}">{escape(reason(r.error, 90))}</span>'
         )
     if r.correct is True:
         return '<span class="badge state-succeeded">correct</span>'
@@ -55,28 +61,38 @@ def _check(r: TableRow) -> str:
     return '<span class="muted">not checked</span>'
 
 
-def _interval(e: RatioEstimate | None) -> str:
-    if e is None:
+def _span(r: TableRow) -> str:
+    """The span ratio with its interval beneath, and "within noise" where the interval holds 1."""
+    if r.throughput is None:
         return '<td class="num" data-value=""></td>'
+    e = r.estimate
+    if e is None:  # stored before ratios had intervals
+        return _num(r.throughput, f"{r.throughput:.3f}×")
     noise = ' <span class="badge">within noise</span>' if not e.significant else ""
     return (
-        f'<td class="num nowrap" data-value="{sort_value(e.low)}" data-verdict="{escape(e.verdict)}">'
-        f"{e.low:.3f}–{e.high:.3f}{noise}</td>"
+        f'<td class="num nowrap" data-value="{sort_value(e.ratio)}" data-verdict="{escape(e.verdict)}">'
+        f'{e.ratio:.3f}×{noise}<br><span class="muted small">[{e.low:.3f}–{e.high:.3f}]</span></td>'
     )
+
+
+def _kinds_text(r: TableRow) -> str:
+    """``C + DWC`` for a combination, ``3 × C_1x1`` for figure 9's N copies of one operator."""
+    if r.experiment == "identical":
+        return f"{r.size} × {r.kinds.split(' + ')[0]}"
+    return r.kinds
 
 
 def _row(r: TableRow) -> str:
     kinds, variant, ops = escape(r.kinds), escape(r.variant), escape(r.operators)
     error_class = ' class="error-row"' if r.error else ""
     return (
-        f'<tr data-kinds="{kinds}" data-variant="{variant}" data-size="{r.size}"{error_class}>'
-        f'<td class="nowrap">{kinds}</td>'
-        f'<td class="small">{escape(r.experiment)}</td>'
+        f'<tr data-kinds="{kinds}" data-variant="{variant}" data-size="{r.size}" '
+        f'data-experiment="{escape(r.experiment)}"{error_class}>'
+        f'<td class="nowrap">{escape(_kinds_text(r))}</td>'
         f'<td class="num">{r.size}</td>'
         f'<td class="small">{variant}</td>'
-        f'<td class="small clip" title="{ops}">{ops}</td>'
-        + _num(r.throughput, "" if r.throughput is None else f"{r.throughput:.3f}×")
-        + _interval(r.estimate)
+        f'<td class="small clip" style="{OPERATORS_WIDTH}" title="{ops}">{ops}</td>'
+        + _span(r)
         + _num(r.busy_ratio, "" if r.busy_ratio is None else f"{r.busy_ratio:.3f}×")
         + _num(r.total_mflops, f"{r.total_mflops:.3f}")
         + _num(r.padding_fraction, percent(r.padding_fraction, 0))
