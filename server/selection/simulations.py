@@ -24,6 +24,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from devicelab.selection import POLICIES, ModelProfile, NetworkProfile, paper_scenario, simulate
+from devicelab.selection.simulate import DEFAULT_POLICIES
 from devicelab.text import clip_middle
 from server.accounts.models import Team
 from server.devices.models import Device
@@ -112,7 +113,7 @@ def submit_simulation(team: Team, raw: Any, user: Any = None, enqueue: bool = Tr
     profiles = _profiles(team, raw, [p.name for p in paper.profiles])
     if len(slas) * len(profiles) > MAX_POINTS:
         raise _fail("sla_targets_ms", f"{len(slas)} SLA targets x {len(profiles)} profiles is over {MAX_POINTS} points")
-    policies = raw.get("policies", ["cnnselect", "greedy", "fastest", "oracle"])
+    policies = raw.get("policies", list(DEFAULT_POLICIES))
     if not isinstance(policies, list) or not policies or any(p not in POLICIES for p in policies):
         raise _fail("policies", f"policies must be a non-empty list of {list(POLICIES)}, got {policies!r}")
     threshold = raw.get("threshold_ms", paper.threshold_ms)

@@ -43,7 +43,9 @@ def test_the_paper_scenario_runs_and_stores_every_point(member: Any) -> None:
     result = done.result
     assert result["sla_targets_ms"] == [150.0, 400.0] and result["requests"] == 300
     points = {(p["policy"], p["sla_ms"]) for p in result["points"]}
-    assert points == {(p, s) for p in ("cnnselect", "greedy", "fastest", "oracle") for s in (150.0, 400.0)}
+    assert points == {
+        (p, s) for p in ("cnnselect", "cnnselect_lab", "greedy", "fastest", "oracle") for s in (150.0, 400.0)
+    }
     for p in result["points"]:
         assert 0.0 <= p["attainment"] <= 1.0 and sum(p["usage"].values()) == pytest.approx(1.0)
     assert run_simulation(row.pk, "t-2") is None  # claimed once: a duplicate message does nothing
@@ -141,6 +143,8 @@ def test_the_api_queues_lists_and_shows_a_simulation(api: Any) -> None:
     assert [r["id"] for r in listed] == [pk] and "result" not in listed[0]
     run_simulation(pk, "t-1")
     detail = api.get(f"/api/selection/simulations/{pk}/").json()
-    assert detail["state"] == "succeeded" and len(detail["result"]["points"]) == 8
+    assert (
+        detail["state"] == "succeeded" and len(detail["result"]["points"]) == 2 * 5
+    )  # 2 SLA targets x 5 default policies
     refused = api.post("/api/selection/simulations/", {"scenario": "paper", "requests": "many"}, format="json")
     assert refused.status_code == 400 and "requests" in refused.json()
