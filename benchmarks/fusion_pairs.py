@@ -12,15 +12,15 @@ How it measures:
 * **Same operators every round.** The networks are loaded once; every round is one sweep with
   the same seed, so a pair fuses the same operators in every round, and each round's programs
   come from the cache the first round filled.
-* **Interleaved.** Within a round, a pair's sequential launches and its fused kernels (rounded,
-  unrounded) run one after another in each of ``--runs`` timed iterations, the order rotating,
-  after ``--warmup`` dropped ones; the round's ratio is the median over iterations of sequential
-  / fused device time of the same iteration (the host clock's is recorded too).
-* **Rounds.** ``--rounds`` rounds, each over every pair, so a pair's rounds lie minutes apart and
-  see the machine's drift. The ratio printed is the median over rounds, the noise the spread
-  between rounds (min..max) and the median within-round standard deviation of the per-iteration
-  ratios. A pair is called a **gain** only when every round's ratio is above 1, a **loss** only
-  when every round's is below 1, and nothing otherwise: one lucky run or round decides nothing.
+* **Interleaved.** Within a round, each fused variant and its sequential side (each operator's
+  kernel rewritten alone in that variant: ``devicelab.fusion.sweep``) run one after another in
+  each of ``--runs`` timed iterations, the order rotating, after ``--warmup`` dropped ones.
+* **Rounds, paired.** ``--rounds`` rounds, each over every pair, so a pair's rounds lie minutes
+  apart and see the machine's drift. A pair's ratio is ``paired_ratio`` over every timed
+  iteration of every round (the median of the per-iteration log ratios, a 95 % bootstrap
+  interval): a **gain** when the interval lies above 1, a **loss** below 1, **within noise**
+  otherwise. Each round's own estimate is kept, and the correlation of the pairs' ratios
+  between the first two rounds says how far one sweep's ranking of pairs can be trusted.
 * **Correct first.** Every fused kernel is checked against the sequential run once per round
   (bit for bit or within 1e-6 relative); the count of failures is printed and recorded.
 
@@ -51,6 +51,7 @@ if str(ROOT) not in sys.path:  # run as `python benchmarks/fusion_pairs.py` with
 from devicelab.fusion.fuse import LAYOUTS  # noqa: E402
 from devicelab.fusion.pool import table1_models  # noqa: E402
 from devicelab.fusion.spec import KINDS  # noqa: E402
+from devicelab.measure.ratios import paired_ratio  # noqa: E402
 
 OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "fusion_pairs.json"
 VARIANTS = ("rounded", "unrounded")
@@ -59,18 +60,6 @@ VARIANTS = ("rounded", "unrounded")
 def columns(layouts: list[str]) -> list[str]:
     """The report's columns: ``<layout asked for>/<variant>``."""
     return [f"{layout}/{v}" for layout in layouts for v in VARIANTS]
-
-
-def verdict(per_round: list[float]) -> str:
-    """``gain`` when every round's ratio is above 1, ``loss`` when every one is below, else ``-``
-    (two rounds at least)."""
-    if len(per_round) < 2:
-        return "-"
-    if min(per_round) > 1.0:
-        return "gain"
-    if max(per_round) < 1.0:
-        return "loss"
-    return "-"
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -94,10 +83,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         layouts=tuple(args.layouts),
     )
     cols = columns(args.layouts)
-    # pair -> column -> per-round values
+    # pair -> column -> per-round point estimates, and every timed iteration's paired times
     ratios: dict[str, dict[str, list[float]]] = {}
     walls: dict[str, dict[str, list[float]]] = {}
-    within: dict[str, dict[str, list[float]]] = {}
+    times: dict[str, dict[str, dict[str, list[float]]]] = {}
     operators: dict[str, list[list[str]]] = {}
     mflops: dict[str, list[list[float]]] = {}
     used: dict[str, dict[str, set[str]]] = {}  # pair -> column -> the layouts the fuser used
@@ -120,9 +109,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     continue
                 if row.correct is False:
                     incorrect.append(f"{where}: {row.check.note if row.check else ''}")
-                assert row.throughput is not None and row.throughput_noise is not None
+                assert row.throughput is not None and row.sequential is not None and row.fused is not None
                 ratios.setdefault(pair, {c: [] for c in cols})[col].append(row.throughput)
-                within.setdefault(pair, {c: [] for c in cols})[col].append(row.throughput_noise)
+                paired = times.setdefault(pair, {}).setdefault(col, {k: [] for k in ("seq", "fused", "bs", "bf")})
+                paired["seq"] += row.sequential.device_samples_ms
+                paired["fused"] += row.fused.device_samples_ms
+                paired["bs"] += row.sequential.busy_samples_ms
+                paired["bf"] += row.fused.busy_samples_ms
                 if row.throughput_wall is not None:
                     walls.setdefault(pair, {c: [] for c in cols})[col].append(row.throughput_wall)
                 used.setdefault(pair, {c: set() for c in cols})[col].add(row.layout)
@@ -145,14 +138,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             values = by_column[c]
             if not values:
                 continue
+            paired = times[pair][c]
+            span = paired_ratio(paired["seq"], paired["fused"])
+            busy = paired_ratio(paired["bs"], paired["bf"]) if paired["bf"] else None
             entry[c] = {
-                "ratio": float(np.median(values)),
-                "rounds": values,  # per round (and instance, with --instances)
+                "ratio": span.ratio,
+                "low": span.low,
+                "high": span.high,
+                "verdict": span.verdict,
+                "busy": None if busy is None else busy.as_dict(),
+                "iterations": span.rounds,
+                "rounds": values,  # each round's own paired estimate (and instance, with --instances)
                 "min": min(values),
                 "max": max(values),
-                "within_round_sd": float(np.median(within[pair][c])),
                 "wall_ratio": float(np.median(walls[pair][c])) if walls.get(pair, {}).get(c) else None,
-                "verdict": verdict(values),
                 "layout_used": sorted(used[pair][c]),
                 "padding_fraction": float(np.median(padding[pair][c])) if padding.get(pair, {}).get(c) else None,
             }
@@ -161,13 +160,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for c in cols:
         medians = [e[c]["ratio"] for e in pairs.values() if c in e]
         if medians:
+            verdicts = [e[c]["verdict"] for e in pairs.values() if c in e]
+            first_two = [e[c]["rounds"][:2] for e in pairs.values() if c in e and len(e[c]["rounds"]) >= 2]
+            busy_values = [e[c]["busy"]["ratio"] for e in pairs.values() if c in e and e[c]["busy"]]
             summary[c] = {
                 "pairs": len(medians),
                 "median": float(np.median(medians)),
-                "mean": float(np.mean(medians)),
                 "min": min(medians),
                 "max": max(medians),
-                "above_1": sum(1 for m in medians if m > 1.0),
+                "above_1": verdicts.count("above"),
+                "below_1": verdicts.count("below"),
+                "within_noise": verdicts.count("within noise"),
+                "median_busy": float(np.median(busy_values)) if busy_values else None,
+                # how well one round ranks the pairs as another does (the issue's 0.26)
+                "round_correlation": float(np.corrcoef(np.array(first_two).T)[0, 1]) if len(first_two) > 2 else None,
             }
     return {
         "benchmark": "fusion_pairs",
@@ -186,9 +192,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "runs": args.runs,
         "warmup": args.warmup,
         "seed": args.seed,
-        "ratio": "sequential time / fused time (device clock), median over a round's interleaved runs; "
-        "printed: the median over rounds",
-        "verdict": "gain: every round above 1; loss: every round below 1; '-': neither",
+        "ratio": "sequential time / fused time (device span), paired over every timed iteration of every round "
+        "(devicelab.measure.ratios.paired_ratio); busy: the same on the kernels' own times",
+        "verdict": "above / below: the 95 % bootstrap interval lies wholly above / below 1; else within noise",
         "load_average_1min": [load_before[0], os.getloadavg()[0]],
         "load_s": load_s,
         "rounds_s": rounds_s,
@@ -202,11 +208,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _cell(entry: dict[str, Any] | None) -> str:
     if entry is None:
-        return f"{'n/a':>27}"
-    return (
-        f"{entry['ratio']:5.2f} [{entry['min']:4.2f}..{entry['max']:4.2f}] "
-        f"±{entry['within_round_sd']:4.2f} {entry['verdict']:>4}"
-    )
+        return f"{'n/a':>36}"
+    busy = f"{entry['busy']['ratio']:4.2f}" if entry.get("busy") else " n/a"
+    verdict = {"above": "gain", "below": "loss"}.get(entry["verdict"], "~1")
+    return f"{entry['ratio']:5.2f} [{entry['low']:4.2f}-{entry['high']:4.2f}] busy {busy} {verdict:>4}"
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -219,28 +224,31 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['load_average_1min'][1]:.1f} on {report['cpus']} CPUs"
     )
     print("throughput relative to sequential = sequential time / fused time (> 1: fusion wins);")
-    print("median over rounds [min..max of rounds] ±median within-round SD of per-run ratios, verdict")
-    print(f"{'pair':<14}{'MFLOPs':>16} | " + " | ".join(f"{c:^27}" for c in cols))
+    print("span ratio paired over every iteration [95 % interval], busy ratio, gain / loss / ~1 (within noise)")
+    print(f"{'pair':<14}{'MFLOPs':>16} | " + " | ".join(f"{c:^36}" for c in cols))
     for pair, entry in report["pairs"].items():
         mf = "+".join(f"{x:.1f}" for x in entry["mflops"][0]) if entry["mflops"] else ""
         print(f"{pair:<14}{mf:>16} | " + " | ".join(_cell(entry.get(c)) for c in cols))
     kinds = [k for k in KINDS if any(k in p.split("+") for p in report["pairs"])]
-    print(f"\nfigure 8a ({cols[0]}, median over rounds):")
+    print(f"\nfigure 8a ({cols[0]}, paired ratio; * where the interval excludes 1):")
     print(f"{'':8}" + "".join(f"{k:>8}" for k in kinds))
     for a in kinds:
         cells = []
         for b in kinds:
             i, j = sorted((KINDS.index(a), KINDS.index(b)))
             entry = report["pairs"].get(f"{KINDS[i]}+{KINDS[j]}", {}).get(cols[0])
-            cells.append(f"{entry['ratio']:8.2f}" if entry else f"{'':>8}")
+            mark = "*" if entry and entry["verdict"] != "within noise" else " "
+            cells.append(f"{entry['ratio']:7.2f}{mark}" if entry else f"{'':>8}")
         print(f"{a:8}" + "".join(cells))
     print()
     for c, s in report["summary"].items():
-        verdicts = [e[c]["verdict"] for e in report["pairs"].values() if c in e]
+        corr = "n/a" if s["round_correlation"] is None else f"{s['round_correlation']:.2f}"
+        busy = "n/a" if s["median_busy"] is None else f"{s['median_busy']:.2f}"
         print(
-            f"{c:<20} over {s['pairs']} pairs: median {s['median']:.2f}, mean {s['mean']:.2f}, "
-            f"range {s['min']:.2f}-{s['max']:.2f}, {s['above_1']} above 1; "
-            f"{verdicts.count('gain')} gains, {verdicts.count('loss')} losses, {verdicts.count('-')} neither"
+            f"{c:<20} over {s['pairs']} pairs: median span {s['median']:.2f} (busy {busy}), "
+            f"range {s['min']:.2f}-{s['max']:.2f}; significantly above 1: {s['above_1']} "
+            f"({s['above_1'] / s['pairs']:.0%}), below: {s['below_1']}, within noise: {s['within_noise']}; "
+            f"round 1 vs 2 correlation {corr}"
         )
     print(f"{len(report['incorrect'])} incorrect fused kernels, {len(report['refused'])} refused")
     for note in report["notes"]:
@@ -268,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.layouts or set(args.layouts) - set(LAYOUTS) or len(set(args.layouts)) != len(args.layouts):
         raise SystemExit(f"--layout takes some of {', '.join(LAYOUTS)}, comma-separated, once each")
     if args.rounds < 2:
-        raise SystemExit("--rounds must be at least 2: a verdict needs agreeing rounds")
+        raise SystemExit("--rounds must be at least 2: rounds minutes apart are what the interval must cover")
     known = table1_models()
     args.models = known if args.models == "all" else [m for m in args.models.split(",") if m]
     from devicelab.graph import zoo

@@ -10,9 +10,9 @@ For each, ``compare_plan`` loads the graphs, calibrates the latency model on the
 timed alone, a few fused probes), plans, checks every written buffer of ``plan`` and ``fuse_all``
 against the sequential run, and times the three strategies interleaved (``--warmup`` dropped
 rounds, ``--runs`` kept). It prints each strategy's device-time median with its standard
-deviation and p90, the throughput relative to sequential (median over rounds of sequential time
-/ strategy time of the same round, > 1: faster) with its noise (the rounds' standard deviation),
-the launches, where the plan's benefits came from, the output checks and the model's
+deviation and p90, the throughput relative to sequential as a paired estimate (sequential time /
+strategy time of the same round, the median of their logs, > 1: faster) with its 95 % bootstrap
+interval and its busy ratio (the kernels' own times, launch gaps left out), the launches, where the plan's benefits came from, the output checks and the model's
 predictions beside the measured medians.
 
 With ``--sweep`` a fusion sweep (pairs and triples of operator kinds, ``devicelab.fusion.sweep``)
@@ -40,6 +40,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as `python benchmarks/fusion_planner.py` without an install
     sys.path.insert(0, str(ROOT))
+
+from devicelab.measure.ratios import RatioEstimate  # noqa: E402
 
 OUT = Path(os.environ.get("LATENCYLAB_VAR_DIR") or ROOT / "var") / "benchmarks" / "fusion_planner.json"
 SCENARIOS = "mobilenet_v2+mobilenet_v2,googlenet"
@@ -104,20 +106,22 @@ def print_comparison(name: str, label: str, d: dict[str, Any], seconds: float) -
     )
     print(
         f"{'strategy':<11}{'launches':>9}{'fused':>6}{'median ms':>11}{'std':>8}{'p90':>8}"
-        f"{'predicted':>11}  {'throughput vs seq':<22}{'check':<10}"
+        f"{'predicted':>11}  {'seq / strategy, paired [95 %]':<40}{'busy':<8}{'check':<10}"
     )
     for s in d["strategies"]:
         dev = d["timing"][s]["device"]
         plan = d["plans"][s]
         if s == "sequential":
-            ratio, check = "1", "reference"
+            ratio, busy, check = "reference", "", "reference"
         else:
             r, c = d["ratios"][s], d["checks"][s]
-            ratio = f"{r['throughput']:.3f} ±{r['throughput_noise']:.3f}"
+            # the paired estimate, never the quotient of the medians printed beside it
+            ratio = RatioEstimate.from_dict(r["ratio"]).label(3)
+            busy = f"{r['busy_ratio']['ratio']:.3f}" if r.get("busy_ratio") else "n/a"
             check = ("bitwise" if c["buffers"]["bitwise"] else "1e-6") if c["correct"] else "WRONG"
         print(
             f"{s:<11}{plan['launches']:>9}{plan['fused_launches']:>6}{dev['median']:>11.3f}{dev['std']:>8.3f}"
-            f"{dev['p90']:>8.3f}{d['predicted_ms'][s]:>11.3f}  {ratio:<22}{check:<10}"
+            f"{dev['p90']:>8.3f}{d['predicted_ms'][s]:>11.3f}  {ratio:<40}{busy:<8}{check:<10}"
         )
     src = d["benefit_sources"]["plan"]
     print(f"plan's fused launches: {src['measured']} from measurements, {src['model']} from the model")
