@@ -37,7 +37,7 @@ def test_the_trainer_runs_a_simulation_asked_for_through_the_api(start_trainer: 
     assert row.state == "succeeded", row.failure_reason
     body = e2e_api.get(f"/api/selection/simulations/{pk}/").json()
     points = body["result"]["points"]
-    assert len(points) == 2 * 2 * 4 and all(p["requests"] == 500 for p in points)
+    assert len(points) == 2 * 2 * 5 and all(p["requests"] == 500 for p in points)
     oracle = {(p["sla_ms"], p["profile"]): p["attainment"] for p in points if p["policy"] == "oracle"}
     fastest = {(p["sla_ms"], p["profile"]): p["attainment"] for p in points if p["policy"] == "fastest"}
     assert all(0.0 <= a <= 1.0 for a in oracle.values()) and set(oracle) == set(fastest)
