@@ -96,7 +96,7 @@ def test_the_job_pages_charts_say_what_they_plot_at_two_widths(
     assert console_errors == []
 
 
-def test_the_compare_pages_charts_say_medians(
+def test_the_compare_and_device_pages_charts_say_what_they_plot(
     live_server: Any,
     make_member: Callable[..., Any],
     finished_job: Callable[..., Any],
@@ -107,6 +107,7 @@ def test_the_compare_pages_charts_say_medians(
     member = make_member()
     a = finished_job(member.team)
     b = finished_job(member.team, model=a.model, scale=1.5)
+    finished_job(member.team, device=a.device)  # a second model on A's device: its history has two lines
     log_in(page, live_server.url, member, "/")
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
@@ -115,6 +116,16 @@ def test_the_compare_pages_charts_say_medians(
         assert "median" in _titles(page, "chart-compare-deltas")["x"]
         assert "operator means" not in _titles(page, "chart-compare-types")["x"]
         screenshots(page, f"charts-compare-{width}")
+        # The device's latency history: its legend below the axis title, not on it.
+        page.goto(f"{live_server.url}/devices/{a.device_id}/")
+        page.wait_for_selector("#chart-latency-history .legend")
+        boxes = page.evaluate(LEGEND_JS, "chart-latency-history")
+        title = page.evaluate(
+            "() => { const r = document.querySelector('#chart-latency-history .g-xtitle').getBoundingClientRect();"
+            " return [r.left, r.top, r.right, r.bottom]; }"
+        )
+        assert not _overlap(boxes["legend"], boxes["plot"]) and not _overlap(boxes["legend"], title), (boxes, title)
+        screenshots(page, f"charts-device-{width}")
     assert console_errors == []
 
 
