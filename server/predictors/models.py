@@ -52,6 +52,8 @@ class PredictorSource(models.TextChoices):
 
     TIMINGS = "timings", "Profiling jobs of a team"
     QED = "qed", "Imported qed measurements"
+    # a few end-to-end measurements of the device and other devices' predictors (predictors/adapt.py)
+    ADAPTED = "adapted", "Adapted from other devices' predictors and a few measurements"
 
 
 class PredictorQuerySet(models.QuerySet["Predictor"]):
