@@ -40,7 +40,7 @@ AUTH_KEYWORD = "Lab"
 PROFILING_TASK = "workers.tasks.run_profiling_job"
 
 # The kinds of job a lab machine runs, and so the kinds of result it posts.
-JobKind = Literal["profile", "fusion_sweep", "fusion_plan", "sharing_sweep", "remote_scenario"]
+JobKind = Literal["profile", "fusion_sweep", "fusion_plan", "sharing_sweep", "remote_scenario", "online_schedule"]
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from devicelab.lab_protocol import (
     ResultPost,
 )
 from devicelab.remote.results import RemoteRunRecord
+from devicelab.tenancy.online_on_device import OnlineRunRecord
 from devicelab.tenancy.results import SharingSweepRecord
 from devicelab.wire import PayloadError
 from server.devices.models import Device, DeviceStatus
@@ -66,7 +67,7 @@ from server.profiling.services import (
 from server.profiling.services import store_results as store_profiles
 from server.remote.services import ingest_remote
 from server.taskqueue import device_queue
-from server.tenancy.services import ingest_sharing
+from server.tenancy.services import ingest_online, ingest_sharing
 
 log = logging.getLogger("latencylab.labs")
 
@@ -336,6 +337,7 @@ _INGEST: dict[str, tuple[Any, Callable[[int, str, Any], Any]]] = {
     "fusion_sweep": (FusionSweepRecord, ingest_sweep),
     "fusion_plan": (FusionPlanRecord, ingest_plan),
     "sharing_sweep": (SharingSweepRecord, ingest_sharing),
+    "online_schedule": (OnlineRunRecord, ingest_online),
     "remote_scenario": (RemoteRunRecord, ingest_remote),
 }
 

@@ -44,6 +44,7 @@ class JobKind(models.TextChoices):
     FUSION_PLAN = "fusion_plan", "Fusion plan"
     SHARING_SWEEP = "sharing_sweep", "Sharing sweep"
     REMOTE_SCENARIO = "remote_scenario", "Remote scenario"
+    ONLINE_SCHEDULE = "online_schedule", "Online scheduling"
 
 
 ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)

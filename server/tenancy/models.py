@@ -113,3 +113,27 @@ class SharingMeasurement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workload} R={self.tenants} {self.strategy} ({self.status})"
+
+
+class OnlineRunResult(models.Model):
+    """A finished online-scheduling run: one arrival trace replayed under every policy (job kind
+    ``online_schedule``; ``devicelab.tenancy.online_on_device.OnlineRunRecord``)."""
+
+    job = models.OneToOneField(ProfilingJob, on_delete=models.CASCADE, related_name="online_run")
+    attempt = models.PositiveIntegerField()
+    device_name = models.CharField(max_length=300)
+    device = models.JSONField(default=dict, help_text="The OpenCL device as the run described it.")
+    spec = models.JSONField(default=dict, help_text="OnlineSpec.as_dict() as the worker ran it.")
+    t1_ms = models.FloatField(help_text="One request of one tenant served alone: the unit of load, target, window.")
+    target_ms = models.FloatField()
+    window_ms = models.FloatField()
+    offered_per_s = models.FloatField(help_text="Requests per second the trace offers, every tenant together.")
+    comparison = models.JSONField(default=list, help_text="Per policy: attainment, req/s, goodput, p50/p99, batch.")
+    policies = models.JSONField(default=dict, help_text="Per policy its summary, without per-request records.")
+    trace = models.JSONField(default=dict, help_text="The trace's seed, loads and summary.")
+    notes = models.JSONField(default=list)
+    elapsed_s = models.FloatField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"online run of job #{self.job_id}"

@@ -20,13 +20,15 @@ from django.db.models import QuerySet
 from devicelab.graph import zoo
 from devicelab.spec import SpecError
 from devicelab.tenancy.on_device import OPENCL
+from devicelab.tenancy.online_on_device import OnlineRunRecord
+from devicelab.tenancy.online_spec import OnlineSpec
 from devicelab.tenancy.results import SharingRowRecord, SharingSweepRecord
 from devicelab.tenancy.spec import SharingSpec
 from server.accounts.models import Team
 from server.devices.models import Device
 from server.profiling.models import JobKind, ProfilingJob
 from server.profiling.services import check_device_takes_jobs, claimed_for_ingest, finish_ingest, queue_job
-from server.tenancy.models import SharingMeasurement, SharingSweepResult
+from server.tenancy.models import OnlineRunResult, SharingMeasurement, SharingSweepResult
 
 # The sweep stops this long before the task's time limit (at most half of it), to store its rows:
 # the longest silent stretch of a unit (setting up R tenants) and the insert fit in it.
@@ -100,6 +102,44 @@ def submit_sharing_sweep(team: Team, device: Device, raw: Mapping[str, Any], use
     return queue_job(team, device, kind=JobKind.SHARING_SWEEP, settings=settings, user=user)
 
 
+def check_online_spec(raw: Any) -> dict[str, Any]:
+    """An online-scheduling spec as given (``OnlineSpec``'s fields; any left out take their
+    defaults), checked and complete; a ``ValidationError`` on ``spec`` naming the bad field."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise _fail("spec", f"spec must be a JSON object, got {type(raw).__name__}")
+    try:
+        spec = OnlineSpec.from_dict(raw)
+    except SpecError as exc:
+        raise _fail("spec", f"spec.{exc}") from None
+    except ValueError as exc:
+        raise _fail("spec", f"spec: {exc}") from None
+    if not spec.is_sgemm and spec.workload not in zoo.entries():
+        raise _fail(
+            "spec",
+            f"spec.workload: {spec.workload!r} is neither an SGEMM shape MxNxK nor a zoo model "
+            "(GET /api/zoo/ or `latencylab zoo list` lists them)",
+        )
+    return spec.as_dict()
+
+
+def submit_online_run(team: Team, device: Device, raw: Mapping[str, Any], user: Any = None) -> ProfilingJob:
+    """Queue an online-scheduling run on an OpenCL device. ``raw``: ``spec`` (``OnlineSpec``'s
+    fields: workload, tenants, load, duration_s, target_factor, window_factor, policies, seed)."""
+    check_device_takes_jobs(device)
+    if device.kind != OPENCL:
+        raise _fail(
+            "device",
+            f"online scheduling runs on OpenCL devices; {device.name!r} (#{device.pk}) is a {device.kind} device",
+        )
+    unknown = sorted(set(raw) - {"spec"})
+    if unknown:
+        raise _fail("settings", f"unknown key(s) {unknown}; known: ['spec']")
+    settings = {"spec": check_online_spec(raw.get("spec"))}
+    return queue_job(team, device, kind=JobKind.ONLINE_SCHEDULE, settings=settings, user=user)
+
+
 # -- the worker's side -------------------------------------------------------------------------
 
 
@@ -152,6 +192,33 @@ def ingest_sharing(job_id: int, token: str, result: SharingSweepRecord) -> Shari
         SharingMeasurement.objects.bulk_create((_row(sweep, r) for r in result.rows), batch_size=500)
         finish_ingest(job, token)
     return sweep
+
+
+def ingest_online(job_id: int, token: str, result: OnlineRunRecord) -> OnlineRunResult | None:
+    """Store an online-scheduling run; the job succeeds. The stored run when it was stored
+    already; None when the job is not this run's."""
+    with transaction.atomic():
+        job = claimed_for_ingest(job_id, token, OnlineRunResult.objects.all())
+        if job is None:
+            return OnlineRunResult.objects.filter(job_id=job_id).first()
+        run = OnlineRunResult.objects.create(
+            job=job,
+            attempt=job.attempts,
+            device_name=str(result.device.get("name", "")),
+            device=dict(result.device),
+            spec=result.spec.as_dict(),
+            t1_ms=result.t1_ms,
+            target_ms=result.target_ms,
+            window_ms=result.window_ms,
+            offered_per_s=result.offered_per_s,
+            comparison=list(result.comparison),
+            policies=dict(result.policies),
+            trace=dict(result.trace),
+            notes=list(result.notes),
+            elapsed_s=result.elapsed_s,
+        )
+        finish_ingest(job, token)
+    return run
 
 
 # -- reading -----------------------------------------------------------------------------------

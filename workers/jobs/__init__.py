@@ -26,7 +26,7 @@ from workers.jobs.profile import run_profile_job
 from workers.jobs.progress import ProgressReporter
 from workers.jobs.remote import run_remote_job
 from workers.jobs.run import JobRun
-from workers.jobs.sharing import run_sharing_job
+from workers.jobs.sharing import run_online_job, run_sharing_job
 from workers.model_cache import ModelCache
 from workers.outbox import Outbox
 from workers.server_api import LabServer, Refused, ServerUnreachable, TokenRevoked, Unsendable
@@ -43,10 +43,11 @@ RUNS: dict[str, JobRunner] = {
     "fusion_plan": run_fusion_plan_job,
     "sharing_sweep": run_sharing_job,
     "remote_scenario": run_remote_job,
+    "online_schedule": run_online_job,
 }
 
 # Where each kind's record keeps its environment (the host lock is recorded there).
-_ENVIRONMENT_FIELD = {"sharing_sweep": "device"}
+_ENVIRONMENT_FIELD = {"sharing_sweep": "device", "online_schedule": "device"}
 
 
 def with_host_lock(kind: str, record: Any, lock: HostLockRecord | None) -> Any:
