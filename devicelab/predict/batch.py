@@ -23,10 +23,21 @@ from devicelab.predict import nb201_kernels
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.kernels import Kernel
 from devicelab.predict.predictor import Prediction, ScenarioPredictor, with_opaque_warning
+from devicelab.predict.ranges import warning_share
 
 log = logging.getLogger(__name__)
 
 KEYS = ("graph", "nb201", "onnx_base64")
+# The NAS-Bench-201 space's other settings an ``nb201`` architecture may give: (the benchmark's
+# value, smallest, largest). A cell at the benchmark's values is answered by the fast paths (a
+# lookup table, ``nb201_kernels``); another variant is built as a graph and deduced whole. The
+# bounds keep one request's graph within what a request may cost; a larger variant goes as graph JSON.
+NB201_SETTINGS: dict[str, tuple[int, int, int]] = {
+    "channels": (16, 1, 256),
+    "cells_per_stage": (5, 1, 20),
+    "resolution": (32, 8, 512),
+    "classes": (10, 1, 10000),
+}
 
 Result = dict[str, Any]
 Error = dict[str, Any]
@@ -56,15 +67,26 @@ def parse_item(index: int, item: Any, limits: ImportLimits = DEFAULT_LIMITS) -> 
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
     given = [k for k in KEYS if k in item]
-    unknown = sorted(set(item) - {"name", *KEYS})
+    unknown = sorted(set(item) - {"name", *KEYS, *NB201_SETTINGS})
     if unknown:
-        raise ValueError(f"unknown key(s) {unknown}; an architecture has 'name' and one of graph, nb201, onnx_base64")
+        raise ValueError(
+            f"unknown key(s) {unknown}; an architecture has 'name' and one of graph, nb201, onnx_base64 "
+            f"(an nb201 one may add {', '.join(NB201_SETTINGS)})"
+        )
     if len(given) != 1:
         raise ValueError(f"give exactly one of 'graph', 'nb201', 'onnx_base64' (got {given or 'none'})")
+    settings = {k: item[k] for k in NB201_SETTINGS if k in item}
+    if settings and given[0] != "nb201":
+        raise ValueError(f"{', '.join(settings)} go with an nb201 architecture, not with {given[0]}")
     arch = Arch(index, name)
     try:
         if given[0] == "nb201":
             arch.cell = nb201.parse(item["nb201"])
+            variant = nb201_variant(settings)
+            if variant is not None:
+                # another variant of the space: no table or three-cell shortcut holds its kernels
+                arch.graph = nb201.from_string(nb201.to_string(arch.cell), name=name, **variant)
+                arch.cell = None
         elif given[0] == "graph":
             if not isinstance(item["graph"], dict):
                 raise ValueError(f"graph must be a graph JSON object, not {type(item['graph']).__name__}")
@@ -85,6 +107,31 @@ def parse_item(index: int, item: Any, limits: ImportLimits = DEFAULT_LIMITS) -> 
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{given[0]}: malformed: {type(exc).__name__}: {exc}") from None
     return arch
+
+
+def nb201_variant(settings: dict[str, Any]) -> dict[str, int] | None:
+    """``nb201.from_string``'s arguments for an architecture's space settings, or None when they
+    are the benchmark's own; ``ValueError`` for a setting that is not a whole number within
+    ``NB201_SETTINGS``'s bounds (saying that such a variant goes as graph JSON)."""
+    values = {}
+    for key, (default, low, high) in NB201_SETTINGS.items():
+        value = settings.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{key} must be a whole number, not {value!r}")
+        if not low <= value <= high:
+            raise ValueError(
+                f"{key}={value} is outside {low}..{high}, what an nb201 architecture may ask; "
+                "send such a variant of the space as graph JSON (devicelab.graph.nas.nb201.from_string builds it)"
+            )
+        values[key] = value
+    if all(values[k] == d for k, (d, _, _) in NB201_SETTINGS.items()):
+        return None
+    return {
+        "C": values["channels"],
+        "N": values["cells_per_stage"],
+        "input_size": values["resolution"],
+        "num_classes": values["classes"],
+    }
 
 
 def read_item(index: int, item: Any, limits: ImportLimits = DEFAULT_LIMITS) -> Arch | Error:
@@ -110,7 +157,9 @@ def result(
     prediction's, or ``warnings`` when it comes from a lookup table) and its kernels when asked."""
     out: Result = {"name": name, "latency_ms": latency, "kernels_ms": kernels, "overhead_ms": latency - kernels}
     if warnings is None:
-        warnings = [w.to_dict() for w in prediction.warnings] if prediction is not None else []
+        warnings = [w.to_dict(latency) for w in prediction.warnings] if prediction is not None else []
+    else:  # a lookup table's: each warning's share of this latency, from its kernels' time
+        warnings = [{**w, "share": warning_share(w.get("kernels_ms"), latency)} for w in warnings]
     out["warnings"] = warnings
     if prediction is not None and prediction.kernels is not None:
         out["kernels"] = [
@@ -189,4 +238,45 @@ def answer_items(
     return answer_archs(p, archs, breakdown)
 
 
-__all__ = ["Arch", "answer_archs", "answer_items", "error", "parse_item", "read_item", "result"]
+def warning_summary(results: Sequence[Result]) -> dict[str, Any]:
+    """A request's warnings at a glance: how many architectures have any and, per code and
+    kernel type, how many have it and the largest share of a predicted latency it concerns (and,
+    out of the training range, the farthest factor outside it)."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    warned = 0
+    for r in results:
+        found = r.get("warnings") or []
+        warned += bool(found)
+        for w in found:
+            g = groups.setdefault(
+                (w["code"], w["kernel_type"]),
+                {"code": w["code"], "kernel_type": w["kernel_type"], "architectures": 0, "largest_share": None},
+            )
+            g["architectures"] += 1
+            share = w.get("share")
+            if share is not None and (g["largest_share"] is None or share > g["largest_share"]):
+                g["largest_share"] = share
+            factors = [f["factor"] for f in w.get("outside") or () if f.get("factor") is not None]
+            if factors:
+                g["largest_factor"] = max([g.get("largest_factor") or 0.0, *factors])
+    shares = [g["largest_share"] for g in groups.values() if g["largest_share"] is not None]
+    return {
+        "architectures": len(results),
+        "with_warnings": warned,
+        "largest_share": max(shares) if shares else None,
+        "by_kind": sorted(groups.values(), key=lambda g: (g["code"], g["kernel_type"])),
+    }
+
+
+__all__ = [
+    "NB201_SETTINGS",
+    "Arch",
+    "answer_archs",
+    "answer_items",
+    "error",
+    "nb201_variant",
+    "parse_item",
+    "read_item",
+    "result",
+    "warning_summary",
+]

@@ -299,7 +299,7 @@ class ScenarioPredictor:
                 warned += self._stand_in_warnings(ktype, target, owners)
             ranges = self.training_ranges
             if ranges is not None and target in ranges:
-                warned += outside_warnings(ktype, target, FEATURES[group], x, owners, ranges[target])
+                warned += outside_warnings(ktype, target, FEATURES[group], x, owners, ranges[target], lat[idx])
         by_network: dict[int, list[PredictionWarning]] = {}
         for n, w in warned:
             by_network.setdefault(n, []).append(w)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -81,6 +81,15 @@ class FeatureOutside:
     train_min: float
     train_max: float
 
+    @property
+    def factor(self) -> float | None:
+        """How far outside, as a ratio >= 1: the value over the largest trained value, or the
+        smallest trained value over the value (None where that ratio has no meaning: a bound or
+        value of 0 or below)."""
+        if self.value > self.train_max:
+            return self.value / self.train_max if self.train_max > 0 else None
+        return self.train_min / self.value if self.value > 0 and self.train_min > 0 else None
+
     def text(self) -> str:
         """E.g. ``flops up to 4.1e+09 (trained on 1.2e+06..8.8e+08)``."""
         how = "up to" if self.value > self.train_max else "down to"
@@ -89,6 +98,13 @@ class FeatureOutside:
     def to_data(self) -> dict[str, Any]:
         """Plain data."""
         return {"feature": self.feature, "value": self.value, "train_min": self.train_min, "train_max": self.train_max}
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the API answers: the data, which side of the range, and how far outside it
+        (``distance``: from the nearest end; ``factor``: as a ratio)."""
+        above = self.value > self.train_max
+        distance = self.value - self.train_max if above else self.train_min - self.value
+        return {**self.to_data(), "side": "above" if above else "below", "distance": distance, "factor": self.factor}
 
 
 @dataclass(frozen=True)
@@ -101,6 +117,10 @@ class PredictionWarning:
     model: str = ""  # the kernel type whose model priced them
     outside: tuple[FeatureOutside, ...] = ()  # outside_training_range: the features outside, farthest values
     train_networks: int | None = None  # stand_in: training networks that ran this type (0: never; None: unknown)
+    # the predicted time of the kernels it concerns (ms, kernel sum before the overhead model):
+    # the effect on this prediction, which no other network shares, so it is no part of a
+    # warning's identity (a lookup table stores each distinct warning once)
+    kernels_ms: float | None = field(default=None, compare=False)
 
     def message(self) -> str:
         """One sentence a person reads."""
@@ -154,9 +174,26 @@ class PredictionWarning:
             None if d["train_networks"] is None else int(d["train_networks"]),
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        """What the API answers: the fields and the message."""
-        return {**self.to_data(), "message": self.message()}
+    def with_kernels_ms(self, kernels_ms: float) -> PredictionWarning:
+        """The same warning with the predicted time of the kernels it concerns."""
+        return replace(self, kernels_ms=kernels_ms)
+
+    def to_dict(self, latency_ms: float | None = None) -> dict[str, Any]:
+        """What the API answers: the fields, the message, and (given the prediction's end-to-end
+        ``latency_ms``) ``share``: the part of the predicted latency the concerned kernels take."""
+        out = {**self.to_data(), "message": self.message()}
+        out["outside"] = [f.to_dict() for f in self.outside]
+        out["kernels_ms"] = self.kernels_ms
+        out["share"] = warning_share(self.kernels_ms, latency_ms)
+        return out
+
+
+def warning_share(kernels_ms: float | None, latency_ms: float | None) -> float | None:
+    """The share of a predicted end-to-end latency that a warning's kernels take (at most 1;
+    None when either is unknown or the latency is not positive)."""
+    if kernels_ms is None or latency_ms is None or latency_ms <= 0:
+        return None
+    return min(1.0, max(0.0, kernels_ms / latency_ms))
 
 
 def _num(v: float) -> str:
@@ -170,9 +207,11 @@ def outside_warnings(
     x: np.ndarray,
     owners: np.ndarray,
     rng: FeatureRange,
+    latency: np.ndarray | None = None,
 ) -> list[tuple[int, PredictionWarning]]:
     """(network, warning) for the kernels of one type (rows of ``x``, network ``owners[i]``) with
-    a feature outside ``rng``: one warning per network, with each feature's farthest value."""
+    a feature outside ``rng``: one warning per network, with each feature's farthest value and,
+    given each row's predicted ``latency``, the predicted time of its kernels outside."""
     low = np.asarray(rng.low)
     high = np.asarray(rng.high)
     below = x < low
@@ -181,6 +220,10 @@ def outside_warnings(
     if not flagged.any():
         return []
     networks, counts = np.unique(owners[flagged], return_counts=True)
+    spent: dict[int, float] = {}
+    if latency is not None:
+        sums = np.bincount(owners[flagged], weights=latency[flagged])
+        spent = {int(n): float(sums[n]) for n in networks}
     found: dict[int, list[FeatureOutside]] = {}
     for j in np.flatnonzero(below.any(axis=0) | above.any(axis=0)):
         for is_above, mask in ((False, below[:, j]), (True, above[:, j])):
@@ -197,7 +240,10 @@ def outside_warnings(
                     FeatureOutside(features[int(j)], float(e), float(low[j]), float(high[j]))
                 )
     return [
-        (int(n), PredictionWarning(OUTSIDE, kernel_type, int(c), model, tuple(found[int(n)])))
+        (
+            int(n),
+            PredictionWarning(OUTSIDE, kernel_type, int(c), model, tuple(found[int(n)]), kernels_ms=spent.get(int(n))),
+        )
         for n, c in zip(networks, counts)
     ]
 
@@ -211,4 +257,5 @@ __all__ = [
     "FeatureRange",
     "PredictionWarning",
     "outside_warnings",
+    "warning_share",
 ]

@@ -35,7 +35,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 
 from devicelab.graph.nas import nb201, nb201_cells
 from devicelab.predict import nb201_kernels
-from devicelab.predict.batch import Arch, answer_items, read_item, result
+from devicelab.predict.batch import Arch, answer_items, read_item, result, warning_summary
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.parallel import BatchPool
 from devicelab.predict.predictor import ScenarioPredictor
@@ -344,6 +344,22 @@ def predict_architectures(entry: LoadedPredictor, items: Any, breakdown: bool = 
     NAS-Bench-201 cells in the predictor's table are answered here; the rest are read, deduced
     and predicted (``devicelab.predict.batch``), a batch of at least
     ``LATENCYLAB_PREDICT_PARALLEL_MIN`` of them on ``LATENCYLAB_PREDICT_PROCESSES`` processes."""
+    return predict_and_say(entry, items, breakdown)[0]
+
+
+# What answered a request's NAS-Bench-201 cells (``answered_by["nb201_table"]``).
+TABLE_USED = "used"  # the predictor's table answered every cell it holds
+TABLE_NOT_BUILT = "not_built"  # no table yet (the trainer builds it after training): cells were computed
+TABLE_SKIPPED = "skipped_for_breakdown"  # a kernel breakdown is computed, never read from a table
+TABLE_NOT_ASKED = "no_nb201_cells"  # nothing the table could answer was asked
+
+
+def predict_and_say(
+    entry: LoadedPredictor, items: Any, breakdown: bool = False
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``predict_architectures`` and what answered: how many architectures the NB-201 table
+    answered and how many were computed, and the table's state (a table still being built
+    makes 1,000 cells take seconds instead of a fraction of one: a NAS tool can see why)."""
     limit = settings.LATENCYLAB_PREDICT_MAX_BATCH
     if not isinstance(items, list) or not items:
         raise ValidationError({"architectures": "architectures must be a non-empty list"})
@@ -357,22 +373,26 @@ def predict_architectures(entry: LoadedPredictor, items: Any, breakdown: bool = 
     errors: list[dict[str, Any]] = []
     live: list[tuple[int, Any]] = []
     table = entry.nb201 if not breakdown else None
+    cells = 0  # default-size NB-201 cells: what a table can answer
     for i, item in enumerate(items):
-        if table is not None and isinstance(item, dict) and "nb201" in item:
+        if isinstance(item, dict) and "nb201" in item:
             read = read_item(i, item, limits)
             if not isinstance(read, Arch):
                 errors.append(read)
                 continue
             if read.cell is not None:
-                index = nb201_index(read.cell)
-                value = float(table[index])
-                if value == value:  # not NaN
-                    cell_warnings = entry.nb201_warnings.get(index, [])
-                    results[i] = result(read.name, p.end_to_end(value), value, warnings=cell_warnings)
-                    continue
+                cells += 1
+                if table is not None:
+                    index = nb201_index(read.cell)
+                    value = float(table[index])
+                    if value == value:  # not NaN
+                        cell_warnings = entry.nb201_warnings.get(index, [])
+                        results[i] = result(read.name, p.end_to_end(value), value, warnings=cell_warnings)
+                        continue
         live.append((i, item))
     if errors:
         raise ArchitectureErrors(errors)
+    from_table = len(results)
     if live:
         if len(live) >= settings.LATENCYLAB_PREDICT_PARALLEL_MIN:
             answered, errors = batch_pool().answer(_predictor_key(entry), p, live, breakdown, limits)
@@ -381,7 +401,14 @@ def predict_architectures(entry: LoadedPredictor, items: Any, breakdown: bool = 
         if errors:
             raise ArchitectureErrors(errors)
         results.update(answered)
-    return [results[i] for i in range(len(items))]
+    if not cells:
+        state = TABLE_NOT_ASKED
+    elif breakdown:
+        state = TABLE_SKIPPED
+    else:
+        state = TABLE_USED if entry.nb201 is not None else TABLE_NOT_BUILT
+    said = {"nb201_table": state, "from_table": from_table, "computed": len(items) - from_table}
+    return [results[i] for i in range(len(items))], said
 
 
 def predict_for_team(
@@ -392,12 +419,16 @@ def predict_for_team(
     method: str | None = None,
     breakdown: bool = False,
 ) -> dict[str, Any]:
-    """The API's answer: which predictor answered, and one result per architecture."""
+    """The API's answer: which predictor answered, one result per architecture, what answered
+    them (the NB-201 table or the general path) and a summary of their warnings."""
     row = resolve(team, device_id, predictor_id, method)
     entry = loaded(row)
+    results, said = predict_and_say(entry, items, breakdown)
     return {
         "predictor": entry.describe(chosen_as(row, named=predictor_id is not None)),
-        "results": predict_architectures(entry, items, breakdown),
+        "answered_by": said,
+        "warning_summary": warning_summary(results),
+        "results": results,
     }
 
 
@@ -411,6 +442,7 @@ __all__ = [
     "clear_cache",
     "gc_paused",
     "loaded",
+    "predict_and_say",
     "predict_architectures",
     "predict_for_team",
     "resolve",

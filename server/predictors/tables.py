@@ -96,28 +96,37 @@ def compute_nb201_table(
 
 def encode_warnings(warnings: dict[int, tuple[PredictionWarning, ...]]) -> dict[str, Any]:
     """The cells' warnings as stored: each distinct warning once, and each distinct list of them
-    with the cells that have it (a few dozen lists cover a space's 15625 cells)."""
+    with the cells that have it (a few dozen lists cover a space's 15625 cells) and, per cell, the
+    predicted time of each warning's kernels (``kernels_ms``: what differs from cell to cell)."""
     distinct: dict[PredictionWarning, int] = {}
     sets: dict[tuple[int, ...], list[int]] = {}
+    spent: dict[tuple[int, ...], list[list[float | None]]] = {}
     for index, found in sorted(warnings.items()):
         key = tuple(distinct.setdefault(w, len(distinct)) for w in found)
         sets.setdefault(key, []).append(index)
+        spent.setdefault(key, []).append([w.kernels_ms for w in found])
     return {
         "distinct": [w.to_data() for w in distinct],
-        "sets": [{"warnings": list(key), "cells": cells} for key, cells in sets.items()],
+        "sets": [{"warnings": list(key), "cells": cells, "kernels_ms": spent[key]} for key, cells in sets.items()],
     }
 
 
 def decode_warnings(data: Any, where: str) -> dict[int, list[dict[str, Any]]]:
-    """Per cell, the warnings as the API answers them (``encode_warnings`` data; cells with the
-    same warnings share one list); ``PredictorError`` naming ``where`` when the data is not that."""
+    """Per cell, the warnings as the API answers them (``encode_warnings`` data), each with its
+    kernels' predicted time where the table stored it (``share`` is added per answer, from the
+    cell's latency); ``PredictorError`` naming ``where`` when the data is not that."""
     try:
         distinct = [PredictionWarning.from_data(d).to_dict() for d in data["distinct"]]
         cells: dict[int, list[dict[str, Any]]] = {}
         for group in data["sets"]:
             found = [distinct[i] for i in group["warnings"]]
-            for index in group["cells"]:
-                cells[int(index)] = found
+            spent = group.get("kernels_ms")
+            if spent is None:  # a table stored before the kernels' time was: no share is known
+                for index in group["cells"]:
+                    cells[int(index)] = found
+                continue
+            for index, times in zip(group["cells"], spent, strict=True):
+                cells[int(index)] = [{**w, "kernels_ms": t} for w, t in zip(found, times, strict=True)]
         return cells
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise PredictorError(f"{where}: its stored warnings are malformed ({type(exc).__name__}: {exc})") from None

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from devicelab.graph import graph_to_dict
-from devicelab.predict.batch import KEYS
+from devicelab.predict.batch import KEYS, NB201_SETTINGS
 from server.predictors.api.serializers import ArchitectureSerializer, PredictRequestSerializer
 from tests.server.factories import tiny_graph
 
@@ -128,7 +128,7 @@ def test_validating_keeps_no_reference_to_the_batch() -> None:
 
 def test_the_documented_architecture_is_the_one_the_reader_reads() -> None:
     """An item is checked by devicelab's parse_item; its declaration lists the same keys."""
-    assert set(ArchitectureSerializer().fields) == {"name", *KEYS}
+    assert set(ArchitectureSerializer().fields) == {"name", *KEYS, *NB201_SETTINGS}
 
 
 @pytest.mark.django_db

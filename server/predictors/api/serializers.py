@@ -11,6 +11,7 @@ from rest_framework.fields import empty
 
 from devicelab.backends.base import DELEGATES, MAX_THREADS, PRECISIONS
 from devicelab.backends.profile_settings import MAX_RUNS, MAX_WARMUP_RUNS
+from devicelab.predict.batch import NB201_SETTINGS
 from devicelab.predict.predictor import BACKENDS
 from devicelab.predict.ranges import CODES as WARNING_CODES
 from server.api.fields import IdField, StrictBooleanField, StrictIntegerField
@@ -271,6 +272,17 @@ class QedImportSerializer(serializers.Serializer):
     devices = QedDeviceImportSerializer(many=True)
 
 
+def _nb201_setting(key: str, what: str) -> serializers.IntegerField:
+    default, low, high = NB201_SETTINGS[key]
+    return serializers.IntegerField(
+        required=False,
+        min_value=low,
+        max_value=high,
+        help_text=f"With nb201: {what} Default {default} (the benchmark's); another value is built as a graph "
+        "and computed, never read from a lookup table; beyond the bounds send graph JSON.",
+    )
+
+
 class ArchitectureSerializer(serializers.Serializer):
     """One architecture: a name and exactly one of graph, nb201, onnx_base64 (no other keys)."""
 
@@ -283,6 +295,11 @@ class ArchitectureSerializer(serializers.Serializer):
     graph = GraphDocumentSerializer(required=False, help_text="A graph JSON document (docs/graph-format.md).")
     nb201 = serializers.CharField(required=False, help_text="A NAS-Bench-201 cell string.")
     onnx_base64 = serializers.CharField(required=False, help_text="An .onnx file, base64-encoded.")
+    # the NB-201 space's other settings (``batch.NB201_SETTINGS`` holds the defaults and bounds)
+    channels = _nb201_setting("channels", "Channels of the first stage (C).")
+    cells_per_stage = _nb201_setting("cells_per_stage", "Cells per stage (N).")
+    resolution = _nb201_setting("resolution", "Input height and width.")
+    classes = _nb201_setting("classes", "Classifier outputs.")
 
 
 class ArchitecturesField(serializers.ListField):
@@ -385,6 +402,13 @@ class FeatureOutsideSerializer(serializers.Serializer):
     value = serializers.FloatField(help_text="The farthest value outside the training range.")
     train_min = serializers.FloatField()
     train_max = serializers.FloatField()
+    side = serializers.ChoiceField(choices=["above", "below"], help_text="Which end of the range it passed.")
+    distance = serializers.FloatField(help_text="How far past that end (in the feature's unit).")
+    factor = serializers.FloatField(
+        allow_null=True,
+        help_text="How far outside as a ratio >= 1 (value / train_max above, train_min / value below); "
+        "null where a bound or the value is not positive.",
+    )
 
 
 class PredictionWarningSerializer(serializers.Serializer):
@@ -405,6 +429,14 @@ class PredictionWarningSerializer(serializers.Serializer):
     )
     train_networks = serializers.IntegerField(
         allow_null=True, help_text="stand_in: training networks that ran the type (0: never seen)."
+    )
+    kernels_ms = serializers.FloatField(
+        allow_null=True, help_text="outside_training_range: the predicted time of the kernels it concerns (ms)."
+    )
+    share = serializers.FloatField(
+        allow_null=True,
+        help_text="The part of this architecture's predicted latency those kernels take (0..1): the warning's "
+        "possible effect on this prediction; null where not known.",
     )
     message = serializers.CharField()
 
@@ -439,10 +471,48 @@ class AnsweringPredictorSerializer(serializers.Serializer):
     )
 
 
+class AnsweredBySerializer(serializers.Serializer):
+    """What answered a request's architectures: the NB-201 lookup table, or the general path."""
+
+    nb201_table = serializers.ChoiceField(
+        choices=["used", "not_built", "skipped_for_breakdown", "no_nb201_cells"],
+        help_text="used: the predictor's NB-201 table answered its cells; not_built: it has none yet (the trainer "
+        "builds it after training) so the cells were computed, ~40x slower; skipped_for_breakdown: a kernel "
+        "breakdown is always computed; no_nb201_cells: nothing a table holds was asked.",
+    )
+    from_table = serializers.IntegerField(help_text="Architectures the table answered.")
+    computed = serializers.IntegerField(help_text="Architectures built, deduced and predicted for this request.")
+
+
+class WarningKindSerializer(serializers.Serializer):
+    """One kind of warning (code and kernel type) over a request's architectures."""
+
+    code = serializers.CharField()
+    kernel_type = serializers.CharField(allow_blank=True)
+    architectures = serializers.IntegerField(help_text="Architectures with this warning.")
+    largest_share = serializers.FloatField(
+        allow_null=True, help_text="The largest share of a predicted latency its kernels take."
+    )
+    largest_factor = serializers.FloatField(
+        required=False, help_text="outside_training_range: the farthest factor outside the range."
+    )
+
+
+class WarningSummarySerializer(serializers.Serializer):
+    """A request's warnings at a glance."""
+
+    architectures = serializers.IntegerField()
+    with_warnings = serializers.IntegerField(help_text="Architectures with at least one warning.")
+    largest_share = serializers.FloatField(allow_null=True, help_text="The largest share over every warning.")
+    by_kind = WarningKindSerializer(many=True)
+
+
 class PredictResponseSerializer(serializers.Serializer):
     """The answer of POST /api/predict/."""
 
     predictor = AnsweringPredictorSerializer()
+    answered_by = AnsweredBySerializer()
+    warning_summary = WarningSummarySerializer()
     results = PredictionResultSerializer(many=True)
 
 
