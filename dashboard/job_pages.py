@@ -23,6 +23,7 @@ _PAGES: dict[str, tuple[str, str]] = {
     JobKind.FUSION_PLAN: ("dashboard:fusion_plan", "dashboard:fusion_plan_result"),
     JobKind.SHARING_SWEEP: ("dashboard:sharing_sweep", "dashboard:sharing_sweep_result"),
     JobKind.REMOTE_SCENARIO: ("dashboard:remote_run", "dashboard:remote_run_result"),
+    JobKind.ONLINE_SCHEDULE: ("dashboard:sharing_online", "dashboard:sharing_online_result"),
 }
 
 

@@ -10,6 +10,7 @@ from dashboard import (
     remote_pages,
     selection_forms,
     selection_pages,
+    sharing_online,
     sharing_views,
     views,
 )
@@ -41,6 +42,8 @@ urlpatterns = [
     path("sharing/", sharing_views.sharing_list, name="sharing"),
     path("sharing/sweeps/<int:pk>/", sharing_views.sweep_detail, name="sharing_sweep"),
     path("sharing/sweeps/<int:pk>/result/", sharing_views.sweep_result, name="sharing_sweep_result"),
+    path("sharing/online/<int:pk>/", sharing_online.online_detail, name="sharing_online"),
+    path("sharing/online/<int:pk>/result/", sharing_online.online_result, name="sharing_online_result"),
     path("remote/", remote_pages.run_list, name="remote"),
     path("remote/runs/<int:pk>/", remote_pages.run_detail, name="remote_run"),
     path("remote/runs/<int:pk>/result/", remote_pages.run_result, name="remote_run_result"),
