@@ -498,20 +498,18 @@ def _wait_for_cpu_device(service: Service, timeout: float = 120) -> Any:
 
 
 def _run_demo_jobs(args: argparse.Namespace, token_user: Any, team: Any, device: Any) -> list[Any]:
-    from devicelab.graph import graph_to_json, zoo
-    from server.networks.services import upload_model
-    from server.profiling.services import submit_profiling_job
+    from devicelab.graph import zoo
+    from latencylab.commands.demo_showcase import submit_jobs
 
-    settings = dict(DEMO_SETTINGS, runs=args.runs)
-    jobs = []
-    for name in [m.strip() for m in args.models.split(",") if m.strip()]:
-        graph = zoo.build(name)
-        model, _ = upload_model(team, token_user, graph_to_json(graph).encode(), f"{name}.json", name=name)
-        jobs.append(submit_profiling_job(team, model, device, settings, user=token_user))
-    return jobs
+    graphs = [zoo.build(m.strip()) for m in args.models.split(",") if m.strip()]
+    return submit_jobs(team, token_user, device, graphs, dict(DEMO_SETTINGS, runs=args.runs))
 
 
-def _wait_for_jobs(jobs: list[Any], service: Service, timeout: float = 1800) -> list[Any]:
+def _wait_for_jobs(jobs: list[Any], service: Service, timeout: float = 1800, title: str = "") -> list[Any]:
+    """Wait for the jobs to end, printing their states when they change: each job's, or with a
+    ``title`` one count per state (a training set's many jobs)."""
+    from collections import Counter
+
     from server.profiling.models import ProfilingJob
 
     deadline = time.monotonic() + timeout
@@ -519,7 +517,11 @@ def _wait_for_jobs(jobs: list[Any], service: Service, timeout: float = 1800) -> 
     last = ""
     while True:
         rows = list(ProfilingJob.objects.filter(pk__in=ids).select_related("model").order_by("pk"))
-        line = "  ".join(f"{j.title}: {j.state} {int(j.progress * 100)}%" for j in rows)
+        if title:
+            counts = Counter(j.state for j in rows)
+            line = f"{title}: " + ", ".join(f"{n} {state}" for state, n in sorted(counts.items()))
+        else:
+            line = "  ".join(f"{j.title}: {j.state} {int(j.progress * 100)}%" for j in rows)
         if line != last:
             print(line, flush=True)
             last = line
@@ -560,7 +562,11 @@ def demo(args: argparse.Namespace) -> int:
         device = _wait_for_cpu_device(service)
         print(showcase.opencl_line(device, lambda: _pause(service)), flush=True)
         print(f"profiling {args.models} on {device.name} ...", flush=True)
-        jobs = _wait_for_jobs(_run_demo_jobs(args, user, team, device), service)
+        jobs = _run_demo_jobs(args, user, team, device)
+        # Queued behind the zoo models: the host CPU predictor's training set (README's NAS loop).
+        cells = showcase.submit_jobs(team, user, device, showcase.host_training_graphs(), showcase.HOST_CELL_SETTINGS)
+        jobs = _wait_for_jobs(jobs, service)
+        cells = _wait_for_jobs(cells, service, title=f"{len(cells)} NB-201 cells for the host CPU's predictor")
     except RuntimeError as exc:  # Interrupted too
         service.stop()
         return fail(str(exc) or "interrupted", 1)
@@ -599,10 +605,13 @@ def demo(args: argparse.Namespace) -> int:
         )
     except (OSError, ValueError, KeyError) as exc:
         print(f"API check failed: {exc}")
-    # Queued only now, so the training does not share the CPU with the demo's measurements.
+    # Queued only now, so the training does not share the CPU with the demo's measurements; the
+    # host CPU's first, as the README's NAS loop waits for it.
+    print(showcase.queue_host_predictor(base, team, device, started, send=not args.exit), flush=True)
     predictor_line = showcase.queue_phone_predictor(base, started, send=not args.exit)
     if predictor_line:
         print(predictor_line, flush=True)
+    print(f"The README's NAS loop runs against this demo with: export LATENCYLAB_URL={base} LATENCYLAB_TOKEN={token}")
     if args.exit:
         service.stop()
         return 0 if all(j.state == "succeeded" for j in jobs) else 1
