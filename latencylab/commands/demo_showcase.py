@@ -117,16 +117,8 @@ def queue_phone_predictor(base_url: str, demo_started: datetime, send: bool = Tr
     phone = phone_with_most_data()
     if phone is None:
         return None
-    return _queue_predictor(
-        "phone predictor",
-        None,
-        phone,
-        phone.networks,
-        (PHONE_METHOD, PHONE_SEARCH, PHONE_OVERHEAD),
-        base_url,
-        demo_started,
-        send,
-    )
+    recipe = {"method": PHONE_METHOD, "search": PHONE_SEARCH, "overhead": PHONE_OVERHEAD}
+    return _queue_predictor("phone predictor", None, phone, phone.networks, recipe, base_url, demo_started, send)
 
 
 def queue_host_predictor(base_url: str, team: Any, device: Any, demo_started: datetime, send: bool = True) -> str:
