@@ -1,4 +1,5 @@
-"""Sharing sweeps: R tenants on one OpenCL device under each strategy, and their rows."""
+"""Sharing sweeps: R tenants on one OpenCL device under each strategy, and their rows; online
+scheduling runs: one arrival trace replayed under each policy."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from latencylab.client.devices import DevicesMixin
 from latencylab.client.errors import ClientError, InputError
-from latencylab.client.handles import SharingHandle, job_id
+from latencylab.client.handles import JobHandle, SharingHandle, job_id
 
 _SHAPE = re.compile(r"^\s*([0-9]+)\s*x\s*([0-9]+)\s*x\s*([0-9]+)\s*$")
 
@@ -33,6 +34,14 @@ def _sharing_spec(spec: dict[str, Any]) -> dict[str, Any]:
                 normalized.append(list(shape) if isinstance(shape, tuple) else shape)
         out["shapes"] = normalized
     return out
+
+
+class OnlineHandle(JobHandle):
+    """An online-scheduling run on the server (a job of kind ``online_schedule``): ``wait()``
+    returns its result (t1_ms, target_ms, window_ms, offered_per_s, ``comparison`` per policy);
+    ``cancel()`` cancels the job."""
+
+    resource = "sharing/online"
 
 
 class SharingMixin(DevicesMixin):
@@ -104,5 +113,32 @@ class SharingMixin(DevicesMixin):
             params["detail"] = "true"
         return self._list(f"sharing/sweeps/{handle.id}/rows/", params)
 
+    def online_run(
+        self,
+        device: int | str | dict[str, Any],
+        *,
+        spec: dict[str, Any] | None = None,
+        wait: bool = False,
+        timeout: float | None = None,
+        on_progress: Callable[[float], Any] | None = None,
+    ) -> OnlineHandle:
+        """Queue an online-scheduling run on an OpenCL ``device``: one seeded trace of R tenants
+        replayed under every policy. ``spec`` holds ``OnlineSpec``'s keys (workload, tenants, load,
+        duration_s, target_factor, window_factor, policies, seed). ``wait=True`` returns once it
+        succeeded (``handle.result``), raising ``JobFailed`` / ``WaitTimeout`` like ``JobHandle.wait``."""
+        body: dict[str, Any] = {"device": self._device_id(device)}
+        if spec is not None:
+            if not isinstance(spec, dict):
+                raise InputError(f"spec= takes a dict of OnlineSpec keys, not {spec!r}")
+            body["spec"] = dict(spec)
+        handle = OnlineHandle(self, self._request("POST", "sharing/online/", json=body))
+        if wait:
+            handle.wait(timeout=timeout, on_progress=on_progress)
+        return handle
 
-__all__ = ["SharingMixin"]
+    def online_run_status(self, run: int | OnlineHandle) -> OnlineHandle:
+        """A run as it is now: state, progress, and once it succeeded ``result``."""
+        return OnlineHandle(self, self._request("GET", f"sharing/online/{job_id(run)}/"))
+
+
+__all__ = ["OnlineHandle", "SharingMixin"]

@@ -4,6 +4,7 @@
     latencylab sharing sweep --device pocl-cpu --networks resnet18,mobilenet_v2 --tenants 1,2,4,8
     latencylab sharing rows 12 --workload 256x128x1152 --strategy space_time
     latencylab sharing show 12
+    latencylab sharing online --device pocl-cpu --workload 256x128x1152 --tenants 8 --load 0.8 --wait
 
 The server and token come from ``--url`` / ``--token`` or ``LATENCYLAB_URL`` / ``LATENCYLAB_TOKEN``;
 errors are one line on stderr (exit 2 for bad input, 1 otherwise), as for ``latencylab fusion``.
@@ -16,6 +17,7 @@ import re
 import sys
 from typing import Any
 
+from devicelab.tenancy.online_spec import ONLINE_POLICIES, OnlineSpec
 from devicelab.tenancy.spec import STRATEGIES, SharingSpec
 from devicelab.text import one_line
 from latencylab.commands.client_cmds import _add_server_arguments, _client, _with_client_errors
@@ -147,6 +149,19 @@ def add_parsers(sub: Any) -> None:
     rows.add_argument("--status", choices=STATUSES, help="ok (measured), memory_bound, unsupported or error")
     _add_server_arguments(rows)
     rows.set_defaults(func=run_rows)
+
+    online = ssub.add_parser("online", help="replay one arrival trace of R tenants under every scheduling policy")
+    online.add_argument("--device", required=True, help="an OpenCL device's name or id")
+    # every field of OnlineSpec, as its declaration says
+    add_spec_flags(
+        online,
+        OnlineSpec,
+        metavars={"workload": "MxNxK|NET", "tenants": "R", "policies": "P,..."},
+        notes={"policies": f"Here comma-separated, among {', '.join(ONLINE_POLICIES)}."},
+    )
+    add_wait_arguments(online)
+    _add_server_arguments(online)
+    online.set_defaults(func=run_online)
 
     show = ssub.add_parser("show", help="a sweep's state, summary and table 1")
     show.add_argument("sweep", type=int, metavar="SWEEP_ID")
@@ -296,6 +311,58 @@ def run_sweep(args: argparse.Namespace) -> int:
         handle = client.sharing_sweep(args.device, spec=spec, time_budget_s=args.time_budget)
         print(f"sharing sweep #{handle.id} queued on {handle.data.get('device_name', args.device)}", file=sys.stderr)
         return print_queued(handle, args, print_sweep)
+
+
+def print_online(job: dict[str, Any]) -> None:
+    """An online run's state, and once it succeeded the units it set and every policy on the trace."""
+    spec = (job.get("settings") or {}).get("spec") or {}
+    print(
+        f"online run #{job['id']} {job['state']} on {job.get('device_name')}: {spec.get('workload')}, "
+        f"R {spec.get('tenants')}, load {spec.get('load')} x 1/t1 for {spec.get('duration_s')} s"
+    )
+    print_job_state(job)
+    result = job.get("result")
+    if not result:
+        return
+    print(
+        f"t1 {result['t1_ms']:.3f} ms (one request alone); offered {result['offered_per_s']:.0f} requests/s; "
+        f"target {result['target_ms']:.2f} ms; space-time's window {result['window_ms']:.2f} ms"
+    )
+    rows = []
+    for p in result["comparison"]:
+        if p.get("status") != "ok":
+            rows.append((p["policy"], p.get("status", "-"), "-", "-", "-", "-", "-", "-"))
+            continue
+        rows.append(
+            (
+                p["policy"],
+                f"{p['attainment']:.0%}",
+                f"{p['per_s']:.0f}",
+                f"{p['goodput_per_s']:.0f}",
+                _number(p.get("p50_ms"), 3),
+                _number(p.get("p99_ms"), 3),
+                f"{p['mean_batch']:.2f}",
+                "ok" if p.get("outputs_correct") else "WRONG",
+            )
+        )
+    print_table(["policy", "within target", "req/s", "goodput/s", "p50 ms", "p99 ms", "batch", "outputs"], rows)
+    for note in result.get("notes") or ():
+        print(f"note: {note}")
+
+
+@_with_client_errors
+def run_online(args: argparse.Namespace) -> int:
+    """``latencylab sharing online --device D ...``: queue an online run (and with --wait, its result)."""
+    from latencylab.client import InputError
+
+    try:
+        spec = spec_values(args, OnlineSpec)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    with _client(args) as client:
+        handle = client.online_run(args.device, spec=spec)
+        print(f"online run #{handle.id} queued on {handle.data.get('device_name', args.device)}", file=sys.stderr)
+        return print_queued(handle, args, print_online)
 
 
 def _number(value: Any, digits: int) -> str:

@@ -283,3 +283,36 @@ def test_the_python_client_queues_waits_reads_rows_and_cancels(lab: dict[str, An
             client.sharing_sweep("pocl-test", spec={"shapes": ["256 by 128"]})
         with pytest.raises(InputError, match="takes a list of shapes"):
             client.sharing_sweep("pocl-test", spec={"shapes": "256x128x1152"})
+
+
+def test_online_sends_its_flags_waits_and_prints_every_policy(
+    lab: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from server.profiling.models import ProfilingJob
+    from server.tenancy.services import ingest_online
+    from tests.server.fusion_factories import claim
+    from tests.server.sharing_factories import online_record
+
+    argv = ["sharing", "online", "--device", "pocl-test", "--workload", "256x128x1152", "--tenants", "4"]
+    argv += ["--load", "0.8", "--duration-s", "2", "--policies", "time_only,space_only,space_time", "--wait"]
+    outcome: dict[str, int] = {}
+    cli = threading.Thread(target=lambda: outcome.update(rc=main(argv + lab["server"])))
+    cli.start()
+    try:
+        job = wait_for(lambda: ProfilingJob.objects.filter(device=lab["device"]).first(), what="the run's job")
+        assert job.kind == "online_schedule"
+        spec = job.settings["spec"]
+        assert (spec["workload"], spec["tenants"], spec["load"], spec["duration_s"]) == ("256x128x1152", 4, 0.8, 2.0)
+        assert spec["policies"] == ["time_only", "space_only", "space_time"] and spec["target_factor"] == 4.0
+        assert ingest_online(job.pk, claim(job), online_record()) is not None
+    finally:
+        cli.join(timeout=120)
+    assert outcome.get("rc") == 0
+    out, err = capsys.readouterr()
+    assert f"online run #{job.pk} queued on pocl-test" in err
+    assert f"online run #{job.pk} succeeded on pocl-test: 256x128x1152, R 4, load 0.8 x 1/t1 for 2.0 s" in out
+    assert "t1 1.000 ms (one request alone); offered 800 requests/s; target 4.00 ms" in out
+    table = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.startswith(("time_", "space_"))}
+    assert table["time_only"][:3] == ["50%", "950", "475"] and table["time_only"][-2:] == ["1.00", "ok"]
+    assert table["space_time"][0] == "88%" and table["space_time"][-2:] == ["2.50", "ok"]
+    assert table["space_time_native"][0] == "memory_bound"

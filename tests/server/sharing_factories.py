@@ -22,6 +22,8 @@ from devicelab.tenancy.ceiling import CeilingRun
 from devicelab.tenancy.gemm import GemmShape
 from devicelab.tenancy.gemm_strategies import gemm_footprint
 from devicelab.tenancy.memory import Footprint, MemoryBound, MemoryBudget
+from devicelab.tenancy.online_on_device import OnlineRunRecord
+from devicelab.tenancy.online_spec import OnlineSpec
 from devicelab.tenancy.results import SharingSweepRecord
 from devicelab.tenancy.rows import SharingRow
 from devicelab.tenancy.sweep import SharingResult, SharingSpec, pair_with_ceiling
@@ -190,6 +192,47 @@ def ceiling_runs(rows: Sequence[SharingRow]) -> list[CeilingRun]:
     return runs
 
 
+ONLINE_SPEC = OnlineSpec(workload="256x128x1152", tenants=4, load=0.8, duration_s=2.0)
+
+
+def _line(policy: str, attainment: float, batch: float) -> dict[str, Any]:
+    return {
+        "policy": policy,
+        "status": "ok",
+        "attainment": attainment,
+        "per_s": 950.0,
+        "goodput_per_s": 950.0 * attainment,
+        "gflops": 71.7,
+        "p50_ms": 1.25,
+        "p99_ms": 6.5,
+        "mean_batch": batch,
+        "outputs_correct": True,
+    }
+
+
+def online_record() -> OnlineRunRecord:
+    """An online run as its worker posts it: t1 of 1 ms, three policies measured, one memory-bound."""
+    comparison = (
+        _line("time_only", 0.5, 1.0),
+        _line("space_only", 0.75, 1.0),
+        _line("space_time", 0.875, 2.5),
+        {"policy": "space_time_native", "status": "memory_bound"},
+    )
+    return OnlineRunRecord(
+        spec=ONLINE_SPEC,
+        device={"name": "pthread-test-cpu", "compute_units": 2},
+        t1_ms=1.0,
+        target_ms=4.0,
+        window_ms=1.0,
+        offered_per_s=800.0,
+        comparison=comparison,
+        policies={"time_only": {"status": "ok"}},
+        trace={"seed": 0, "summary": {"tenants": 4}},
+        notes=("the device is a CPU driver",),
+        elapsed_s=5.0,
+    )
+
+
 def realistic_rows() -> list[SharingRow]:
     """The realistic sweep's rows, in the order the sweep measures them."""
     rows = []
@@ -230,6 +273,8 @@ def stored_sharing(team: Any, device: Any, result: Mapping[str, Any] | None = No
 
 
 __all__ = [
+    "ONLINE_SPEC",
+    "online_record",
     "CAP",
     "CEILING_GFLOPS",
     "DEVICE_MEMORY",
