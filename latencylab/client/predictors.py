@@ -22,11 +22,37 @@ class Predictions(list[dict[str, Any]]):
     """Per-architecture predictions in input order, each with its ``warnings`` (kernels outside the
     predictor's training range, kernels another type's model priced); ``predictor`` is the
     predictor that answered: id, version, test MAPE (``e2e_mape`` on ``n_test`` networks),
-    ``rankable`` / ``rank_reason`` and ``chosen_as``."""
+    ``rankable`` / ``rank_reason`` and ``chosen_as``; ``answered_by`` what answered them (the
+    NB-201 table: ``from_table``, or the general path: ``computed``) and ``warning_summary`` their
+    warnings at a glance, both over every chunk the batch was sent in."""
 
-    def __init__(self, results: Iterable[dict[str, Any]] = (), predictor: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        results: Iterable[dict[str, Any]] = (),
+        predictor: dict[str, Any] | None = None,
+        answered_by: dict[str, Any] | None = None,
+        warning_summary: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(results)
         self.predictor = predictor
+        self.answered_by = answered_by
+        self.warning_summary = warning_summary
+
+    def add_answer(self, answer: dict[str, Any]) -> None:
+        """One chunk's answer: its results, and its ``answered_by`` and ``warning_summary`` merged in."""
+        self.extend(answer.get("results") or [])
+        said = answer.get("answered_by")
+        if said:
+            if self.answered_by is None:
+                self.answered_by = dict(said)
+            else:
+                for key in ("from_table", "computed"):
+                    self.answered_by[key] = self.answered_by.get(key, 0) + said.get(key, 0)
+                if self.answered_by.get("nb201_table") == "no_nb201_cells":
+                    self.answered_by["nb201_table"] = said.get("nb201_table")
+        summary = answer.get("warning_summary")
+        if summary:
+            self.warning_summary = _merged_summary(self.warning_summary, summary)
 
 
 class PredictorsMixin(DevicesMixin):
@@ -155,8 +181,34 @@ class PredictorsMixin(DevicesMixin):
                 # version becomes ready meanwhile: one batch, one model of the device.
                 if out.predictor and out.predictor.get("id") is not None:
                     target = {"predictor": out.predictor["id"]}
-            out.extend(results)
+            out.add_answer(answer)
         return out
+
+
+def _bigger(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _merged_summary(a: dict[str, Any] | None, b: dict[str, Any]) -> dict[str, Any]:
+    """Two chunks' ``warning_summary`` as one."""
+    if a is None:
+        return {**b, "by_kind": [dict(k) for k in b.get("by_kind") or []]}
+    kinds = {(k["code"], k["kernel_type"]): k for k in a["by_kind"]}
+    for k in b.get("by_kind") or []:
+        mine = kinds.get((k["code"], k["kernel_type"]))
+        if mine is None:
+            kinds[(k["code"], k["kernel_type"])] = dict(k)
+            continue
+        mine["architectures"] += k["architectures"]
+        mine["largest_share"] = _bigger(mine.get("largest_share"), k.get("largest_share"))
+        if "largest_factor" in k or "largest_factor" in mine:
+            mine["largest_factor"] = _bigger(mine.get("largest_factor"), k.get("largest_factor"))
+    return {
+        "architectures": a["architectures"] + b["architectures"],
+        "with_warnings": a["with_warnings"] + b["with_warnings"],
+        "largest_share": _bigger(a.get("largest_share"), b.get("largest_share")),
+        "by_kind": sorted(kinds.values(), key=lambda k: (k["code"], k["kernel_type"])),
+    }
 
 
 def _shifted(exc: ClientError, offset: int) -> ClientError:

@@ -372,20 +372,38 @@ def rank_warning(p: dict[str, Any]) -> str | None:
 
 def print_prediction_warnings(predictions: Any, out: IO[str] | None = None) -> None:
     """The answering predictor's rank warning and the architectures' warnings on ``out`` (stderr):
-    each distinct warning once, with the architectures that have it (a NAS batch repeats them)."""
+    each distinct warning once, with the architectures that have it (a NAS batch repeats them) and
+    the largest share of a predicted latency its kernels take; and when NB-201 cells were computed
+    because the predictor's table is not built yet, that."""
     out = out if out is not None else sys.stderr
     note = rank_warning(predictions.predictor or {})
     if note:
         print(note, file=out)
+    said = getattr(predictions, "answered_by", None) or {}
+    if said.get("nb201_table") == "not_built":
+        print(
+            f"note: the predictor's NB-201 table is not built yet: {said.get('computed')} architecture(s) were "
+            "computed one by one (slower; the table answers once the trainer has built it)",
+            file=out,
+        )
     by_message: dict[str, list[str]] = {}
+    largest: dict[str, float] = {}
     for r in predictions:
         for w in r.get("warnings") or ():
-            by_message.setdefault(str(w.get("message")), []).append(str(r.get("name")))
+            message = str(w.get("message"))
+            by_message.setdefault(message, []).append(str(r.get("name")))
+            if w.get("share") is not None:
+                largest[message] = max(largest.get(message, 0.0), float(w["share"]))
     for message, names in list(by_message.items())[:WARNINGS_SHOWN]:
         shown = ", ".join(names[:NAMES_SHOWN])
         if len(names) > NAMES_SHOWN:
             shown += f", ... ({len(names)} architectures)"
-        print(f"warning: {message} [{shown}]", file=out)
+        effect = (
+            f" (those kernels: up to {100 * largest[message]:.2f} % of a predicted latency)"
+            if message in largest
+            else ""
+        )
+        print(f"warning: {message}{effect} [{shown}]", file=out)
     if len(by_message) > WARNINGS_SHOWN:
         print(f"warning: {len(by_message) - WARNINGS_SHOWN} more distinct warning(s); --json shows all", file=out)
 
@@ -433,7 +451,14 @@ def run_predict(args: argparse.Namespace) -> int:
             archs, device=args.device, predictor=args.predictor, method=args.method, breakdown=args.breakdown
         )
     if args.json:
-        print_json({"predictor": predictions.predictor, "results": list(predictions)})
+        print_json(
+            {
+                "predictor": predictions.predictor,
+                "answered_by": predictions.answered_by,
+                "warning_summary": predictions.warning_summary,
+                "results": list(predictions),
+            }
+        )
         note = rank_warning(predictions.predictor or {})
         if note:
             print(note, file=sys.stderr)

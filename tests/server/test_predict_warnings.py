@@ -79,7 +79,10 @@ def test_predictions_carry_the_version_the_test_mape_and_out_of_range_warnings(
     out, err = capsys.readouterr()
     assert f"predictor #{row.pk} v{row.version} (lasso) of device #{phone.pk}: test MAPE 10.00 % on 67 networks" in out
     assert "warnings" in out.splitlines()[1]  # a column of the table
-    assert err.splitlines() == [f"warning: {warning['message']} [huge]"]
+    # the huge convolution is nearly all of the network's time, and the warning says so
+    assert warning["share"] > 0.5 and warning["kernels_ms"] > 0
+    effect = f"(those kernels: up to {100 * warning['share']:.2f} % of a predicted latency)"
+    assert err.splitlines() == [f"warning: {warning['message']} {effect} [huge]"]
 
 
 def test_a_predictor_trained_before_ranges_warns_that_its_range_is_unknown(api: Any, phone: Any) -> None:
