@@ -156,14 +156,14 @@ def fit_adaptation(
 
 
 def adaptation_loo(sums: np.ndarray, e2e: np.ndarray, groups: Sequence[str], ridge: float = RIDGE) -> list[float]:
-    """Each shot's relative error when the whole adaptation (weights included) is fitted without it:
-    the adapted predictor's stated uncertainty."""
-    errors = []
+    """Each shot's latency (ms) predicted by the whole adaptation (weights included) fitted without
+    it: the adapted predictor's stated uncertainty is their error."""
+    out = []
     for j in range(len(e2e)):
         keep = np.arange(len(e2e)) != j
         fitted = fit_adaptation(sums[:, keep], e2e[keep], groups, ridge)
-        errors.append(abs(float(fitted.predict(sums[:, j : j + 1])[0]) - e2e[j]) / e2e[j])
-    return errors
+        out.append(float(fitted.predict(sums[:, j : j + 1])[0]))
+    return out
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,14 @@ class AdaptedPredictor:
     source_names: tuple[str, ...]
     adaptation: Adaptation
     shots: tuple[Shot, ...]
-    shot_errors: tuple[float, ...]  # each shot's leave-one-out relative error
+    shot_predictions: tuple[float, ...]  # each shot's latency (ms) predicted without it
+
+    @property
+    def shot_errors(self) -> tuple[float, ...]:
+        """Each shot's leave-one-out relative error."""
+        return tuple(
+            abs(p - s.latency_ms) / s.latency_ms for p, s in zip(self.shot_predictions, self.shots, strict=True)
+        )
 
     @property
     def loo_mape(self) -> float:
@@ -231,8 +238,8 @@ class AdaptedPredictor:
             "ridge": RIDGE,
             "groups": list(a.groups),
             "shots": [
-                {"name": s.name, "latency_ms": s.latency_ms, "loo_error": e}
-                for s, e in zip(self.shots, self.shot_errors, strict=True)
+                {"name": s.name, "latency_ms": s.latency_ms, "loo_predicted_ms": p, "loo_error": e}
+                for s, p, e in zip(self.shots, self.shot_predictions, self.shot_errors, strict=True)
             ],
             "sources": [
                 {
