@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from dashboard.figures import _json, _layout
+from dashboard.figures import _json, _layout, log_axis
 from dashboard.formatting import size
 from server.tenancy.models import SharingStatus
 from server.tenancy.summary import Cell, StrategySeries, WorkloadFigures
@@ -188,6 +188,17 @@ def _latency_traces(s: StrategySeries) -> list[go.Scatter]:
     ]
 
 
+def _latency_values(view: WorkloadFigures) -> list[float]:
+    """Every latency figure 3 draws (p50, p99, the whiskers' ends), for its axis's range."""
+    return [
+        v
+        for s in view.series
+        for c in s.measured
+        for v in (c.p50_ms, c.p99_ms, c.fastest_p50_ms, c.slowest_p50_ms)
+        if v is not None
+    ]
+
+
 def latency_lines(view: WorkloadFigures) -> str:
     """Figure 3: pooled p50 and p99 latency against R per strategy (log axes), whiskers from the
     fastest to the slowest tenant's own p50."""
@@ -197,9 +208,10 @@ def latency_lines(view: WorkloadFigures) -> str:
         layout=_layout(
             _legend_height(len(traces)),
             "tenants R",
-            "latency of a request (ms)",
+            "latency of a request",
             xaxis=_tenants_axis(view.tenants),
-            yaxis={"type": "log"},
+            # ticks labelled with their unit: plotly's own log ticks are bare mantissas ("2 5 1 2")
+            yaxis=log_axis(_latency_values(view), "ms"),
             legend=_LEGEND_BELOW,
             hovermode="closest",
         ),
@@ -348,9 +360,9 @@ def memory_lines(view: WorkloadFigures) -> str:
         layout=_layout(
             _legend_height(len(traces)),
             "tenants R",
-            "footprint (MiB)",
+            "footprint",
             xaxis=_tenants_axis([*view.tenants, *(s.largest_fit for s in view.series if s.largest_fit)]),
-            yaxis={"type": "log"},
+            yaxis=log_axis([float(y) for t in traces for y in (t.y or ()) if y is not None], "MiB"),
             legend=_LEGEND_BELOW,
             hovermode="closest",
         ),

@@ -1,6 +1,6 @@
 """The sharing sweep page's figures in a real browser (Debian's chromium against a live server),
 at 1400 px and at a phone's width: every y axis title is drawn whole inside its chart (the memory
-and straggler charts cut theirs), no legend scrolls, the figures' card fits the window, and the
+and straggler charts cut theirs), log axes label their ticks with units, no legend scrolls, the figures' card fits the window, and the
 ceiling's line is drawn."""
 
 from __future__ import annotations
@@ -64,6 +64,12 @@ def test_every_sharing_chart_draws_its_y_title_whole_at_two_widths(
         # the figures' card fits the window (its tables scroll inside it)
         card = page.evaluate("() => document.getElementById('figures').getBoundingClientRect().right")
         assert card <= width + 0.5, f"the figures' card is {card} px wide at {width} px"
+        # a log axis labels its ticks with their unit (plotly's own: bare "2 5 1 2")
+        for chart, unit in (("chart-latency", " ms"), ("chart-memory", " MiB")):
+            ticks = page.evaluate(
+                f"() => Array.from(document.querySelectorAll('#{chart} .ytick text'), t => t.textContent)"
+            )
+            assert ticks and all(t.endswith(unit) for t in ticks), f"{chart} at {width} px: {ticks}"
         legend = page.evaluate("() => document.querySelector('#chart-throughput .legend').textContent")
         assert "numpy ceiling, same tenants" in legend
     assert not console_errors, console_errors
