@@ -154,11 +154,13 @@ def test_a_watched_job_ends_on_its_final_state(
     result = result_with_breakdown(model_graph(job.model), small_photos(tmp_path))
     assert ingest_result(job.pk, "run-1", result) is not None
     page.wait_for_selector("#job-result #chart-samples .main-svg")
-    # the head is the finished job's: its state, its one attempt, no progress left at 45 %
+    # the head is the finished job's (its state, its one attempt); the bar is full, not left at 45 %
     page.wait_for_function("() => document.querySelector('.page-head').textContent.includes('attempt 1')")
     head = page.inner_text(".page-head")
     assert "succeeded" in head and "attempts 0" not in head and "finished" in head
-    assert page.locator("#progress-card").count() == 0 and page.locator("#cancel-form").count() == 0
+    assert page.locator("#cancel-form").count() == 0 and page.inner_text("#progress-hint") == "Done."
+    assert page.get_attribute("#job-progress", "aria-valuenow") == "100"
+    assert page.inner_text("#job-progress .progress-label") == "succeeded"
     assert "Waiting for the device's worker" not in page.inner_text("main")
     screenshots(page, "charts-live-finished")
     assert console_errors == []

@@ -99,7 +99,8 @@
   }
 
   function update(job) {
-    var percent = Math.round(job.progress * 100);
+    // a job that succeeded is done, whatever its last progress report said (a run may end at 45 %)
+    var percent = job.state === "succeeded" ? 100 : Math.round(job.progress * 100);
     document.querySelectorAll('.progress[data-job-id="' + job.id + '"]').forEach(function (bar) {
       var fill = bar.querySelector(".fill");
       if (fill) fill.style.width = percent + "%";
@@ -137,9 +138,9 @@
     }
   }
 
-  // The page's head (state, attempts, started and finished times, its actions) and progress card
-  // were drawn while the job was active: once it ends, both are taken from the page as it is now,
-  // so the page does not go on saying "attempts 0" or "Waiting for the device's worker".
+  // The page's head (state, attempts, started and finished times, its actions) was drawn while
+  // the job was active: once it ends, it is taken from the page as it is now, so the page does
+  // not go on saying "attempts 0". The progress card stays, saying how the job ended.
   function refreshHead() {
     fetch(window.location.href, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
       .then(function (r) { if (!r.ok) throw new Error("HTTP " + r.status); return r.text(); })
@@ -148,12 +149,6 @@
         var head = document.querySelector(".page-head");
         var freshHead = fresh.querySelector(".page-head");
         if (head && freshHead) head.replaceWith(document.importNode(freshHead, true));
-        var card = document.getElementById("progress-card");
-        var freshCard = fresh.getElementById("progress-card");
-        if (card) {
-          if (freshCard) card.replaceWith(document.importNode(freshCard, true));
-          else card.remove();
-        }
       })
       .catch(function () { /* the bar and the hint already say how it ended */ });
   }
