@@ -54,8 +54,11 @@ TABLE_FIELDS = {
 DEFAULT_INPUT_BYTES = 330_000  # the paper's preprocessed image (section 5.2)
 DEFAULT_OUTPUT_BYTES = 1_000  # the answer: labels, as the paper's 2 T_input assumes it smaller than the input
 DEFAULT_TABLE_REQUESTS = 4_000
-MAX_TABLE_REQUESTS = 50_000
+MAX_TABLE_REQUESTS = 20_000
 MAX_TABLE_SLAS = 200
+# Requests x SLA targets of one answer: it is computed in the request (about 1 s per 200,000 on
+# the lab's 2 cores, six candidates); a longer sweep is a simulation, run by the trainer.
+MAX_TABLE_WORK = 200_000
 
 
 def _number(
@@ -203,6 +206,13 @@ def select_table(team: Team, raw: Any) -> dict[str, Any]:
     out_bytes = int(_number(raw, "output_bytes", minimum=0, default=DEFAULT_OUTPUT_BYTES))
     threshold_ms = _number(raw, "threshold_ms", default=DEFAULT_THRESHOLD_MS)
     requests = int(_number(raw, "requests", minimum=100, maximum=MAX_TABLE_REQUESTS, default=DEFAULT_TABLE_REQUESTS))
+    if requests * len(slas) > MAX_TABLE_WORK:
+        raise ValidationError(
+            {
+                "requests": f"{requests:,} requests x {len(slas)} SLA targets is over {MAX_TABLE_WORK:,}: ask fewer, "
+                "or run a simulation (POST /api/selection/simulations/)"
+            }
+        )
     policy = _policy(raw)
     seed = _seed(raw) or 0
     candidates = candidate_profiles(team, device, raw.get("models"))  # type: ignore[arg-type]

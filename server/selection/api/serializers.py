@@ -30,6 +30,34 @@ class SelectRequestSerializer(serializers.Serializer[Any]):
     )
 
 
+class SelectTableRequestSerializer(serializers.Serializer[Any]):
+    """POST /api/select/table/: the developer's question over a range of SLAs."""
+
+    device = serializers.IntegerField(help_text="the serving device: profiles are measured (or predicted) there")
+    models = serializers.ListField(child=serializers.IntegerField(), help_text="the candidate models' ids")
+    sla_targets_ms = serializers.ListField(
+        child=serializers.FloatField(min_value=0), min_length=1, max_length=200, help_text="the SLA targets (ms)"
+    )
+    network_profile = serializers.CharField(help_text="a preset or one of the team's stored profiles")
+    input_bytes = serializers.IntegerField(required=False, min_value=1, help_text="the input's size (330 KB)")
+    output_bytes = serializers.IntegerField(required=False, min_value=0, help_text="the answer's size (1 KB)")
+    threshold_ms = serializers.FloatField(required=False, min_value=0, help_text="T_threshold (default 20)")
+    policy = serializers.ChoiceField(choices=["lab", "paper"], required=False, help_text="CNNSelect's reading")
+    requests = serializers.IntegerField(
+        required=False,
+        min_value=100,
+        max_value=20_000,
+        help_text="seeded requests per SLA (4,000); requests x SLA targets at most 200,000",
+    )
+    seed = serializers.IntegerField(required=False, min_value=0, help_text="seed of the requests (0)")
+    on_device = serializers.IntegerField(
+        required=False, allow_null=True, help_text="a device the models were profiled on: run there, no network"
+    )
+    load_per_request = serializers.BooleanField(
+        required=False, help_text="with on_device: price each request with the model's measured cold start"
+    )
+
+
 class SelectCandidateSerializer(serializers.Serializer[Any]):
     """One candidate with its profile and where the numbers came from."""
 

@@ -17,6 +17,7 @@ from server.api.parsers import FastJSONParser
 from server.selection.api.serializers import (
     SelectRequestSerializer,
     SelectResponseSerializer,
+    SelectTableRequestSerializer,
     SimulationCreateSerializer,
     SimulationDetailSerializer,
     SimulationSerializer,
@@ -69,18 +70,11 @@ class SelectTableView(APIView):
         "`requests` seeded requests whose end to end met the SLA), `expected_accuracy` and "
         "`accuracy_within_sla` (a miss counts 0); then the selection `policy` (lab or paper CNNSelect) and "
         "greedy on the same requests. `warnings` names latency profiles flagged noisy.",
-        request=OpenApiTypes.OBJECT,
+        request=SelectTableRequestSerializer,
         examples=[
             OpenApiExample(
-                "Three candidates over LTE, and on the phone",
-                value={
-                    "device": 1,
-                    "models": [1, 2, 3],
-                    "network_profile": "lte",
-                    "sla_targets_ms": [200, 300, 400, 500],
-                    "on_device": 2,
-                    "load_per_request": False,
-                },
+                "Three candidates over LTE",
+                value={"device": 1, "models": [1, 2, 3], "network_profile": "lte", "sla_targets_ms": [200, 400, 600]},
                 request_only=True,
             )
         ],
