@@ -60,6 +60,8 @@ def workloads_of(job: ProfilingJob, sweep: SharingSweepResult | None = None) -> 
 
 # -- the list ----------------------------------------------------------------------------------
 
+ONLINE_RUNS_LISTED = 20  # the newest online runs under the sweeps (each has its own page)
+
 
 @dataclass(frozen=True)
 class SharingListRow:
@@ -76,7 +78,8 @@ class SharingListRow:
 @require_GET
 @team_page
 def sharing_list(request: HttpRequest) -> HttpResponse:
-    """The team's sharing sweeps, newest first, with state, progress and table 1's geometric means."""
+    """The team's sharing sweeps, newest first, with state, progress and table 1's geometric means;
+    then its newest online-scheduling runs."""
     team = request.team  # type: ignore[attr-defined]
     jobs = (
         ProfilingJob.objects.for_team(team)
@@ -98,7 +101,13 @@ def sharing_list(request: HttpRequest) -> HttpResponse:
                 summary.headlines(sweep.table1) if sweep is not None else [],
             )
         )
-    return render(request, "dashboard/sharing_list.html", {"page": page, "rows": rows})
+    online = (
+        ProfilingJob.objects.for_team(team)
+        .filter(kind=JobKind.ONLINE_SCHEDULE)
+        .select_related("device", "online_run")
+        .defer("online_run__policies", "online_run__trace", "online_run__device")[:ONLINE_RUNS_LISTED]
+    )
+    return render(request, "dashboard/sharing_list.html", {"page": page, "rows": rows, "online": online})
 
 
 # -- one sweep ---------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """An online-scheduling run's page: the job page sends it there; while queued it shows the spec
 and progress; once stored, t1 and the units it set and one row per policy (attainment, throughput,
-latency, batch size, the output check), a memory-bound policy saying so."""
+latency, batch size, the output check), a memory-bound policy saying so; the sharing list links it."""
 
 from __future__ import annotations
 
@@ -38,5 +38,7 @@ def test_a_run_is_drawn_on_its_own_page(
     assert "88 %" in rows["space_time"] and "2.50" in rows["space_time"] and "correct" in rows["space_time"]
     assert "memory_bound" in html.split('data-policy="space_time_native"')[1].split("</tr>")[0]
     assert client.get(f"/sharing/online/{job.pk}/result/").status_code == 200
+    listed = client.get("/sharing/").content.decode().split('id="online-jobs"')[1]
+    assert f'href="/sharing/online/{job.pk}/"' in listed and "space_time <b>88 %</b>" in listed
     other = make_member()
     assert web_client(other).get(f"/sharing/online/{job.pk}/").status_code == 404
