@@ -8,7 +8,8 @@ round by round, so round i's samples of the two were taken side by side, and the
 bootstrap interval over rounds; "within noise" where the interval holds 1), never a ratio of two
 unpaired medians. The table gives the geometric mean of the per-R speed-ups, which approach was
 next best (the one that was, at most R), and how many R were significantly above 1, below 1 or
-within noise (``significant``): the headline counts only those.
+within noise (``significant``): the headline counts only those. Per R, ``over`` gives the subject's
+paired ratio over every other strategy measured at that R (exclusive, the multiplexers, the peers).
 
 Works on stored rows (``SharingRow.as_dict()``), so the server can rebuild it from the database.
 """
@@ -75,6 +76,12 @@ def _speedups(
                 "next_best_gflops": _gflops(best),
                 "speedup": estimate.ratio,
                 "ratio": estimate.as_dict(),
+                # against every other strategy measured at this R too, each paired by round
+                "over": {
+                    name: paired.as_dict()
+                    for name, row in sorted(rows.items())
+                    if name != subject and _gflops(row) and (paired := paired_gflops(top, row)) is not None
+                },
             }
         )
     return per_r, winners

@@ -45,6 +45,10 @@ def test_speedup_over_the_next_best() -> None:
     assert math.isclose(entry["speedup_geomean"], math.sqrt(2.5 * 4.0))
     assert entry["next_best_counts"] == {"time_only": 1, "space_only": 1}
     assert entry["significant"] == {"above": 2, "below": 0, "within noise": 0}
+    # against each other strategy at that R too, paired: space-only at R = 2 by rounds 4/1, 6/3, 5/1
+    assert sorted(r2["over"]) == ["space_only", "time_only"] and r2["over"]["space_only"]["ratio"] == 4.0
+    assert sorted(r4["over"]) == ["space_only", "space_time_vbatched", "time_only"]
+    assert r4["over"]["space_time_vbatched"]["ratio"] == 2.0
     assert math.isclose(entry["peers"]["space_time_vbatched"]["speedup_geomean"], 2.0)
 
 
