@@ -67,7 +67,7 @@ import numpy as np
 
 from devicelab.graph.ir import Graph
 from devicelab.predict import models as model_fns
-from devicelab.predict.coverage import MIN_OWN_ROWS, plan_models
+from devicelab.predict.coverage import MIN_NETWORKS_PER_KERNEL, MIN_OWN_ROWS, plan_models
 from devicelab.predict.errors import PredictorError
 from devicelab.predict.features import (
     FEATURES,
@@ -395,7 +395,7 @@ def train_predictor(
     mlp_trials: int = 8,
     extra_meta: dict[str, Any] | None = None,
     overhead: str = "constant",
-    min_networks: int = 1,
+    min_networks: int = MIN_NETWORKS_PER_KERNEL,
 ) -> ScenarioPredictor:
     """Train one model per kernel type on the samples' measured kernels, and ``T_overhead``.
 
