@@ -212,17 +212,21 @@ class AdaptedPredictor:
         """End-to-end latencies (ms) of graphs (kernels deduced by the target's deducer)."""
         return self.predict_kernels([self.deducer.kernels(g) for g in graphs])
 
-    def kernel_latencies(self, kernels: Sequence[Kernel]) -> np.ndarray:
-        """Each kernel's adapted latency (ms): the sources' prices, scaled per group and weighted."""
-        self._check_groups([kernels])
-        out = np.zeros(len(kernels))
+    def kernel_latencies(self, kernel_lists: Sequence[Sequence[Kernel]]) -> list[np.ndarray]:
+        """Per network, each kernel's adapted latency (ms): the sources' prices, scaled per group
+        and weighted (one batch per source)."""
+        self._check_groups(kernel_lists)
         index = {g: i for i, g in enumerate(self.adaptation.groups)}
-        rows = [index[kernel_group(k)] for k in kernels]
+        rows = [np.asarray([index[kernel_group(k)] for k in ks], dtype=np.int64) for ks in kernel_lists]
+        out = [np.zeros(len(ks)) for ks in kernel_lists]
         for source, coef, weight in zip(self.sources, self.adaptation.coefs, self.adaptation.weights, strict=True):
-            p = source.predict_kernels([kernels], breakdown=True, on_missing="zero")[0]
-            for i, kp in enumerate(p.kernels or ()):
-                if kp.model not in ("overhead", "missing"):
-                    out[i] += weight * coef[rows[i]] * kp.latency_ms
+            predictions = source.predict_kernels(kernel_lists, breakdown=True, on_missing="zero")
+            for n, p in enumerate(predictions):
+                priced = np.asarray(
+                    [0.0 if kp.model in ("overhead", "missing") else kp.latency_ms for kp in p.kernels or ()]
+                )
+                if len(priced):
+                    out[n] += weight * coef[rows[n]] * priced
         return out
 
     @property
@@ -297,10 +301,8 @@ def distil(
     overhead the sources' weighted ``T``; ``meta["adapted"]`` holds the provenance."""
     pool = [(s.name, s.kernels) for s in adapted.shots] + [(n, tuple(ks)) for n, ks in networks]
     samples = []
-    for name, kernels in pool:
-        if not kernels:
-            continue
-        latencies = adapted.kernel_latencies(kernels)
+    pool = [(name, kernels) for name, kernels in pool if kernels]
+    for (name, kernels), latencies in zip(pool, adapted.kernel_latencies([ks for _, ks in pool]), strict=True):
         labelled = tuple(
             dataclasses.replace(k, latency_ms=float(v)) for k, v in zip(kernels, latencies, strict=True) if v > 0
         )

@@ -34,7 +34,7 @@ def pixel4_predictor() -> ScenarioPredictor:
 
     scenario = Scenario("tflite_gpu", "qed:pixel4", precision="fp16", gpu=qed.DEVICES["pixel4"][0])
     return train_predictor(
-        qed.gpu_samples("pixel4"),
+        qed.gpu_samples("pixel4")[:30],  # enough for a source; the whole phone takes seconds more
         TfliteGpuDeducer(qed.DEVICES["pixel4"][1]),
         scenario,
         "lasso",
@@ -82,7 +82,7 @@ def test_an_adapted_predictor_trains_and_answers_like_any_predictor(api: Any, so
     row.refresh_from_db()
     assert row.state == PredictorState.READY, row.failure_reason
     # the stated uncertainty: the leave-one-out error on the shots, one point per shot
-    assert row.n_test == len(given) and 0 < row.e2e_mape < 0.5
+    assert row.n_test == len(given) and row.e2e_mape is not None and 0 < row.e2e_mape < 0.5
     assert [p["name"] for p in row.evaluation["points"]] == [s["model"] for s in given]
     provenance = row.meta["adapted"]
     assert [s["name"] for s in provenance["shots"]] == [s["model"] for s in given]
