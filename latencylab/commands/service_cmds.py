@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any
 
+from latencylab.commands.demo_showcase import HOST_CELLS
 from latencylab.commands.output import fail, print_table
 from latencylab.commands.server_host import server_host_only
 
@@ -56,6 +57,12 @@ def add_parsers(sub: Any) -> None:
     demo_parser = sub.choices["demo"]
     demo_parser.add_argument("--models", default=",".join(DEMO_MODELS), help="comma-separated zoo models")
     demo_parser.add_argument("--runs", type=int, default=DEMO_SETTINGS["runs"], help="measured runs per model")
+    demo_parser.add_argument(
+        "--cells",
+        type=int,
+        default=HOST_CELLS,
+        help="NB-201 cells profiled on this CPU to train its predictor for the README's NAS loop (0: none)",
+    )
     demo_parser.add_argument("--exit", action="store_true", help="stop once the demo results are in")
 
     manage = sub.add_parser("manage", help="a Django management command (migrate, createsuperuser, ...)")
@@ -564,9 +571,11 @@ def demo(args: argparse.Namespace) -> int:
         print(f"profiling {args.models} on {device.name} ...", flush=True)
         jobs = _run_demo_jobs(args, user, team, device)
         # Queued behind the zoo models: the host CPU predictor's training set (README's NAS loop).
-        cells = showcase.submit_jobs(team, user, device, showcase.host_training_graphs(), showcase.HOST_CELL_SETTINGS)
+        graphs = showcase.host_training_graphs(max(args.cells, 0))
+        cells = showcase.submit_jobs(team, user, device, graphs, showcase.HOST_CELL_SETTINGS)
         jobs = _wait_for_jobs(jobs, service)
-        cells = _wait_for_jobs(cells, service, title=f"{len(cells)} NB-201 cells for the host CPU's predictor")
+        if cells:
+            _wait_for_jobs(cells, service, title=f"{len(cells)} NB-201 cells for the host CPU's predictor")
     except RuntimeError as exc:  # Interrupted too
         service.stop()
         return fail(str(exc) or "interrupted", 1)
@@ -607,7 +616,8 @@ def demo(args: argparse.Namespace) -> int:
         print(f"API check failed: {exc}")
     # Queued only now, so the training does not share the CPU with the demo's measurements; the
     # host CPU's first, as the README's NAS loop waits for it.
-    print(showcase.queue_host_predictor(base, team, device, started, send=not args.exit), flush=True)
+    if args.cells > 0:
+        print(showcase.queue_host_predictor(base, team, device, started, send=not args.exit), flush=True)
     predictor_line = showcase.queue_phone_predictor(base, started, send=not args.exit)
     if predictor_line:
         print(predictor_line, flush=True)

@@ -1,5 +1,6 @@
 """``latencylab demo`` on embedded defaults: a fresh var/ ends with real results served by the API,
-the qed phones imported, a phone predictor queued, the OpenCL device (or how to get one) and an
+the host CPU's NB-201 cells measured and its predictor queued (the README's NAS loop), the qed
+phones imported, a phone predictor queued, the OpenCL device (or how to get one) and an
 admin log-in.
 
 This is the README's first command, run the way a new user runs it (no DATABASE_URL, no
@@ -43,6 +44,7 @@ def test_demo_on_embedded_defaults(tmp_path):
         if k not in ("DATABASE_URL", "CELERY_BROKER_URL", "LATENCYLAB_QUEUE_PREFIX", "DJANGO_SETTINGS_MODULE")
     }
     env["LATENCYLAB_VAR_DIR"] = str(tmp_path / "var")
+    port = _free_port()
     cmd = [
         sys.executable,
         "-m",
@@ -50,11 +52,13 @@ def test_demo_on_embedded_defaults(tmp_path):
         "demo",
         "--exit",
         "--port",
-        str(_free_port()),
+        str(port),
         "--models",
         "squeezenet_1_1,mobilenet_v3_small",
         "--runs",
         "5",
+        "--cells",
+        "10",  # the demo's first 10 of 24, enough to train on (tests/e2e/test_readme_nas_loop.py)
     ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -70,7 +74,13 @@ def test_demo_on_embedded_defaults(tmp_path):
     # The qed phones as dataset devices, and a predictor for the one with the most data, queued
     # (with --exit it waits for the next run's trainer instead of being cut off mid-training).
     assert re.search(r"qed phones: 6 dataset devices \(pixel4, s10, mi8se, a03s, iphone7, iphonexs\), 67 ", out), out
-    assert re.search(r"phone predictor: #1 rf v1 for pixel4 \(67 networks\) queued; it trains when the service", out)
+    # The host CPU's predictor for the README's NAS loop: its NB-201 cells measured, the predictor
+    # queued first (the loop waits for it), and the two variables the loop needs.
+    cells = 10
+    assert re.search(rf"^{cells} NB-201 cells for the host CPU's predictor: {cells} succeeded$", out, re.M), out
+    assert re.search(rf"host CPU predictor: #1 lasso v1 for .+ \({cells} networks\) queued; it trains when", out), out
+    assert re.search(r"phone predictor: #2 rf v1 for pixel4 \(67 networks\) queued; it trains when the service", out)
+    assert f"export LATENCYLAB_URL=http://127.0.0.1:{port} LATENCYLAB_TOKEN={token.group(1)}" in out, out
     # The OpenCL device when this machine has a driver, else the one-line hint.
     if _opencl_platforms():
         assert re.search(r"^OpenCL device: \S.* \(#\d+\)$", out, re.M), out
@@ -81,6 +91,9 @@ def test_demo_on_embedded_defaults(tmp_path):
     (rows,) = db.execute("select count(*) from profiling_operatortiming").fetchone()
     assert rows > 20
     assert db.execute("select count(*) from devices_device where kind = 'imported'").fetchone() == (6,)
-    assert db.execute("select method, state from predictors_predictor").fetchall() == [("rf", "queued")]
+    assert db.execute("select method, state from predictors_predictor order by id").fetchall() == [
+        ("lasso", "queued"),
+        ("rf", "queued"),
+    ]
     assert db.execute("select is_staff, is_superuser from auth_user where username = 'admin'").fetchone() == (1, 1)
     assert (tmp_path / "var" / "broker").is_dir()

@@ -13,6 +13,8 @@ from latencylab.commands import demo_showcase as showcase
 from tests.server import conftest as server_fixtures
 
 make_device = server_fixtures.make_device
+make_network = server_fixtures.make_network
+make_job = server_fixtures.make_job
 
 
 @pytest.mark.django_db
@@ -103,3 +105,24 @@ def _now() -> Any:
     from django.utils import timezone
 
     return timezone.now()
+
+
+@pytest.mark.django_db
+def test_the_host_cpu_predictor_is_for_the_cells_scenario_and_says_why_it_was_not_queued(
+    make_device: Callable, make_job: Callable
+) -> None:
+    from server.accounts.services import create_user_with_token
+    from server.predictors.models import Predictor
+
+    user, _ = create_user_with_token("demo", "demo")
+    team = user.memberships.get().team
+    cpu = make_device(kind="cpu", name="host cpu")
+    make_job(team, device=cpu, settings={"threads": 1, "runs": 3})  # a zoo profile: another scenario
+    line = showcase.queue_host_predictor("http://host:1", team, cpu, _now(), send=False)
+    assert line.startswith("host CPU predictor: not queued for host cpu: ") and "\n" not in line, line
+    assert not Predictor.objects.exists()
+    # The cells run where the predictor predicts: one thread on core 0 (not the zoo's scenario).
+    assert showcase.HOST_CELL_SETTINGS["threads"] == 1 and showcase.HOST_CELL_SETTINGS["cores"] == showcase.HOST_CORES
+    short, full = showcase.host_training_graphs(3), showcase.host_training_graphs()
+    assert len(full) == showcase.HOST_CELLS and [g.name for g in short] == [g.name for g in full[:3]]
+    assert [g.flops for g in short] == [g.flops for g in full[:3]]  # a shorter run measures the same first cells
