@@ -103,6 +103,37 @@ class PredictorsMixin(DevicesMixin):
             body["cores"] = cores
         return dict(self._request("POST", "predictors/", json=body))
 
+    def adapt_predictor(
+        self,
+        shots: list[dict[str, Any]],
+        device: int | str | dict[str, Any] | None = None,
+        new_device: dict[str, str] | None = None,
+        sources: list[int] | None = None,
+        backend: str = "tflite_gpu",
+        precision: str = "fp16",
+        method: str = "rf",
+        seed: int = 0,
+    ) -> dict[str, Any]:
+        """Queue an adapted predictor for ``device`` (or ``new_device``: ``{"name", "soc", "gpu"}`` of a
+        device that is not in the lab) from a few measured networks (``shots``: ``{"job": id}`` or
+        ``{"model": id or zoo name, "latency_ms": x}``) and other devices' predictors (``sources``:
+        ids; default every other device's best of the backend and precision); the new predictor
+        (``state`` ``queued``). Its ``e2e_mape`` is the leave-one-out error on the shots."""
+        body: dict[str, Any] = {
+            "shots": shots,
+            "backend": backend,
+            "precision": precision,
+            "method": method,
+            "seed": seed,
+        }
+        if device is not None:
+            body["device"] = self._device_id(device)
+        if new_device is not None:
+            body["new_device"] = new_device
+        if sources:
+            body["sources"] = sources
+        return dict(self._request("POST", "predictors/adapt/", json=body))
+
     def wait_for_predictor(
         self,
         predictor: int | dict[str, Any],

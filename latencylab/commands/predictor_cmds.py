@@ -1,5 +1,5 @@
-"""Predictor commands: ``qed import``, ``trainset build``, ``predictors train``, ``predictors list``
-and ``predictors show``.
+"""Predictor commands: ``qed import``, ``trainset build``, ``predictors train``, ``predictors adapt``,
+``predictors list`` and ``predictors show``.
 
 They speak to the server's REST API (``--url`` / ``--token`` or ``LATENCYLAB_URL`` /
 ``LATENCYLAB_TOKEN``), as ``latencylab profile`` does: the lab is the server's, never a database
@@ -107,6 +107,28 @@ def add_parsers(sub: Any) -> None:
     )
     _add_server_arguments(train)
     train.set_defaults(func=_with_client_errors(predictors_train))
+    ad = psub.add_parser(
+        "adapt", help="a predictor for a device from a few measured networks and other devices' predictors"
+    )
+    ad.add_argument("--device", help="a lab device (id, name or identity)")
+    ad.add_argument("--new-device", help="or a device that is not in the lab: its name (with --soc and --gpu)")
+    ad.add_argument("--soc", default="", help="with --new-device: its SoC, e.g. Snapdragon 855")
+    ad.add_argument("--gpu", default="", help="with --new-device: its GPU, e.g. Adreno 640")
+    ad.add_argument(
+        "--shot",
+        action="append",
+        default=[],
+        metavar="MODEL=MS",
+        help="a measured network: a zoo name or model id and its end-to-end latency in ms (repeat, at least 3)",
+    )
+    ad.add_argument("--job", action="append", type=int, default=[], help="a profiling job's measurement (repeat)")
+    ad.add_argument("--source", action="append", type=int, default=[], help="a source predictor id (default: all)")
+    ad.add_argument("--backend", default="tflite_gpu")
+    ad.add_argument("--precision", default="fp16", choices=["fp32", "fp16", "int8"])
+    ad.add_argument("--method", choices=["lasso", "rf", "gbdt", "mlp"], default="rf")
+    ad.add_argument("--wait", action="store_true", help="wait for the trainer to finish")
+    _add_server_arguments(ad)
+    ad.set_defaults(func=_with_client_errors(predictors_adapt))
     ls = psub.add_parser("list", help="list the predictor versions you can use (your team's and the shared ones)")
     ls.add_argument("--device", help="only this device (id, name or identity)")
     _add_server_arguments(ls)
@@ -238,6 +260,54 @@ def predictors_train(args: argparse.Namespace) -> int:
             print(f"  {data['state']}: {data['progress_message']}", flush=True)
 
         return _print_outcome(lab.wait_for_predictor(row["id"], on_progress=say))
+
+
+def _shots(args: argparse.Namespace) -> list[dict[str, Any]] | str:
+    """``--shot MODEL=MS`` and ``--job ID`` as the API's shots, or what is wrong with one."""
+    shots: list[dict[str, Any]] = [{"job": j} for j in args.job]
+    for text in args.shot:
+        model, sep, ms = text.rpartition("=")
+        try:
+            latency = float(ms)
+        except ValueError:
+            latency = -1.0
+        if not sep or not model or latency <= 0:
+            return f"--shot {text!r}: expected MODEL=MS, e.g. mobilenet_v2=7.1"
+        shots.append({"model": int(model) if model.isdigit() else model, "latency_ms": latency})
+    return shots
+
+
+def predictors_adapt(args: argparse.Namespace) -> int:
+    """``latencylab predictors adapt (--device D | --new-device NAME --gpu G) --shot MODEL=MS ... [--wait]``."""
+    if bool(args.device) == bool(args.new_device):
+        return fail("give --device (a lab device) or --new-device NAME (with --soc and --gpu)")
+    shots = _shots(args)
+    if isinstance(shots, str):
+        return fail(shots)
+    new_device = {"name": args.new_device, "soc": args.soc, "gpu": args.gpu} if args.new_device else None
+    with _client(args) as lab:
+        row = lab.adapt_predictor(
+            shots,
+            device=args.device,
+            new_device=new_device,
+            sources=args.source or None,
+            backend=args.backend,
+            precision=args.precision,
+            method=args.method,
+        )
+        sources = ", ".join(row.get("params", {}).get("source_devices", []))
+        print(
+            f"predictor #{row['id']}: adapted {row['method']} v{row['version']} for {row['device_name']!r} from {sources}"
+        )
+        if not args.wait:
+            print("queued for the trainer (latencylab predictors show ID, or --wait, follows it)")
+            return 0
+        done = lab.wait_for_predictor(row["id"])
+        if done["state"] != "ready":
+            return fail(f"training failed: {done['failure_reason']}", 1)
+        ev = done["evaluation"]
+        print(f"ready: leave-one-out MAPE on the {ev['n_test']} measured networks {100 * ev['e2e_mape']:.2f} %")
+        return 0
 
 
 def _train_inline(args: argparse.Namespace) -> int:
