@@ -218,7 +218,8 @@ def test_plan_page_list_redirect_live_swap_failure_and_team_scoping(
     assert plan_row.count("match") == 1
     # the paired ratio with its interval, and the busy ratio beside it
     estimate = stored.data["ratios"]["plan"]["ratio"]
-    assert f"{estimate['ratio']:.3f}× [{estimate['low']:.3f}–{estimate['high']:.3f}]" in plan_row
+    assert f"{estimate['ratio']:.3f}×" in plan_row and f"[{estimate['low']:.3f}–{estimate['high']:.3f}]" in plan_row
+    assert "12.1 ms against 15.6 ms" in page.inner_text(".paper-ref")  # the paper's figure 11 beside it
     busy = stored.data["ratios"]["plan"]["busy_ratio"]
     assert f"{busy['ratio']:.3f}×" in plan_row
     steps = page.eval_on_selector_all("#step-table tbody tr", "rows => rows.map(r => r.dataset.source)")
