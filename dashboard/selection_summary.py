@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from devicelab.selection import NetworkProfile, SimulationResult, compare_policies
+from devicelab.selection import NetworkProfile, SimulationResult, compare_policies, shortfalls
 from devicelab.selection.simulate import PolicyComparison
 
 POLICY_LABELS = {
@@ -111,6 +111,8 @@ class SimulationView:
     result: SimulationResult
     profiles: tuple[ProfileView, ...]
     overall: PolicyComparison | None
+    lab: PolicyComparison | None = None  # the lab's reading against greedy, when both ran
+    lab_shortfalls: int = 0  # points where the lab's reading fell short of greedy (``shortfalls``)
 
     def profile(self, name: str) -> ProfileView | None:
         """The view of the profile named ``name``."""
@@ -189,10 +191,13 @@ def simulation_view(data: Mapping[str, Any]) -> SimulationView:
     """A stored result (``SimulationResult.as_dict()``) read for its page; ValueError when it is
     not one."""
     result = SimulationResult.from_dict(data)
+    lab = "cnnselect_lab" in result.policies and "greedy" in result.policies
     return SimulationView(
         result=result,
         profiles=tuple(profile_view(result, p) for p in result.profiles),
         overall=compare_policies(result) if _compares(result) else None,
+        lab=compare_policies(result, "cnnselect_lab", "greedy") if lab else None,
+        lab_shortfalls=len(shortfalls(result, "cnnselect_lab", "greedy")) if lab else 0,
     )
 
 

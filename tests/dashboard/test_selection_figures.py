@@ -47,6 +47,9 @@ def test_each_profile_holds_the_stored_points_per_policy(stored: dict[str, Any])
         assert pv.mean_network_ms == _points(stored, "greedy", pv.name)[0]["mean_network_ms"]
     # LTE's network takes longer than campus WiFi's
     assert view.profiles[1].mean_network_ms > view.profiles[0].mean_network_ms
+    # The lab's reading beside the paper's: its own comparison with greedy and its shortfalls.
+    assert view.lab is not None and view.lab.policy == "cnnselect_lab" and view.lab.baseline == "greedy"
+    assert view.lab_shortfalls == 0
 
 
 def test_usage_is_cnnselects_and_leaves_out_the_models_it_never_chose(stored: dict[str, Any]) -> None:
