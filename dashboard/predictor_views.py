@@ -8,15 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
 from dashboard import predictor_figures as charts
 from dashboard import predictor_queries as queries
 from dashboard.access import team_page
+from server.devices.models import Device
+from server.predictors.adapt import request_adapted_predictor
 from server.predictors.models import Predictor, PredictorState
 
+ADAPT_METHODS = ("rf", "lasso", "gbdt", "mlp")  # the adapt form's choice, the API's default first
 REFRESH_SECONDS = 5  # a queued or training predictor's page reloads itself this often
 
 # What a predictor's meta says, in reading order (``train_predictor`` and ``training.train_*``).
@@ -130,8 +134,72 @@ def predictor_list(request: HttpRequest) -> HttpResponse:
             "method_names": queries.METHOD_NAMES,
             # The list follows a training's progress too, as a predictor's own page does.
             "refresh_seconds": REFRESH_SECONDS if active else None,
+            "adapt_devices": Device.objects.order_by("name", "pk"),
+            "adapt_methods": ADAPT_METHODS,
         },
     )
+
+
+def parse_shot_lines(text: str) -> list[dict[str, Any]]:
+    """The adapt form's shots, one ``MODEL LATENCY_MS`` per line (a zoo name or a model id), or
+    ``ValidationError`` naming the line."""
+    shots: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        parts = line.replace("=", " ").replace(",", " ").split()
+        if not parts:
+            continue
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            latency = float(parts[1])
+        except ValueError:
+            raise ValidationError(
+                {"shots": f"line {number}: expected MODEL LATENCY_MS, e.g. mobilenet_v2 7.1"}
+            ) from None
+        shots.append({"model": int(parts[0]) if parts[0].isdigit() else parts[0], "latency_ms": latency})
+    return shots
+
+
+@require_POST
+@team_page
+def predictor_adapt(request: HttpRequest) -> HttpResponse:
+    """The predictors page's adapt form: queue an adapted predictor and show its page; the list
+    again with the reason (400) when the request cannot be made."""
+    team = request.team  # type: ignore[attr-defined]
+    form = request.POST
+    try:
+        device = None
+        if form.get("device"):
+            device = Device.objects.filter(pk=int(form["device"])).first() if form["device"].isdigit() else None
+            if device is None:
+                raise ValidationError({"device": f"there is no device #{form['device']}"})
+        name = form.get("new_device", "").strip()
+        new_device = {"name": name, "soc": form.get("soc", ""), "gpu": form.get("gpu", "")} if name else None
+        row = request_adapted_predictor(
+            team,
+            device,
+            parse_shot_lines(form.get("shots", "")),
+            new_device=new_device,
+            method=form.get("method") or "rf",
+            user=request.user,
+        )
+    except ValidationError as exc:
+        groups = queries.predictors_by_device(team)
+        return render(
+            request,
+            "dashboard/predictors.html",
+            {
+                "groups": groups,
+                "total": sum(len(g.predictors) for g in groups),
+                "method_names": queries.METHOD_NAMES,
+                "adapt_devices": Device.objects.order_by("name", "pk"),
+                "adapt_methods": ADAPT_METHODS,
+                "adapt_errors": exc.messages,
+                "adapt_form": form,
+            },
+            status=400,
+        )
+    return redirect("dashboard:predictor", row.pk)
 
 
 def _charts(predictor: Predictor, comparison: queries.ScenarioComparison) -> dict[str, str | None]:

@@ -34,6 +34,7 @@ urlpatterns = [
     path("compare/", views.compare, name="compare"),
     path("predictors/", predictor_views.predictor_list, name="predictors"),
     path("predictors/<int:pk>/", predictor_views.predictor_detail, name="predictor"),
+    path("predictors/adapt/", predictor_views.predictor_adapt, name="predictor_adapt"),
     path("fusion/", fusion_views.fusion_list, name="fusion"),
     path("fusion/sweeps/<int:pk>/", fusion_views.sweep_detail, name="fusion_sweep"),
     path("fusion/sweeps/<int:pk>/result/", fusion_views.sweep_result, name="fusion_sweep_result"),
