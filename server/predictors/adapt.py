@@ -38,8 +38,8 @@ from server.networks.models import NetworkModel
 from server.networks.services import model_graph
 from server.predictors.artifacts import load_row
 from server.predictors.models import Predictor, PredictorMethod, PredictorSource, PredictorState
-from server.predictors.training import Outcome
 from server.profiling.models import ProfilingJob
+from server.taskqueue import send_after_commit, send_training
 
 MAX_SHOTS = 200
 USER_DEVICE_PREFIX = "user:"  # identity of a device named by a user, not in the lab
@@ -119,8 +119,6 @@ def request_adapted_predictor(
     enqueue: bool = True,
 ) -> Predictor:
     """Queue an adapted predictor for a device from its measured shots and other devices' predictors."""
-    from server.predictors.services import _enqueue_on_commit
-
     if method not in PredictorMethod.values:
         raise _invalid("method", f"unknown method {method!r}; the methods are {PredictorMethod.values}")
     if (device is None) == (not new_device):
@@ -172,7 +170,13 @@ def request_adapted_predictor(
                     params=params,
                 )
                 if enqueue:
-                    _enqueue_on_commit(row.pk)
+                    # a second delivery is harmless: the trainer claims the row with a conditional update
+                    send_after_commit(
+                        send_training,
+                        row.pk,
+                        what=f"predictor {row.pk} stays queued",
+                        then="the idle trainer sends its training again",
+                    )
             return row
         except IntegrityError:
             # Another request took this version number at the same moment: take the next one.
@@ -210,8 +214,11 @@ def _zoo_pool(deducer: Deducer) -> list[tuple[str, tuple[Any, ...]]]:
     return pool
 
 
-def train_adapted(row: Predictor, progress: Callable[[str], object]) -> Outcome:
-    """Fit and store an adapted predictor row's predictor; its evaluation is the shots' leave-one-out."""
+def train_adapted(
+    row: Predictor, progress: Callable[[str], object]
+) -> tuple[ScenarioPredictor, dict[str, Any], dict[str, Any], int]:
+    """Fit an adapted predictor row's predictor: ``(predictor, evaluation, meta, n_train)`` for
+    ``training.Outcome``; its evaluation is the shots' leave-one-out."""
     params = row.params or {}
     source_rows = {r.pk: r for r in Predictor.objects.filter(pk__in=params.get("sources", []))}
     ids = [int(i) for i in params.get("sources", [])]
@@ -246,7 +253,7 @@ def train_adapted(row: Predictor, progress: Callable[[str], object]) -> Outcome:
         ],
     }
     meta = {"source": PredictorSource.ADAPTED, "adapted": adapted.provenance()}
-    return Outcome(predictor, evaluation, meta, len(shots))
+    return predictor, evaluation, meta, len(shots)
 
 
 __all__ = [

@@ -260,9 +260,9 @@ def train_from_qed(row: Predictor, progress: Progress) -> Outcome:
 def train_and_evaluate(row: Predictor, progress: Progress = lambda message: None) -> Outcome:
     """Evaluate and train the predictor a row asks for."""
     if row.source == PredictorSource.ADAPTED:
-        from server.predictors.adapt import train_adapted  # it builds on this module's Outcome
+        from server.predictors.adapt import train_adapted  # it loads predictor rows: imported when needed
 
-        return train_adapted(row, progress)
+        return Outcome(*train_adapted(row, progress))
     if row.source == PredictorSource.QED:
         return train_from_qed(row, progress)
     return train_from_timings(row, progress)
