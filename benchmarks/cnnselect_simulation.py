@@ -172,7 +172,7 @@ HELD_OUT_SEEDS = tuple(range(200, 240))
 
 def _measured_scenarios() -> list[Any]:
     """Issue 35's three models and the six zoo models profiled on the lab's CPU (docs/selection.md)."""
-    from devicelab.selection import ModelProfile, Scenario
+    from devicelab.selection import PRESETS, ModelProfile, Scenario
     from devicelab.selection.scenarios import PAPER_PROFILES
 
     # Issue 35: mobilenet_v2 71.9 % / 48.8 ms, resnet18 69.8 % / 325 ms; stds a tenth of the mean.
@@ -191,9 +191,10 @@ def _measured_scenarios() -> list[Any]:
         ModelProfile("inception_v3", 77.9, 91.6, 21.7),
     )
     grid = tuple(float(t) for t in range(10, 1001, 10))
+    networks = tuple(PRESETS[p] for p in PAPER_PROFILES)
     return [
-        Scenario("issue35_three_models", issue, grid, PAPER_PROFILES, 20.0, source="issue 35"),
-        Scenario("zoo_host_cpu", zoo_cpu, grid, PAPER_PROFILES, 20.0, source="docs/selection.md, 2026-11-26"),
+        Scenario("issue35_three_models", issue, grid, networks, 20.0, source="issue 35"),
+        Scenario("zoo_host_cpu", zoo_cpu, grid, networks, 20.0, source="docs/selection.md, 2026-11-26"),
     ]
 
 

@@ -245,7 +245,7 @@ def test_the_table_answers_per_model_and_policy_over_the_slas_with_an_on_device_
 def test_the_table_refuses_what_it_cannot_price(api: Any, lab: dict[str, Any], make_device: Callable[..., Any]) -> None:
     unmeasured = make_device()
     base = {"network_profile": "lte", "sla_targets_ms": [100.0]}
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"sla_targets_ms": []}, "sla_targets_ms"),
         ({"sla_targets_ms": [100.0], "network_profile": None}, "network_profile"),
         ({"on_device": unmeasured.pk}, "on_device"),
