@@ -59,7 +59,10 @@ class AdaptRequestSerializer(serializers.Serializer):
         help_text="Predictor ids to adapt from (default: the best ready one of every other device of this "
         "backend and precision).",
     )
-    backend = serializers.ChoiceField(choices=list(BACKENDS), default="tflite_gpu")
+    # a checked string, not a ChoiceField: the schema has a "backend" enum already (GET predictors)
+    backend = serializers.CharField(
+        default="tflite_gpu", max_length=32, help_text=f"The scenario backend, one of {list(BACKENDS)}."
+    )
     precision = serializers.ChoiceField(choices=list(PRECISIONS), default="fp16")
     method = serializers.ChoiceField(
         choices=PredictorMethod.choices, default="rf", help_text="The stored predictor's per-kernel models."
@@ -69,6 +72,12 @@ class AdaptRequestSerializer(serializers.Serializer):
     def validate_device(self, value: int) -> Device:
         """A registered device."""
         return existing_device(value)
+
+    def validate_backend(self, value: str) -> str:
+        """One of the predictor backends."""
+        if value not in BACKENDS:
+            raise serializers.ValidationError(f"unknown backend {value!r}; expected one of {list(BACKENDS)}")
+        return value
 
 
 class AdaptView(APIView):
