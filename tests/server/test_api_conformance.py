@@ -96,7 +96,14 @@ def test_the_api_answers_as_its_schema_says(
     # A succeeded remote run 11 of model 1 served by device 1 (the POST example's model and device).
     remote = submit_remote_run(member.team, jobs[0].model, device, {"profiles": ["unshaped", "lte"], "requests": 5})
     finish_remote(remote)
-    assert (gpu.pk, sweep.pk, plan.pk, sharing.pk, remote.pk) == (2, 8, 9, 10, 11)
+    # A succeeded online-scheduling run 12 on device 2.
+    from server.tenancy.services import ingest_online, submit_online_run
+    from tests.server.fusion_factories import claim
+    from tests.server.sharing_factories import ONLINE_SPEC, online_record
+
+    online = submit_online_run(member.team, gpu, {"spec": ONLINE_SPEC.as_dict()})
+    assert ingest_online(online.pk, claim(online), online_record()) is not None
+    assert (gpu.pk, sweep.pk, plan.pk, sharing.pk, remote.pk, online.pk) == (2, 8, 9, 10, 11, 12)
 
     command = [
         str(Path(sys.executable).with_name("st")),
