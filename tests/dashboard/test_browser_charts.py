@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from server.networks.services import model_graph
-from server.profiling.services import claim_job, ingest_result, report_progress
+from server.profiling.services import claim_job, fail_job, ingest_result, report_progress
 from tests.dashboard.test_browser import browser_page, log_in, screenshots
 from tests.server.breakdown_factories import FRESH, result_with_breakdown, small_photos
 
@@ -163,4 +163,13 @@ def test_a_watched_job_ends_on_its_final_state(
     assert page.inner_text("#job-progress .progress-label") == "succeeded"
     assert "Waiting for the device's worker" not in page.inner_text("main")
     screenshots(page, "charts-live-finished")
+
+    # A watched job that fails says why without a reload.
+    doomed = make_job(member.team)
+    page.goto(f"{live_server.url}/jobs/{doomed.pk}/")
+    assert claim_job(doomed.pk, "run-2") is not None
+    assert fail_job(doomed.pk, "run-2", "the device fell off the bus")
+    page.wait_for_selector("#failure")
+    assert "the device fell off the bus" in page.inner_text("#failure")
+    assert "failed" in page.inner_text(".page-head") and "attempt 1" in page.inner_text(".page-head")
     assert console_errors == []

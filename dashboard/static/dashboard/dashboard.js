@@ -149,6 +149,12 @@
         var head = document.querySelector(".page-head");
         var freshHead = fresh.querySelector(".page-head");
         if (head && freshHead) head.replaceWith(document.importNode(freshHead, true));
+        // and why it failed, which the page says below its head
+        var failure = fresh.getElementById("failure");
+        var newHead = document.querySelector(".page-head");
+        if (failure && newHead && !document.getElementById("failure")) {
+          newHead.insertAdjacentElement("afterend", document.importNode(failure, true));
+        }
       })
       .catch(function () { /* the bar and the hint already say how it ended */ });
   }
