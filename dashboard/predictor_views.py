@@ -90,6 +90,20 @@ def meta_rows(meta: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def adapted_provenance(predictor: Predictor) -> dict[str, Any] | None:
+    """An adapted predictor's sources and shots: fitted (weights, leave-one-out errors) once it is
+    trained, as requested before; None for another predictor."""
+    if predictor.source != "adapted":
+        return None
+    fitted = (predictor.meta or {}).get("adapted")
+    if isinstance(fitted, dict):
+        return {"fitted": True, "sources": fitted.get("sources", []), "shots": fitted.get("shots", [])}
+    params = predictor.params or {}
+    names = params.get("source_devices", [])
+    sources = [{"name": f"#{pk} {name}"} for pk, name in zip(params.get("sources", []), names, strict=False)]
+    return {"fitted": False, "sources": sources, "shots": params.get("shots", [])}
+
+
 def _items(values: dict[str, Any], labels: dict[str, str]) -> list[tuple[str, str]]:
     items = []
     for key, label in labels.items():
@@ -134,7 +148,6 @@ def predictor_list(request: HttpRequest) -> HttpResponse:
             "method_names": queries.METHOD_NAMES,
             # The list follows a training's progress too, as a predictor's own page does.
             "refresh_seconds": REFRESH_SECONDS if active else None,
-            "adapt_devices": Device.objects.order_by("name", "pk"),
             "adapt_methods": ADAPT_METHODS,
         },
     )
@@ -192,8 +205,7 @@ def predictor_adapt(request: HttpRequest) -> HttpResponse:
                 "groups": groups,
                 "total": sum(len(g.predictors) for g in groups),
                 "method_names": queries.METHOD_NAMES,
-                "adapt_devices": Device.objects.order_by("name", "pk"),
-                "adapt_methods": ADAPT_METHODS,
+                    "adapt_methods": ADAPT_METHODS,
                 "adapt_errors": exc.messages,
                 "adapt_form": form,
             },
@@ -242,7 +254,9 @@ def predictor_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "method_name": queries.method_name(predictor.method),
             "scenario_items": _items(predictor.scenario or {}, _SCENARIO_LABELS),
             "param_items": _items(predictor.params or {}, _PARAM_LABELS),
-            "meta": meta_rows(predictor.meta or {}),
+            # an adapted predictor's provenance has its own card (sources, shots), not a meta line
+            "meta": meta_rows({k: v for k, v in (predictor.meta or {}).items() if k != "adapted"}),
+            "adapted": adapted_provenance(predictor),
             "evaluation": evaluation,
             "e2e_mape": queries.finite(evaluation.get("e2e_mape", predictor.e2e_mape)),
             "protocol": protocol,

@@ -39,6 +39,9 @@ def test_the_form_queues_an_adapted_predictor_and_refuses_a_bad_line(
         ("squeezenet_1_1", 4.1),
     ]
 
+    queued = client.get(resp["Location"]).content.decode()  # what it will be adapted from, before training
+    assert 'id="adapted-shots"' in queued and "squeezenet_1_1" in queued and "s10" in queued
+
     bad = client.post("/predictors/adapt/", {**form, "shots": "mobilenet_v2 7.5\nresnet18 fast"})
     assert bad.status_code == 400 and "line 2: expected MODEL LATENCY_MS" in bad.content.decode()
     assert 'value="My Phone"' in bad.content.decode()  # what was typed stays

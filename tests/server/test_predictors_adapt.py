@@ -63,7 +63,9 @@ def sources() -> list[Any]:
     return [s10, pixel4]
 
 
-def test_an_adapted_predictor_trains_and_answers_like_any_predictor(api: Any, sources: list[Any]) -> None:
+def test_an_adapted_predictor_trains_and_answers_like_any_predictor(api: Any, member: Any, sources: list[Any]) -> None:
+    from django.test import Client
+
     from server.predictors.models import Predictor, PredictorSource, PredictorState
     from server.predictors.qed_import import ensure_qed_device
     from server.predictors.services import run_training
@@ -87,6 +89,13 @@ def test_an_adapted_predictor_trains_and_answers_like_any_predictor(api: Any, so
     provenance = row.meta["adapted"]
     assert [s["name"] for s in provenance["shots"]] == [s["model"] for s in given]
     assert abs(sum(s["weight"] for s in provenance["sources"]) - 1) < 1e-9
+
+    # its page shows what it was adapted from: the sources' weights and each shot's leave-one-out error
+    web = Client()
+    web.force_login(member.user)
+    page = web.get(f"/predictors/{row.pk}/").content.decode()
+    assert 'id="adapted-sources"' in page and "Predicted without it" in page
+    assert all(s["model"] in page for s in given) and all(s.device.name in page for s in sources)
 
     graph = zoo.build(held_out["model"])
     answer = api.post(
