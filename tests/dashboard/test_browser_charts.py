@@ -109,14 +109,15 @@ def test_the_compare_and_device_pages_charts_say_what_they_plot(
     b = finished_job(member.team, model=a.model, scale=1.5)
     finished_job(member.team, device=a.device)  # a second model on A's device: its history has two lines
     log_in(page, live_server.url, member, "/")
+    page.set_viewport_size({"width": WIDTHS[0], "height": 900})
+    page.goto(f"{live_server.url}/compare/?a={a.pk}&b={b.pk}")
+    assert "sum of operator medians" in _titles(page, "chart-compare-types")["x"]
+    assert "median" in _titles(page, "chart-compare-deltas")["x"]
+    assert "operator means" not in _titles(page, "chart-compare-types")["x"]
+    screenshots(page, "charts-compare-1400")
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 900})
-        page.goto(f"{live_server.url}/compare/?a={a.pk}&b={b.pk}")
-        assert "sum of operator medians" in _titles(page, "chart-compare-types")["x"]
-        assert "median" in _titles(page, "chart-compare-deltas")["x"]
-        assert "operator means" not in _titles(page, "chart-compare-types")["x"]
-        screenshots(page, f"charts-compare-{width}")
-        # The device's latency history: its legend below the axis title, not on it.
+        # The device's latency history: its legend below the axis title, not on it, at each width.
         page.goto(f"{live_server.url}/devices/{a.device_id}/")
         page.wait_for_selector("#chart-latency-history .legend")
         boxes = page.evaluate(LEGEND_JS, "chart-latency-history")
