@@ -507,7 +507,8 @@ def compare_plan(
         elapsed_s=time.monotonic() - t0,
         environment={
             "time_definition": "device: first kernel start to last kernel end of one strategy's launches on one "
-            "in-order profiling queue; wall: host clock around the enqueue and queue.finish()",
+            "in-order profiling queue; busy: the sum of the kernels' own start-to-end times, the gaps between "
+            "launches left out; wall: host clock around the enqueue and queue.finish()",
             "ratio_definition": "per timed round, strategy time / sequential time of the same round",
             "throughput_definition": "sequential over strategy device span, paired over timed rounds (> 1: faster); "
             "busy_ratio: the same on the sum of the kernels' own times",

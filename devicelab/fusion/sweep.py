@@ -454,7 +454,8 @@ def run_sweep(pool: OperatorPool, spec: SweepSpec | None = None, progress: Repor
             "driver_version": found.limits.driver_version,
             "device_wave_size": found.limits.wave_size,
             "time_definition": "device: first kernel start to last kernel end of one side's launches on one "
-            "in-order profiling queue; wall: host clock around the enqueue and queue.finish()",
+            "in-order profiling queue; busy: the sum of the kernels' own start-to-end times, the gaps between "
+            "launches left out; wall: host clock around the enqueue and queue.finish()",
             "throughput_definition": "sequential over fused device span, paired over timed rounds (the median of "
             "the per-round log ratios); sequential: each operator's kernel rewritten by the fuser alone, in the "
             "fused variant's layout and rounding, launched one after another",
