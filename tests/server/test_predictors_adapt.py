@@ -144,3 +144,23 @@ def test_without_a_source_it_says_so(api: Any) -> None:
     target = ensure_qed_device(TARGET)[0]
     resp = api.post("/api/predictors/adapt/", {"device": target.pk, "shots": measured_shots()[:4]}, format="json")
     assert resp.status_code == 400 and "no ready tflite_gpu fp16 predictor" in resp.content.decode()
+
+
+def test_lab_jobs_are_shots_with_their_measured_latency(
+    member: Any, make_member: Any, make_device: Any, sources: list[Any]
+) -> None:
+    from django.core.exceptions import ValidationError
+
+    from server.predictors.adapt import request_adapted_predictor
+    from tests.server.predictor_data import store_profiles
+
+    cpu = make_device("cpu")
+    jobs = store_profiles(member.team, cpu)[:3]
+    row = request_adapted_predictor(
+        member.team, cpu, [{"job": j.pk} for j in jobs], sources=[sources[0].pk], backend="cpu", precision="fp32"
+    )
+    assert [(s["job"], s["name"], s["latency_ms"]) for s in row.params["shots"]] == [
+        (j.pk, j.model.name, j.result.e2e_central) for j in jobs
+    ]
+    with pytest.raises(ValidationError, match=f"no profiling job #{jobs[0].pk} of your team"):
+        request_adapted_predictor(make_member().team, cpu, [{"job": j.pk} for j in jobs], sources=[sources[0].pk])
