@@ -85,6 +85,16 @@ def _number(
     return float(value)
 
 
+def _integer(raw: Mapping[str, Any], key: str, *, minimum: int, maximum: int | None = None, default: int) -> int:
+    """``raw[key]`` as an integer in [minimum, maximum] (a count of bytes or requests: 2.5 is a
+    mistake, not 2); ``ValidationError`` naming ``key`` otherwise."""
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or (maximum and value > maximum):
+        bounds = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise ValidationError({key: f"{key} must be an integer {bounds}, got {value!r}"})
+    return value
+
+
 def network_profile(team: Team, name: Any) -> NetworkProfile:
     """A preset by name, else the team's stored profile of that name."""
     if not isinstance(name, str) or not name:
@@ -105,8 +115,8 @@ def _input_time(team: Team, raw: Mapping[str, Any]) -> tuple[float, float | None
     if "input_ms" in raw:
         return _number(raw, "input_ms"), None, {"kind": "given"}
     profile = network_profile(team, raw["network_profile"])
-    nbytes = int(_number(raw, "input_bytes", minimum=1, default=DEFAULT_INPUT_BYTES))
-    out_bytes = int(_number(raw, "output_bytes", minimum=0, default=DEFAULT_OUTPUT_BYTES))
+    nbytes = _integer(raw, "input_bytes", minimum=1, default=DEFAULT_INPUT_BYTES)
+    out_bytes = _integer(raw, "output_bytes", minimum=0, default=DEFAULT_OUTPUT_BYTES)
     upload = profile.transfer_ms(nbytes)
     ratio = profile.transfer_ms(out_bytes) / upload if upload > 0 else None
     source = {"kind": "network_profile", "profile": profile.name, "input_bytes": nbytes, "output_bytes": out_bytes}
@@ -202,10 +212,10 @@ def select_table(team: Team, raw: Any) -> dict[str, Any]:
     if "network_profile" not in raw:
         raise ValidationError({"network_profile": "a table needs a network profile (the spread of the network)"})
     profile = network_profile(team, raw["network_profile"])
-    in_bytes = int(_number(raw, "input_bytes", minimum=1, default=DEFAULT_INPUT_BYTES))
-    out_bytes = int(_number(raw, "output_bytes", minimum=0, default=DEFAULT_OUTPUT_BYTES))
+    in_bytes = _integer(raw, "input_bytes", minimum=1, default=DEFAULT_INPUT_BYTES)
+    out_bytes = _integer(raw, "output_bytes", minimum=0, default=DEFAULT_OUTPUT_BYTES)
     threshold_ms = _number(raw, "threshold_ms", default=DEFAULT_THRESHOLD_MS)
-    requests = int(_number(raw, "requests", minimum=100, maximum=MAX_TABLE_REQUESTS, default=DEFAULT_TABLE_REQUESTS))
+    requests = _integer(raw, "requests", minimum=100, maximum=MAX_TABLE_REQUESTS, default=DEFAULT_TABLE_REQUESTS)
     if requests * len(slas) > MAX_TABLE_WORK:
         raise ValidationError(
             {

@@ -251,6 +251,7 @@ def test_the_table_refuses_what_it_cannot_price(api: Any, lab: dict[str, Any], m
         ({"on_device": unmeasured.pk}, "on_device"),
         ({"load_per_request": True}, "load_per_request"),
         ({"requests": 5}, "requests"),
+        ({"output_bytes": 2.5}, "output_bytes"),  # a count of bytes: 2.5 is a mistake, not 2
         ({"requests": 20_000, "sla_targets_ms": [float(t) for t in range(10, 130, 10)]}, "requests"),  # 240,000
     ]
     for change, field in cases:
