@@ -205,7 +205,7 @@ def predictor_adapt(request: HttpRequest) -> HttpResponse:
                 "groups": groups,
                 "total": sum(len(g.predictors) for g in groups),
                 "method_names": queries.METHOD_NAMES,
-                    "adapt_methods": ADAPT_METHODS,
+                "adapt_methods": ADAPT_METHODS,
                 "adapt_errors": exc.messages,
                 "adapt_form": form,
             },
