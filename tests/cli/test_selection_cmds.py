@@ -379,7 +379,9 @@ def test_the_python_client_selects_simulates_waits_and_raises(
             client.wait_for_selection_simulation(queued, timeout=0.2, poll=0.05)
         assert run_simulation(queued["id"], "test-trainer") is not None
         done = client.wait_for_selection_simulation(queued["id"], timeout=30)
-        assert done["state"] == "succeeded" and len(done["result"]["points"]) == 2 * 4
+        assert (
+            done["state"] == "succeeded" and len(done["result"]["points"]) == 2 * 5
+        )  # 2 SLA targets x the 5 default policies
         assert client.selection_simulation(queued["id"])["result"] == done["result"]
 
         doomed = client.simulate_selection(device="serving-cpu", models=ids, requests=100, title="doomed")
