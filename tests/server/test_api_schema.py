@@ -12,6 +12,7 @@ from rest_framework.test import APIClient
 
 from devicelab.backends.base import ProfileSettings
 from devicelab.fusion.spec import PlanOptions, SweepSpec
+from devicelab.predict.batch import NB201_SETTINGS
 from devicelab.remote.spec import MAX_PROFILES, MAX_REQUESTS, PAYLOADS, RemoteSettings
 from devicelab.tenancy.spec import MAX_TENANTS, STRATEGIES, SharingSpec
 
@@ -113,7 +114,8 @@ def test_request_bodies_are_documented_by_their_serializers() -> None:
     predict = body("/api/predict/")
     assert set(predict["properties"]) == {"device", "predictor", "method", "architectures", "breakdown"}
     item = components[predict["properties"]["architectures"]["items"]["$ref"].rsplit("/", 1)[1]]
-    assert set(item["properties"]) == {"name", "graph", "nb201", "onnx_base64"}
+    # an nb201 item may add the space's other settings (devicelab.predict.batch.NB201_SETTINGS)
+    assert set(item["properties"]) == {"name", "graph", "nb201", "onnx_base64", *NB201_SETTINGS}
     jobs = body("/api/jobs/")
     settings = components[jobs["properties"]["settings"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
     assert set(settings["properties"]) == {
