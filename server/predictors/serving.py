@@ -370,17 +370,14 @@ def predict_and_say(
     p = entry.predictor
     limits = import_limits()  # a hostile ONNX or graph document is refused before it is computed
     results: dict[int, dict[str, Any]] = {}
-    errors: list[dict[str, Any]] = []
     live: list[tuple[int, Any]] = []
     table = entry.nb201 if not breakdown else None
     cells = 0  # default-size NB-201 cells: what a table can answer
     for i, item in enumerate(items):
         if isinstance(item, dict) and "nb201" in item:
             read = read_item(i, item, limits)
-            if not isinstance(read, Arch):
-                errors.append(read)
-                continue
-            if read.cell is not None:
+            # a bad one goes with the rest: ``answer_items`` names every bad architecture at once
+            if isinstance(read, Arch) and read.cell is not None:
                 cells += 1
                 if table is not None:
                     index = nb201_index(read.cell)
@@ -390,8 +387,6 @@ def predict_and_say(
                         results[i] = result(read.name, p.end_to_end(value), value, warnings=cell_warnings)
                         continue
         live.append((i, item))
-    if errors:
-        raise ArchitectureErrors(errors)
     from_table = len(results)
     if live:
         if len(live) >= settings.LATENCYLAB_PREDICT_PARALLEL_MIN:
