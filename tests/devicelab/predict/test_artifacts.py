@@ -80,7 +80,9 @@ def test_calibrated_overhead_round_trips_and_fits_the_sums(qed_rows: list, qed_e
     samples = qed.gpu_samples("pixel4", qed_rows, qed_e2e)
     train, test = samples[::2], samples[1::2]
     args = (TfliteGpuDeducer("adreno6xx"), Scenario("tflite_gpu", "pixel4", gpu="Adreno 640"), "gbdt")
-    kw = {"seed": 0, "search": "fast", "overhead_kinds": ("elementwise", "reshape", "split", "pad")}
+    # every type a model of its own (half of the phone's networks leave some thin): this checks the
+    # calibration's fit, which the loss below writes without the stand-ins' activation traffic
+    kw = {"seed": 0, "search": "fast", "overhead_kinds": ("elementwise", "reshape", "split", "pad"), "min_networks": 1}
     constant = train_predictor(train, *args, **kw)
     cal = train_predictor(train, *args, **kw, overhead="calibrated")
     assert cal.models.keys() == constant.models.keys()
