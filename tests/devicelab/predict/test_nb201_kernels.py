@@ -134,7 +134,7 @@ def test_a_batch_answers_as_the_general_path_and_a_breakdown_names_the_real_kern
     assert [answered[i]["latency_ms"] for i in range(len(cells))] == [p.latency_ms for p in reference]
     assert [answered[i]["kernels_ms"] for i in range(len(cells))] == [p.kernels_ms for p in reference]
     assert [answered[i]["warnings"] for i in range(len(cells))] == [
-        [w.to_dict() for w in p.warnings] for p in reference
+        [w.to_dict(p.latency_ms) for w in p.warnings] for p in reference
     ]
     # a breakdown goes through the five-cell graph: the kernels' own names and operators
     detailed, errors = answer_items(predictor, items[:3], breakdown=True)

@@ -74,5 +74,5 @@ def test_a_batch_of_cells_is_predicted_as_from_the_general_graphs(predictor: Sce
     general = predictor.predict([nb201.from_string(s, name=f"c{i}") for i, s in enumerate(strings)], on_missing="zero")
     assert [answered[i]["latency_ms"] for i in range(len(strings))] == [p.latency_ms for p in general]
     assert [answered[i]["warnings"] for i in range(len(strings))] == [
-        [w.to_dict() for w in p.warnings] for p in general
+        [w.to_dict(p.latency_ms) for w in p.warnings] for p in general
     ]
