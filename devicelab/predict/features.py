@@ -144,8 +144,10 @@ def feature_group(kernel_type: str) -> str:
 # A feature group no model of a predictor covers is priced, last of all, by the models of another:
 # a grouped convolution by the ordinary convolution's (its FLOPs, weights and sizes count its
 # groups), so a predictor trained on networks that happen to run no grouped convolution does not
-# refuse every network that runs one. Group -> (the group that stands in, its kind preferred).
-STAND_IN_GROUP: dict[str, tuple[str, str]] = {"grouped_conv": ("conv", "conv2d")}
+# refuse every network that runs one; a global mean by average pooling's (it is an average pool
+# whose window is the whole map: same input, window and FLOPs). Group -> (the group that stands
+# in, its kind preferred).
+STAND_IN_GROUP: dict[str, tuple[str, str]] = {"grouped_conv": ("conv", "conv2d"), "mean": ("pool", "pooling")}
 
 
 def stand_in_types(kernel_type: str, types: Iterable[str]) -> list[str]:

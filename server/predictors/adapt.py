@@ -22,8 +22,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
-from django.db.models import Max
 
 from devicelab.graph import GraphError, zoo
 from devicelab.graph.ir import Graph
@@ -38,8 +36,8 @@ from server.networks.models import NetworkModel
 from server.networks.services import model_graph
 from server.predictors.artifacts import load_row
 from server.predictors.models import Predictor, PredictorMethod, PredictorSource, PredictorState
+from server.predictors.versions import create_predictor_version
 from server.profiling.models import ProfilingJob
-from server.taskqueue import send_after_commit, send_training
 
 MAX_SHOTS = 200
 USER_DEVICE_PREFIX = "user:"  # identity of a device named by a user, not in the lab
@@ -150,39 +148,16 @@ def request_adapted_predictor(
         "sources": [r.pk for r in rows],
         "source_devices": [r.device.name for r in rows],
     }
-    for attempt in range(5):
-        try:
-            with transaction.atomic():
-                latest = (
-                    Predictor.objects.filter(device=target, scenario_key=scenario.key, method=method)
-                    .owned_by(team)
-                    .aggregate(v=Max("version"))["v"]
-                )
-                row = Predictor.objects.create(
-                    team=team,
-                    device=target,
-                    created_by=user if getattr(user, "is_authenticated", False) else None,
-                    source=PredictorSource.ADAPTED,
-                    method=method,
-                    scenario=scenario.to_dict(),
-                    scenario_key=scenario.key,
-                    version=(latest or 0) + 1,
-                    params=params,
-                )
-                if enqueue:
-                    # a second delivery is harmless: the trainer claims the row with a conditional update
-                    send_after_commit(
-                        send_training,
-                        row.pk,
-                        what=f"predictor {row.pk} stays queued",
-                        then="the idle trainer sends its training again",
-                    )
-            return row
-        except IntegrityError:
-            # Another request took this version number at the same moment: take the next one.
-            if attempt == 4:
-                raise
-    raise AssertionError("unreachable")
+    return create_predictor_version(
+        team,
+        target,
+        source=PredictorSource.ADAPTED,
+        method=method,
+        scenario=scenario,
+        params=params,
+        user=user,
+        enqueue=enqueue,
+    )
 
 
 def _shot_graph(shot: dict[str, Any]) -> Graph:

@@ -16,8 +16,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Max
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from devicelab.backends.base import DELEGATES, UnsupportedSetting
@@ -39,6 +38,7 @@ from server.predictors.models import (
 from server.predictors.qed_import import SOURCE as QED_SOURCE
 from server.predictors.records import count_networks
 from server.predictors.training import MIN_NETWORKS, train_and_evaluate
+from server.predictors.versions import create_predictor_version
 from server.taskqueue import send_after_commit, send_table, send_training, try_send
 
 log = logging.getLogger(__name__)
@@ -195,22 +195,6 @@ def _dispatch_training(predictor_id: int) -> bool:
     )
 
 
-def _send_training_if_queued(predictor_id: int) -> None:
-    """Send a predictor's training if it is still queued."""
-    if Predictor.objects.filter(pk=predictor_id, state=PredictorState.QUEUED).exists():
-        send_training(predictor_id)
-
-
-def _enqueue_on_commit(predictor_id: int) -> None:
-    """Hand the training to the broker once the transaction that made the predictor queued has committed."""
-    send_after_commit(
-        _send_training_if_queued,
-        predictor_id,
-        what=f"predictor {predictor_id} stays queued",
-        then="the idle trainer sends its training again",
-    )
-
-
 def resend_queued_predictors(requested_before: datetime) -> list[int]:
     """Send again the training of every predictor still queued that was requested before
     ``requested_before`` (the idle trainer does: its message was lost); returns their ids."""
@@ -278,33 +262,9 @@ def request_predictor(
         "search": search,
         "overhead": overhead,
     }
-    for attempt in range(5):
-        try:
-            with transaction.atomic():
-                latest = (
-                    Predictor.objects.filter(device=device, scenario_key=scenario.key, method=method)
-                    .owned_by(owner)
-                    .aggregate(v=Max("version"))["v"]
-                )
-                row = Predictor.objects.create(
-                    team=owner,
-                    device=device,
-                    created_by=user if getattr(user, "is_authenticated", False) else None,
-                    source=source,
-                    method=method,
-                    scenario=scenario.to_dict(),
-                    scenario_key=scenario.key,
-                    version=(latest or 0) + 1,
-                    params=params,
-                )
-                if enqueue:
-                    _enqueue_on_commit(row.pk)
-            return row
-        except IntegrityError:
-            # Another request took this version number at the same moment: take the next one.
-            if attempt == 4:
-                raise
-    raise AssertionError("unreachable")
+    return create_predictor_version(
+        owner, device, source=source, method=method, scenario=scenario, params=params, user=user, enqueue=enqueue
+    )
 
 
 def run_training(

@@ -63,3 +63,11 @@ def test_the_stand_in_tiers() -> None:
     assert stand_in_types("pooling", models) == []  # no other group stands in for the rest
     with pytest.raises(KeyError, match="unknown kernel kind"):
         stand_in_types("teleport", models)
+
+
+def test_a_global_mean_with_no_model_of_its_kind_is_priced_by_average_pooling() -> None:
+    # a CPU training set whose global means split between two layouts, each in too few networks
+    # (ONNX Runtime runs GlobalAveragePool in NCHW or NCHWc depending on the layout around it)
+    assert stand_in_types("mean/nchw", ["pooling/nchwc", "conv2d/nchwc", "elementwise"]) == ["pooling/nchwc"]
+    assert stand_in_types("mean/nchw", ["mean/nchwc", "pooling/nchwc"]) == ["mean/nchwc"]  # its kind first
+    assert stand_in_types("mean/nchw", ["conv2d/nchwc"]) == []  # nothing near enough: refused
