@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
 from devicelab.wire import JsonRecord
 
 BOOTSTRAP_DRAWS = 2000
@@ -69,6 +67,8 @@ def paired_ratio(
     round there is no spread to measure: the interval is that round's ratio and the verdict is
     "within noise", never a claim.
     """
+    import numpy as np  # here: the record and its readers (the CLI's printing) need no numpy
+
     num = np.asarray(numerators, dtype=np.float64)
     den = np.asarray(denominators, dtype=np.float64)
     if num.shape != den.shape or num.ndim != 1:
