@@ -120,6 +120,10 @@ def test_a_device_not_in_the_lab_is_registered_with_its_gpu(api: Any, sources: l
     assert resp.status_code == 202, resp.content
     device = Device.objects.get(identity="user:my-phone")
     assert device.hardware["gpu_family"] == "adreno6xx" and resp.json()["device"] == device.pk
+    # a number where a name goes is refused, not read as its digits (schemathesis: gpu 0 was taken)
+    bad = {**body, "new_device": {"name": "0", "soc": "", "gpu": 0}}
+    refused = api.post("/api/predictors/adapt/", bad, format="json")
+    assert refused.status_code == 400 and "gpu" in refused.content.decode(), refused.content
 
 
 @pytest.mark.parametrize(

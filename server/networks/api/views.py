@@ -131,10 +131,11 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """PATCH: the accuracy fields only, as JSON (numbers, not form strings)."""
         content_type = (request.content_type or "").split(";")[0].strip().lower()
-        if content_type != "application/json":
+        empty = not request.META.get("CONTENT_LENGTH") or request.META.get("CONTENT_LENGTH") == "0"
+        if content_type != "application/json" and not (empty and not content_type):  # no body: changes nothing
             raise UnsupportedMediaType(content_type or "(none)", detail="send the accuracy as an application/json body")
         model = self.get_object()
-        form = ModelAccuracySerializer(data=request.data)
+        form = ModelAccuracySerializer(data=request.data if content_type else {})
         form.is_valid(raise_exception=True)
         for field, value in form.validated_data.items():
             setattr(model, field, value)

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from devicelab.backends.base import PRECISIONS
 from devicelab.predict.predictor import BACKENDS
-from server.api.fields import IdField, StrictIntegerField
+from server.api.fields import IdField, StrictCharField, StrictFloatField, StrictIntegerField
 from server.api.parsers import FastJSONParser
 from server.devices.api.serializers import existing_device
 from server.devices.models import Device
@@ -25,9 +25,9 @@ from server.predictors.models import PredictorMethod
 class NewDeviceSerializer(serializers.Serializer):
     """A device that is not in the lab: a user's own phone."""
 
-    name = serializers.CharField(max_length=200)
-    soc = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
-    gpu = serializers.CharField(
+    name = StrictCharField(max_length=200)
+    soc = StrictCharField(max_length=200, required=False, default="", allow_blank=True)
+    gpu = StrictCharField(
         max_length=200, required=False, default="", allow_blank=True, help_text="e.g. Adreno 640, Mali-G76"
     )
 
@@ -37,7 +37,7 @@ class ShotSerializer(serializers.Serializer):
 
     job = StrictIntegerField(required=False, min_value=1, help_text="A profiling job of your team with a result.")
     model = serializers.JSONField(required=False, help_text="A model id of your team, or a zoo name.")
-    latency_ms = serializers.FloatField(required=False, min_value=0.0, help_text="Measured end-to-end latency (ms).")
+    latency_ms = StrictFloatField(required=False, min_value=0.0, help_text="Measured end-to-end latency (ms).")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """A job, or a model with a latency."""
@@ -60,7 +60,7 @@ class AdaptRequestSerializer(serializers.Serializer):
         "backend and precision).",
     )
     # a checked string, not a ChoiceField: the schema has a "backend" enum already (GET predictors)
-    backend = serializers.CharField(
+    backend = StrictCharField(
         default="tflite_gpu", max_length=32, help_text=f"The scenario backend, one of {list(BACKENDS)}."
     )
     precision = serializers.ChoiceField(choices=list(PRECISIONS), default="fp16")
