@@ -101,7 +101,7 @@ class ModelProfile:
     def quantiles_ms(self, qs: Sequence[float] = DOMINANCE_QUANTILES) -> np.ndarray:
         """Execution-time quantiles: the samples' own where measured, else the normal(mu, sigma)'s."""
         if self.samples_ms:
-            return np.quantile(np.asarray(self.samples_ms), qs)
+            return np.asarray(np.quantile(np.asarray(self.samples_ms), qs), dtype=np.float64)
         return self.mu_ms + self.sigma_ms * np.array([_NORMAL_Z[q] for q in qs])
 
     def as_dict(self) -> dict[str, Any]:
