@@ -73,8 +73,9 @@ def test_an_empty_patch_changes_nothing(api: Any) -> None:
     pk = _upload(api, "untouched")
     response = api.patch(f"/api/models/{pk}/", {}, format="json")
     assert response.status_code == 200 and response.json()["top1_accuracy"] is None
-    bare = api.generic("PATCH", f"/api/models/{pk}/", content_type="")  # no body, no content type: nothing to change
-    assert bare.status_code == 200 and bare.json()["top1_accuracy"] is None
+    for content_type in ("", "text/plain"):  # no body (a server may name its type): nothing to change
+        bare = api.generic("PATCH", f"/api/models/{pk}/", content_type=content_type)
+        assert bare.status_code == 200 and bare.json()["top1_accuracy"] is None
 
 
 def test_a_form_body_is_refused_as_the_wrong_media_type(api: Any) -> None:

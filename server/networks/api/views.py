@@ -131,11 +131,12 @@ class NetworkModelViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, view
     def partial_update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         """PATCH: the accuracy fields only, as JSON (numbers, not form strings)."""
         content_type = (request.content_type or "").split(";")[0].strip().lower()
-        empty = not request.META.get("CONTENT_LENGTH") or request.META.get("CONTENT_LENGTH") == "0"
-        if content_type != "application/json" and not (empty and not content_type):  # no body: changes nothing
+        # no body changes nothing, whatever type a server gave it (wsgiref says text/plain)
+        empty = request.META.get("CONTENT_LENGTH") in (None, "", "0")
+        if content_type != "application/json" and not empty:
             raise UnsupportedMediaType(content_type or "(none)", detail="send the accuracy as an application/json body")
         model = self.get_object()
-        form = ModelAccuracySerializer(data=request.data if content_type else {})
+        form = ModelAccuracySerializer(data={} if empty else request.data)
         form.is_valid(raise_exception=True)
         for field, value in form.validated_data.items():
             setattr(model, field, value)
